@@ -1,0 +1,216 @@
+"""Priors of the Bayesian random-intercept model, readable and overridable.
+
+Two families of priors are offered:
+
+``"bambi"`` — Bambi's automatic, data-scaled priors for a Gaussian model
+(Bambi's own documented rule): with s_y the SD of the response and the
+non-intercept fixed columns centred,
+
+* slope of column j:          Normal(0, 2.5 s_y / sd(x_j))
+* intercept (centred design): Normal(mean(y), sqrt((2.5 s_y)^2 + Σ_j σ_j^2 mean(x_j)^2))
+* SD of every (1|g):          HalfNormal(the intercept's prior SD)
+* residual SD:                HalfStudentT(ν = 4, s_y)
+
+``"r2d2"`` — a prior on the decomposition itself (after the R2D2M2 prior,
+Aguilar & Bürkner 2023): the total SD τ of the random parts has a
+HalfStudentT(ν = 4, s_y) prior and the shares of the variance components
+(σ_k^2 = τ^2 ω_k, residual included) are Dirichlet(α, …, α).
+The share of the object of measurement — φ itself — then has the readable
+prior Beta(α, (K − 1) α).
+
+Fixed effects keep Bambi's normal priors under both families.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BayesreproError
+from ..formula import ModelFrame
+
+RESIDUAL = "Residual"
+PRIOR_FAMILIES = ("bambi", "r2d2")
+BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
+STUDENT_NU = 4.0
+
+
+@dataclass(frozen=True)
+class PriorSpec:
+    """All prior parameters of one model; ``table()`` shows them."""
+
+    family: str
+    fixed_names: tuple[str, ...]
+    intercept_index: int | None     # column of X holding the intercept, if any
+    fixed_mu: np.ndarray            # prior means of the coefficients of the *centred* design
+    fixed_sigma: np.ndarray         # prior SDs, same order
+    x_means: np.ndarray             # column means used for centring (0 for the intercept)
+    group_sigma: dict[str, float] = field(default_factory=dict)  # HalfNormal scales ("bambi")
+    residual_nu: float = STUDENT_NU
+    residual_sigma: float = 1.0
+    total_nu: float = STUDENT_NU    # "r2d2": HalfStudentT of the total SD τ
+    total_sigma: float = 1.0
+    concentration: float = 1.0      # "r2d2": Dirichlet α of every share
+
+    @property
+    def group_names(self) -> list[str]:
+        return list(self.group_sigma)
+
+    def table(self) -> pd.DataFrame:
+        """One row per parameter: the prior as text."""
+        rows = []
+        for j, name in enumerate(self.fixed_names):
+            label = "Intercept (centred design)" if j == self.intercept_index else name
+            rows.append((label, f"Normal(mu={self.fixed_mu[j]:.4g}, sigma={self.fixed_sigma[j]:.4g})"))
+        if self.family == "bambi":
+            for name, scale in self.group_sigma.items():
+                rows.append((f"sd[{name}]", f"HalfNormal(sigma={scale:.4g})"))
+            rows.append((f"sd[{RESIDUAL}]", f"HalfStudentT(nu={self.residual_nu:g}, sigma={self.residual_sigma:.4g})"))
+        else:
+            k = len(self.group_sigma) + 1
+            rows.append(("total sd τ", f"HalfStudentT(nu={self.total_nu:g}, sigma={self.total_sigma:.4g})"))
+            rows.append(
+                (f"shares of {', '.join([*self.group_sigma, RESIDUAL])}", f"Dirichlet(alpha={self.concentration:g} × {k})")
+            )
+            rows.append(("share of one component", f"Beta({self.concentration:g}, {(k - 1) * self.concentration:g})"))
+        return pd.DataFrame(rows, columns=["parameter", "prior"])
+
+    def __str__(self) -> str:
+        return self.table().to_string(index=False)
+
+    def scaled(self, factor: float) -> "PriorSpec":
+        """The same priors with every SD scale multiplied by ``factor`` (sensitivity checks)."""
+        if not factor > 0:
+            raise BayesreproError(f"prior scale factor must be positive, got {factor}")
+        return replace(
+            self,
+            group_sigma={k: v * factor for k, v in self.group_sigma.items()},
+            residual_sigma=self.residual_sigma * factor,
+            total_sigma=self.total_sigma * factor,
+        )
+
+    def with_overrides(self, overrides: Mapping[str, float] | None) -> "PriorSpec":
+        """Override prior scales by name: a grouping factor, "Residual", "total" or "concentration"."""
+        if not overrides:
+            return self
+        groups = dict(self.group_sigma)
+        spec = self
+        for name, value in overrides.items():
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise BayesreproError(f"prior override for '{name}' must be a number, got {value!r}") from None
+            if not value > 0:
+                raise BayesreproError(f"prior override for '{name}' must be positive, got {value}")
+            if name in groups:
+                groups[name] = value
+            elif name == RESIDUAL:
+                spec = replace(spec, residual_sigma=value)
+            elif name == "total":
+                spec = replace(spec, total_sigma=value)
+            elif name == "concentration":
+                spec = replace(spec, concentration=value)
+            else:
+                known = ", ".join([*groups, RESIDUAL, "total", "concentration"])
+                raise BayesreproError(f"prior override names unknown parameter '{name}'; use one of: {known}")
+        return replace(spec, group_sigma=groups)
+
+
+def default_priors(frame: ModelFrame, family: str = "bambi", concentration: float = 1.0) -> PriorSpec:
+    """Data-scaled default priors for a Gaussian random-intercept model (see module text)."""
+    if family not in PRIOR_FAMILIES:
+        raise BayesreproError(f"prior family '{family}' is unknown; choose one of: {', '.join(PRIOR_FAMILIES)}")
+    y_sd = float(np.std(frame.y))
+    if not y_sd > 0:
+        raise BayesreproError(f"response '{frame.response}' is constant; there is no variance to decompose")
+    X = frame.X
+    intercept = _intercept_index(X)
+    p = X.shape[1]
+    x_means = X.mean(axis=0)
+    fixed_mu = np.zeros(p)
+    fixed_sigma = np.zeros(p)
+    slopes = [j for j in range(p) if j != intercept]
+    for j in slopes:
+        x_sd = float(np.std(X[:, j]))
+        fixed_sigma[j] = BAMBI_SD_MULTIPLIER * y_sd / x_sd
+    base = BAMBI_SD_MULTIPLIER * y_sd
+    intercept_sigma = float(np.sqrt(base**2 + np.sum(fixed_sigma[slopes] ** 2 * x_means[slopes] ** 2)))
+    if intercept is not None:
+        x_means[intercept] = 0.0
+        fixed_mu[intercept] = float(np.mean(frame.y))
+        fixed_sigma[intercept] = intercept_sigma
+    else:
+        x_means[:] = 0.0  # Bambi centres only when the model has an intercept
+    return PriorSpec(
+        family=family,
+        fixed_names=tuple(frame.fixed_names),
+        intercept_index=intercept,
+        fixed_mu=fixed_mu,
+        fixed_sigma=fixed_sigma,
+        x_means=x_means,
+        group_sigma={g.name: intercept_sigma for g in frame.groups},
+        residual_nu=STUDENT_NU,
+        residual_sigma=y_sd,
+        total_nu=STUDENT_NU,
+        total_sigma=y_sd,
+        concentration=concentration,
+    )
+
+
+def priors_from_bambi(model, frame: ModelFrame) -> PriorSpec:
+    """Read the priors of a built-or-parsed ``bambi.Model`` of the same formula."""
+    component = model.components[model.family.likelihood.parent]
+    spec = default_priors(frame, "bambi")
+    fixed_mu = spec.fixed_mu.copy()
+    fixed_sigma = spec.fixed_sigma.copy()
+    for term_name, term in component.common_terms.items():
+        columns = frame.fixed_term_columns.get(term_name)
+        if columns is None or term.prior.name != "Normal":
+            raise BayesreproError(f"fixed term '{term_name}' needs a Normal prior for the fast path")
+        fixed_mu[columns] = np.atleast_1d(term.prior.args["mu"])
+        fixed_sigma[columns] = np.atleast_1d(term.prior.args["sigma"])
+    if component.intercept_term is not None:
+        prior = component.intercept_term.prior
+        fixed_mu[spec.intercept_index] = float(prior.args["mu"])
+        fixed_sigma[spec.intercept_index] = float(prior.args["sigma"])
+    groups = {}
+    for term_name, term in component.group_specific_terms.items():
+        hyper = term.prior.args["sigma"]
+        if getattr(hyper, "name", None) != "HalfNormal":
+            raise BayesreproError(f"term '{term_name}' needs a HalfNormal prior on its SD for the fast path")
+        groups[term_name.split("|", 1)[1]] = float(np.squeeze(hyper.args["sigma"]))
+    residual = model.components["sigma"].prior
+    if residual.name != "HalfStudentT":
+        raise BayesreproError("the residual SD needs a HalfStudentT prior for the fast path")
+    return replace(
+        spec,
+        fixed_mu=fixed_mu,
+        fixed_sigma=fixed_sigma,
+        group_sigma={g.name: groups[g.name] for g in frame.groups},
+        residual_nu=float(residual.args["nu"]),
+        residual_sigma=float(residual.args["sigma"]),
+    )
+
+
+def bambi_priors(spec: PriorSpec) -> dict:
+    """The variance-component priors of ``spec`` as a ``priors=`` argument of ``bambi.Model``."""
+    import bambi as bmb
+
+    if spec.family != "bambi":
+        raise BayesreproError(f"Bambi's own model takes only the 'bambi' prior family, not '{spec.family}'")
+    priors = {
+        f"1|{name}": bmb.Prior("Normal", mu=0, sigma=bmb.Prior("HalfNormal", sigma=scale))
+        for name, scale in spec.group_sigma.items()
+    }
+    priors["sigma"] = bmb.Prior("HalfStudentT", nu=spec.residual_nu, sigma=spec.residual_sigma)
+    return priors
+
+
+def _intercept_index(X: np.ndarray) -> int | None:
+    for j in range(X.shape[1]):
+        if np.all(X[:, j] == 1.0):
+            return j
+    return None

@@ -1,0 +1,208 @@
+"""The evaluation-data contract: read a table, filter it, validate it, describe its design.
+
+Validation happens here, at the boundary, so that everything downstream can
+trust its inputs: every problem becomes one BayesreproError line that names
+the column or option and says what to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .datasets import DATASETS, load_dataset
+from .errors import BayesreproError
+
+SUPPORTED_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".jsonl", ".jsonl.gz", ".ndjson")
+
+
+def read_table(source, where: str | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
+    """Read evaluation data and apply an optional row filter.
+
+    ``source`` is a pandas DataFrame, a file path (CSV/TSV, optionally
+    gzipped, Parquet, JSON Lines) or the name of a bundled dataset.
+    ``where`` is a pandas query expression (``"mode == 'Marking'"``).
+    Columns named in ``categorical`` are converted to categories.
+    """
+    frame = _read_source(source)
+    frame = _drop_unused_categories(_apply_where(frame, where))
+    for column in categorical:
+        require_columns(frame, [column], "categorical column")
+        frame[column] = frame[column].astype(str).astype("category")
+    return frame
+
+
+def _read_source(source) -> pd.DataFrame:
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    if not isinstance(source, (str, Path)):
+        raise BayesreproError(
+            f"data must be a pandas DataFrame, a file path or a bundled dataset name, not {type(source).__name__}"
+        )
+    path = Path(source)
+    if not path.exists():
+        if str(source) in DATASETS:
+            return load_dataset(str(source))
+        raise BayesreproError(
+            f"data file '{source}' does not exist (bundled datasets: {', '.join(DATASETS)})"
+        )
+    name = path.name.lower()
+    try:
+        if name.endswith((".csv", ".csv.gz")):
+            return pd.read_csv(path)
+        if name.endswith((".tsv", ".tsv.gz")):
+            return pd.read_csv(path, sep="\t")
+        if name.endswith(".parquet"):
+            return pd.read_parquet(path)
+        if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+            return pd.read_json(path, lines=True)
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise BayesreproError(f"could not read data file '{source}': {_first_line(exc)}") from None
+    raise BayesreproError(
+        f"data file '{source}' has an unknown type; use one of {', '.join(SUPPORTED_SUFFIXES)}"
+    )
+
+
+def _apply_where(frame: pd.DataFrame, where: str | None) -> pd.DataFrame:
+    if not where:
+        return frame
+    try:
+        kept = frame.query(where)
+    except Exception as exc:  # pandas raises many types for a bad expression
+        raise BayesreproError(f"--where {where!r} could not be evaluated: {_first_line(exc)}") from None
+    if kept.empty:
+        raise BayesreproError(f"--where {where!r} keeps no rows of the {len(frame)} in the data")
+    return kept
+
+
+def _drop_unused_categories(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in frame.columns:
+        if isinstance(frame[column].dtype, pd.CategoricalDtype):
+            frame[column] = frame[column].cat.remove_unused_categories()
+    return frame
+
+
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], role: str) -> None:
+    """Fail with one line naming the first missing column and its nearest match."""
+    for column in columns:
+        if column not in frame.columns:
+            close = difflib.get_close_matches(column, [str(c) for c in frame.columns], n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BayesreproError(
+                f"{role} '{column}' is not a column of the data{hint} "
+                f"(columns: {', '.join(map(str, frame.columns))})"
+            )
+
+
+def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """Return the score column as float64, refusing text, missing and infinite values."""
+    require_columns(frame, [column], "score column")
+    values = frame[column]
+    if not (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
+        numeric = pd.to_numeric(values, errors="coerce")
+        bad = values[numeric.isna() & values.notna()]
+        if len(bad):
+            raise BayesreproError(
+                f"score column '{column}' is not numeric: row {bad.index[0]} holds {bad.iloc[0]!r}; "
+                "convert it to numbers or choose another column"
+            )
+        values = numeric
+    scores = values.to_numpy(dtype=float, na_value=np.nan)
+    missing = np.isnan(scores)
+    if missing.any():
+        raise BayesreproError(
+            f"score column '{column}' has {int(missing.sum())} missing value(s) (first at row "
+            f"{frame.index[np.argmax(missing)]}); remove those rows or pass drop_missing=True / --drop-missing"
+        )
+    infinite = np.isinf(scores)
+    if infinite.any():
+        raise BayesreproError(
+            f"score column '{column}' has {int(infinite.sum())} infinite value(s) (first at row "
+            f"{frame.index[np.argmax(infinite)]}); remove them"
+        )
+    return scores
+
+
+def drop_missing(frame: pd.DataFrame, columns: Sequence[str], allowed: bool) -> tuple[pd.DataFrame, str]:
+    """Drop rows with missing values in ``columns`` when allowed; say how many and why.
+
+    Returns the kept rows and a note ('' when nothing was dropped). When not
+    allowed, missing values are an error naming the column.
+    """
+    missing = frame[list(columns)].isna()
+    counts = {column: int(n) for column, n in missing.sum().items() if n}
+    if not counts:
+        return frame, ""
+    detail = ", ".join(f"'{column}' ({n})" for column, n in counts.items())
+    if not allowed:
+        raise BayesreproError(
+            f"missing values in {detail}; remove those rows or pass drop_missing=True / --drop-missing"
+        )
+    kept = frame[~missing.any(axis=1)]
+    if kept.empty:
+        raise BayesreproError(f"every row has a missing value in {detail}; nothing is left to analyse")
+    note = f"dropped {len(frame) - len(kept)} of {len(frame)} rows with missing values in {detail}"
+    return _drop_unused_categories(kept), note
+
+
+def as_factor(frame: pd.DataFrame, column: str) -> pd.Categorical:
+    """A grouping column as a categorical, whatever its dtype (ids are categories)."""
+    values = frame[column]
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.remove_unused_categories().array
+    return pd.Categorical(values.astype(str))
+
+
+@dataclass(frozen=True)
+class DesignDescription:
+    """Levels per factor and how each pair of factors relates."""
+
+    n_obs: int
+    levels: dict[str, int]
+    relations: dict[tuple[str, str], str]
+    balanced: bool
+
+    def __str__(self) -> str:
+        lines = [f"{self.n_obs} observations; {'balanced' if self.balanced else 'unbalanced'} design"]
+        lines += [f"  {name}: {n} levels" for name, n in self.levels.items()]
+        lines += [f"  {a} / {b}: {relation}" for (a, b), relation in self.relations.items()]
+        return "\n".join(lines)
+
+
+def describe_design(frame: pd.DataFrame, factors: Sequence[str]) -> DesignDescription:
+    """Levels per factor; each pair crossed (fully or partly) or nested; balance.
+
+    A is nested in B when every level of A occurs with exactly one level of B.
+    The design is balanced when every combination of all factors that occurs
+    occurs equally often and every combination occurs.
+    """
+    require_columns(frame, factors, "factor")
+    codes = {name: as_factor(frame, name).codes for name in factors}
+    levels = {name: int(codes[name].max()) + 1 for name in factors}
+    relations = {}
+    for a, b in itertools.combinations(factors, 2):
+        pairs = pd.DataFrame({"a": codes[a], "b": codes[b]}).drop_duplicates()
+        if pairs["a"].nunique() == len(pairs) and levels[a] > levels[b]:
+            relations[(a, b)] = f"{a} nested in {b}"
+        elif pairs["b"].nunique() == len(pairs) and levels[b] > levels[a]:
+            relations[(a, b)] = f"{b} nested in {a}"
+        elif len(pairs) == levels[a] * levels[b]:
+            relations[(a, b)] = "fully crossed"
+        else:
+            relations[(a, b)] = f"partly crossed ({len(pairs)} of {levels[a] * levels[b]} combinations)"
+    cell_counts = pd.DataFrame(codes).value_counts()
+    n_cells = int(np.prod(list(levels.values()))) if levels else 1
+    balanced = bool(cell_counts.nunique() <= 1 and len(cell_counts) == n_cells)
+    return DesignDescription(len(frame), levels, relations, balanced)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,216 @@
+"""One formula language for both engines.
+
+A Bambi/formulae formula such as ``ter ~ system + (1|sentence_id) + (1|a/b)``
+becomes a dense fixed-effects design (built by formulae, the parser Bambi
+itself uses) and a list of grouping factors held as integer codes, never as
+dense indicator matrices: evaluation data have factors with thousands of
+levels and hundreds of thousands of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import formulae
+import numpy as np
+import pandas as pd
+
+from .data import as_factor, check_score, drop_missing, require_columns
+from .errors import BayesreproError
+
+
+@dataclass(frozen=True)
+class FormulaSpec:
+    """What a formula says, before any data is seen."""
+
+    formula: str
+    response: str
+    intercept: bool
+    fixed_terms: tuple[str, ...]
+    fixed_variables: tuple[str, ...]
+    group_factors: tuple[tuple[str, ...], ...]
+
+    @property
+    def fixed_formula(self) -> str:
+        terms = ["1" if self.intercept else "0", *self.fixed_terms]
+        return f"{self.response} ~ {' + '.join(terms)}"
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        return tuple(":".join(columns) for columns in self.group_factors)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Every data column the formula reads, response first."""
+        seen = [self.response]
+        seen += [v for v in self.fixed_variables if v not in seen]
+        for columns in self.group_factors:
+            seen += [c for c in columns if c not in seen]
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class GroupingFactor:
+    """A random-intercept grouping: one integer code per row."""
+
+    name: str
+    columns: tuple[str, ...]
+    codes: np.ndarray
+    levels: pd.Index
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.levels)
+
+
+@dataclass(frozen=True)
+class ModelFrame:
+    """A formula evaluated on data: response, fixed design and grouping factors."""
+
+    spec: FormulaSpec
+    y: np.ndarray
+    X: np.ndarray
+    fixed_names: list[str]
+    fixed_term_columns: dict[str, slice]
+    groups: list[GroupingFactor]
+    data: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def formula(self) -> str:
+        return self.spec.formula
+
+    @property
+    def response(self) -> str:
+        return self.spec.response
+
+    @property
+    def n_obs(self) -> int:
+        return len(self.y)
+
+
+def parse_formula(formula: str) -> FormulaSpec:
+    """Parse a formula; only random intercepts are supported."""
+    if not isinstance(formula, str) or "~" not in formula:
+        raise BayesreproError(f"formula {formula!r} needs the form 'score ~ terms', e.g. 'ter ~ system + (1|sentence_id)'")
+    try:
+        model = formulae.model_description(formula)
+    except Exception as exc:  # formulae raises its own ParseError/ScanError types
+        raise BayesreproError(f"could not parse formula {formula!r}: {_first_line(exc)}") from None
+    if model.response is None:
+        raise BayesreproError(f"formula {formula!r} has no response on the left of '~'")
+    response = model.response.term.name
+    intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
+    fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
+    fixed_variables = []
+    for term in model.common_terms:
+        fixed_variables += sorted(v for v in term.var_names if v and v not in fixed_variables)
+    groups = []
+    for term in model.group_terms:
+        if type(term.expr).__name__ != "Intercept":
+            raise BayesreproError(
+                f"random slope '({term.expr.name}|{term.factor.name})' in formula {formula!r} is not supported; "
+                "use random intercepts (1|g), (1|a:b) or (1|a/b)"
+            )
+        columns = tuple(component.name for component in term.factor.components)
+        if any(type(component).__name__ != "Variable" for component in term.factor.components):
+            raise BayesreproError(f"grouping factor '{term.factor.name}' must name data columns, not expressions")
+        if columns not in groups:
+            groups.append(columns)
+    return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), tuple(groups))
+
+
+def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing_rows: bool = False) -> ModelFrame:
+    """Evaluate a formula on validated data."""
+    spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
+    require_columns(data, [spec.response], "response (left of '~')")
+    require_columns(data, spec.variables[1:], f"formula term in {spec.formula!r},")
+    frame, note = drop_missing(data, spec.variables, drop_missing_rows)
+    notes = [note] if note else []
+    y = check_score(frame, spec.response)
+    X, names, term_columns = _fixed_design(spec, frame)
+    X, names, term_columns, rank_note = _drop_aliased_columns(X, names, term_columns)
+    notes += [rank_note] if rank_note else []
+    groups = [_grouping_factor(frame, columns) for columns in spec.group_factors]
+    for group in groups:
+        if group.n_levels < 2:
+            raise BayesreproError(
+                f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
+                f"at least 2 levels: remove (1|{group.name}) or widen --where"
+            )
+        if group.n_levels >= len(y):
+            raise BayesreproError(
+                f"grouping factor '{group.name}' has {group.n_levels} levels for {len(y)} observations; its variance "
+                f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
+            )
+    return ModelFrame(spec, y, X, names, term_columns, groups, frame, notes)
+
+
+def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame) -> tuple[np.ndarray, list[str], dict[str, slice]]:
+    for variable in spec.fixed_variables:
+        if _is_categorical(frame[variable]) and frame[variable].nunique() < 2:
+            raise BayesreproError(
+                f"fixed-effect factor '{variable}' has a single level in the data; drop it from the formula "
+                "or widen --where"
+            )
+    columns = {v: frame[v] for v in spec.fixed_variables}
+    columns[spec.response] = frame[spec.response]
+    fixed_data = pd.DataFrame(
+        {name: (values.astype(str).astype("category") if _is_text(values) else values) for name, values in columns.items()}
+    )
+    try:
+        design = formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error").common
+    except Exception as exc:  # formulae surfaces pandas/numpy errors from inside term evaluation
+        raise BayesreproError(f"could not build the fixed effects of {spec.formula!r}: {_first_line(exc)}") from None
+    names = list(design.as_dataframe().columns)
+    X = np.asarray(design.design_matrix, dtype=float)
+    return X, names, dict(design.slices)
+
+
+def _drop_aliased_columns(X, names, term_columns):
+    """Drop columns that are linear combinations of earlier ones, as lme4 does."""
+    scale = np.linalg.norm(X, axis=0)
+    scale[scale == 0] = 1.0
+    gram = (X / scale).T @ (X / scale)
+    kept: list[int] = []
+    for j in range(X.shape[1]):
+        candidate = kept + [j]
+        eigenvalues = np.linalg.eigvalsh(gram[np.ix_(candidate, candidate)])
+        if eigenvalues.min() > 1e-10 * max(1.0, eigenvalues.max()):
+            kept = candidate
+    if len(kept) == X.shape[1]:
+        return X, names, term_columns, ""
+    dropped = [names[j] for j in range(X.shape[1]) if j not in kept]
+    position = {old: new for new, old in enumerate(kept)}
+    new_columns = {}
+    for term, columns in term_columns.items():
+        survivors = [position[j] for j in range(columns.start, columns.stop) if j in position]
+        if survivors:
+            new_columns[term] = slice(survivors[0], survivors[-1] + 1)
+    note = f"fixed-effect design is rank deficient: dropped {', '.join(dropped)}"
+    return X[:, kept], [names[j] for j in kept], new_columns, note
+
+
+def _grouping_factor(frame: pd.DataFrame, columns: tuple[str, ...]) -> GroupingFactor:
+    name = ":".join(columns)
+    if len(columns) == 1:
+        factor = as_factor(frame, columns[0])
+        return GroupingFactor(name, columns, factor.codes.astype(np.int64), pd.Index(factor.categories.astype(str)))
+    parts = [as_factor(frame, column) for column in columns]
+    combined = pd.MultiIndex.from_arrays([p.codes for p in parts])
+    codes, uniques = pd.factorize(combined, sort=True)
+    labels = [":".join(str(p.categories[c]) for p, c in zip(parts, combo)) for combo in uniques]
+    return GroupingFactor(name, columns, codes.astype(np.int64), pd.Index(labels))
+
+
+def _is_categorical(values: pd.Series) -> bool:
+    return isinstance(values.dtype, pd.CategoricalDtype) or _is_text(values)
+
+
+def _is_text(values: pd.Series) -> bool:
+    return pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

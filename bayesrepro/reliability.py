@@ -1,0 +1,148 @@
+"""Reliability from variance components: VCA tables, φ, Koo & Li labels, D-studies.
+
+Every function takes variance components as a mapping from component name to
+a variance, either a float (REML estimates) or a numpy array (posterior
+draws), so one set of formulas serves both engines. Component names follow
+the formula: ``sentence``, ``sentence:rater``, and ``Residual``; a component
+involves the facets named in it, and the residual involves every facet.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from .errors import BayesreproError
+
+RESIDUAL = "Residual"
+
+# Koo & Li (2016), J. Chiropr. Med. 15(2): guidelines for intraclass correlations.
+KOO_LI_BANDS = (("poor", 0.0, 0.5), ("moderate", 0.5, 0.75), ("good", 0.75, 0.9), ("excellent", 0.9, 1.0))
+
+
+def total_variance(variances: Mapping[str, float | np.ndarray]):
+    return sum(variances.values())
+
+
+def shares(variances: Mapping[str, float | np.ndarray]) -> dict:
+    """Each component's share of the summed components."""
+    total = total_variance(variances)
+    return {name: value / total for name, value in variances.items()}
+
+
+def phi(variances: Mapping[str, float | np.ndarray], object: str):
+    """Reliability φ: the object of measurement's share of the total variance."""
+    _require_component(variances, object)
+    return variances[object] / total_variance(variances)
+
+
+def koo_li_label(value: float) -> str:
+    """Koo & Li's label for a reliability coefficient."""
+    if not np.isfinite(value):
+        raise BayesreproError(f"reliability {value} is not a finite number")
+    for label, low, high in KOO_LI_BANDS:
+        if value < high:
+            return label
+    return KOO_LI_BANDS[-1][0]
+
+
+def koo_li_probabilities(draws: np.ndarray) -> dict[str, float]:
+    """Posterior probability of each Koo & Li band."""
+    draws = np.asarray(draws).ravel()
+    edges = [band[1] for band in KOO_LI_BANDS] + [np.inf]
+    return {label: float(np.mean((draws >= edges[i]) & (draws < edges[i + 1]))) for i, (label, _, _) in enumerate(KOO_LI_BANDS)}
+
+
+def default_object(variances: Mapping[str, float | np.ndarray], n_levels: Mapping[str, int]) -> str:
+    """The object of measurement when none is named: the factor with the most levels."""
+    candidates = [name for name in n_levels if name in variances and ":" not in name]
+    if not candidates:
+        raise BayesreproError("the model has no single grouping factor to take as object of measurement; name one with --object")
+    return max(candidates, key=lambda name: n_levels[name])
+
+
+def vca_table(variances: Mapping[str, float], object: str | None = None) -> pd.DataFrame:
+    """Variance component table: component, variance, percent (and φ's object marked)."""
+    table = pd.DataFrame(
+        {
+            "variance": [float(v) for v in variances.values()],
+            "percent": [100.0 * float(s) for s in shares(variances).values()],
+        },
+        index=pd.Index(list(variances), name="component"),
+    )
+    if object is not None:
+        _require_component(variances, object)
+        table["object"] = [name == object for name in variances]
+    return table
+
+
+def facets_of(component: str, all_facets: set[str]) -> set[str]:
+    return set(all_facets) if component == RESIDUAL else set(component.split(":"))
+
+
+def d_study(variances: Mapping[str, float | np.ndarray], object: str, n: Mapping[str, int]) -> dict:
+    """Brennan's D-study: reliability of scores averaged over n levels of facets.
+
+    For each facet f the score is averaged over ``n[f]`` levels (default 1).
+    A component's error contribution is its variance divided by the product of
+    n over the facets it involves (the object excluded); the residual involves
+    every facet. Absolute error (for Φ) counts every component but the
+    object's; relative error (for Eρ²) only those that interact with the
+    object. Returns ``{"phi": Φ, "e_rho2": Eρ², "absolute_error": …, "relative_error": …}``.
+    """
+    _require_component(variances, object)
+    facets = _facets(variances) - {object}
+    unknown = set(n) - facets
+    if unknown:
+        raise BayesreproError(
+            f"D-study facet(s) {', '.join(sorted(unknown))} are not facets of the model; facets are: {', '.join(sorted(facets))}"
+        )
+    for facet, count in n.items():
+        if int(count) < 1:
+            raise BayesreproError(f"D-study needs at least 1 level of facet '{facet}', not {count}")
+    absolute = relative = 0.0
+    for name, variance in variances.items():
+        if name == object:
+            continue
+        involved = facets_of(name, facets | {object})
+        divisor = np.prod([n.get(f, 1) for f in involved - {object}]) if involved - {object} else 1
+        contribution = variance / divisor
+        absolute = absolute + contribution
+        if object in involved:
+            relative = relative + contribution
+    universe = variances[object]
+    return {
+        "phi": universe / (universe + absolute),
+        "e_rho2": universe / (universe + relative),
+        "absolute_error": absolute,
+        "relative_error": relative,
+    }
+
+
+def consistency_across(variances: Mapping[str, float | np.ndarray], facet: str):
+    """Correlation of two scores of the same object that differ only in ``facet``.
+
+    The share of the total variance held by the components that stay the same
+    when only ``facet`` changes: those that do not involve it (the residual
+    always changes). With facet ``occasion`` this is intra-rater reliability
+    (same rater, another occasion); with facet ``rater`` it is inter-rater
+    reliability (another rater, same occasion).
+    """
+    if facet not in _facets(variances):
+        raise BayesreproError(f"'{facet}' is not a facet of the model; facets are: {', '.join(sorted(_facets(variances)))}")
+    shared = sum(value for name, value in variances.items() if name != RESIDUAL and facet not in name.split(":"))
+    return shared / total_variance(variances)
+
+
+def _facets(variances: Mapping[str, object]) -> set[str]:
+    return {part for name in variances if name != RESIDUAL for part in name.split(":")}
+
+
+def _require_component(variances: Mapping[str, object], name: str) -> None:
+    if name not in variances:
+        raise BayesreproError(
+            f"object of measurement '{name}' is not a variance component of the model; components are: "
+            f"{', '.join(variances)}"
+        )

@@ -1,0 +1,166 @@
+# Shared helpers for the lme4 reference scripts in this directory
+# (sourced by lme4_public.R, lme4_papers.R and lme4_full_grid.R).
+#
+# fit_record(formula, data, method) fits one lmer model and returns a list that is
+# written to JSON as one "fit record":
+#   formula          the model formula as written
+#   method           "REML" or "ML"
+#   n_obs            rows used by the fit
+#   variances        {name: variance} for each random intercept in formula order, then
+#                    "Residual". Names follow bayesrepro: (1|a/b) gives "a" and "a:b".
+#   lme4_names       {name: lme4 group name}; differs only for nested terms
+#                    (bayesrepro "a:b" from (1|a/b) is lme4 "b:a")
+#   n_levels         {name: number of levels}
+#   fixed_effects    {lme4 coefficient name: estimate}
+#   std_errors       {lme4 coefficient name: standard error}
+#   loglik           logLik(fit) (the REML log-likelihood for REML fits)
+#   deviance         ML fits: deviance(fit) = -2 loglik; null for REML fits
+#   reml_criterion   REML fits: REMLcrit(fit); null for ML fits
+#   singular         isSingular(fit) (default tolerance 1e-4)
+#   convergence_messages   fit@optinfo$conv$lme4$messages (empty list when none)
+#   warnings         warnings and messages raised during the lmer call
+#   optimizer        lmerControl()$optimizer used
+#   elapsed_seconds  system.time(...)["elapsed"] of the lmer call alone
+# Numbers are written with the shortest decimal that reads back as the same double
+# (jsonlite's digits = NA stops at 15 significant digits, which is not exact).
+
+suppressPackageStartupMessages({
+  library(lme4)
+  library(jsonlite)
+})
+
+versions <- function() {
+  list(
+    R = R.version.string,
+    lme4 = as.character(packageVersion("lme4")),
+    Matrix = as.character(packageVersion("Matrix")),
+    jsonlite = as.character(packageVersion("jsonlite"))
+  )
+}
+
+# bayesrepro names -> lme4 group names for the random intercepts of a formula.
+random_names <- function(formula) {
+  text <- paste(deparse(formula, width.cutoff = 500L), collapse = " ")
+  hits <- regmatches(text, gregexpr("\\(1 *\\| *[^)]+\\)", text))[[1]]
+  ours <- character(0)
+  theirs <- character(0)
+  for (hit in hits) {
+    rhs <- gsub("\\s", "", sub("^\\(1 *\\| *", "", sub("\\)$", "", hit)))
+    parts <- strsplit(rhs, "/", fixed = TRUE)[[1]]
+    if (length(parts) == 1L) {
+      ours <- c(ours, rhs)
+      theirs <- c(theirs, rhs)
+    } else if (length(parts) == 2L) {
+      ours <- c(ours, parts[1], paste(parts[1], parts[2], sep = ":"))
+      theirs <- c(theirs, parts[1], paste(parts[2], parts[1], sep = ":"))
+    } else {
+      stop("only two-level nesting is handled: ", hit)
+    }
+  }
+  stats::setNames(theirs, ours)
+}
+
+# Shortest decimal that round-trips, inserted verbatim into the JSON.
+num_json <- function(x) {
+  if (!is.finite(x)) return(structure("null", class = "json"))
+  for (digits in 15:17) {
+    s <- sprintf(paste0("%.", digits, "g"), x)
+    if (as.numeric(s) == x) break
+  }
+  structure(s, class = "json")
+}
+
+exact <- function(obj) {
+  if (inherits(obj, "json")) return(obj)
+  if (is.list(obj)) {
+    out <- lapply(obj, exact)
+    attributes(out) <- attributes(obj)
+    return(out)
+  }
+  if (is.numeric(obj) && !is.integer(obj)) {
+    if (length(obj) == 1L && is.null(names(obj))) return(num_json(obj))
+    return(stats::setNames(lapply(unname(obj), num_json), names(obj)))
+  }
+  obj
+}
+
+write_json_exact <- function(obj, path) {
+  text <- toJSON(exact(obj), auto_unbox = TRUE, json_verbatim = TRUE,
+                 pretty = TRUE, null = "null", na = "null")
+  writeLines(text, path)
+  invisible(path)
+}
+
+fit_lmer <- function(formula, data, method) {
+  stopifnot(method %in% c("REML", "ML"))
+  caught <- character(0)
+  elapsed <- system.time(
+    fit <- withCallingHandlers(
+      lmer(formula, data = data, REML = (method == "REML")),
+      warning = function(w) {
+        caught <<- c(caught, conditionMessage(w))
+        invokeRestart("muffleWarning")
+      },
+      message = function(m) {
+        caught <<- c(caught, trimws(conditionMessage(m)))
+        invokeRestart("muffleMessage")
+      }
+    )
+  )[["elapsed"]]
+  elapsed <- round(elapsed, 3)
+  list(fit = fit, elapsed = elapsed, caught = caught)
+}
+
+record_of <- function(formula, run, method) {
+  fit <- run$fit
+  map <- random_names(formula)
+  vc <- as.data.frame(VarCorr(fit))
+  grp_var <- stats::setNames(vc$vcov, vc$grp)
+  stopifnot(setequal(unname(map), setdiff(vc$grp, "Residual")))
+  variances <- as.list(grp_var[unname(map)])
+  names(variances) <- names(map)
+  variances$Residual <- grp_var[["Residual"]]
+  n_levels <- as.list(vapply(unname(map), function(g) nlevels(fit@flist[[g]]), integer(1)))
+  names(n_levels) <- names(map)
+  conv <- fit@optinfo$conv$lme4$messages
+  list(
+    formula = paste(deparse(formula, width.cutoff = 500L), collapse = " "),
+    method = method,
+    n_obs = nobs(fit),
+    variances = variances,
+    lme4_names = as.list(map),
+    n_levels = n_levels,
+    fixed_effects = as.list(fixef(fit)),
+    std_errors = as.list(stats::setNames(sqrt(diag(as.matrix(vcov(fit)))), names(fixef(fit)))),
+    loglik = as.numeric(logLik(fit)),
+    deviance = if (method == "ML") deviance(fit) else NULL,
+    reml_criterion = if (method == "REML") REMLcrit(fit) else NULL,
+    singular = isSingular(fit),
+    convergence_messages = I(if (is.null(conv)) character(0) else conv),
+    warnings = I(run$caught),
+    optimizer = fit@optinfo$optimizer,
+    elapsed_seconds = run$elapsed
+  )
+}
+
+# Fit and record; keep = TRUE also returns the merMod for further use.
+fit_record <- function(formula, data, method, keep = FALSE) {
+  run <- fit_lmer(formula, data, method)
+  rec <- record_of(formula, run, method)
+  message(sprintf("%-5s %7.1fs  %s", method, run$elapsed, rec$formula))
+  if (keep) list(record = rec, fit = run$fit) else rec
+}
+
+# Likelihood-ratio statistic between two nested fits (h0 inside h1).
+lrt <- function(fit0, fit1) {
+  chi2 <- 2 * (as.numeric(logLik(fit1)) - as.numeric(logLik(fit0)))
+  df <- attr(logLik(fit1), "df") - attr(logLik(fit0), "df")
+  list(chi2 = chi2, df = df, p = stats::pchisq(chi2, df, lower.tail = FALSE))
+}
+
+# Directory of the running Rscript, so outputs land next to the script.
+script_dir <- function() {
+  arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
+  if (length(arg) == 0L) return(getwd())
+  dirname(normalizePath(sub("^--file=", "", arg[1])))
+}
