@@ -74,7 +74,18 @@ class ModelFrame:
     fixed_term_columns: dict[str, slice]
     groups: list[GroupingFactor]
     data: pd.DataFrame
+    fixed_design: object = None          # formulae's design, to evaluate new rows
+    fixed_kept: list[int] | None = None  # its columns kept after dropping aliased ones
     notes: list[str] = field(default_factory=list)
+
+    def design_rows(self, new_data: pd.DataFrame) -> np.ndarray:
+        """Fixed-effects design rows for new data (a reference grid), coded as in the fit."""
+        frame = new_data.copy()
+        for column in frame.columns:
+            if column in self.data.columns and isinstance(self.data[column].dtype, pd.CategoricalDtype):
+                frame[column] = pd.Categorical(frame[column], categories=self.data[column].cat.categories)
+        rows = np.asarray(self.fixed_design.evaluate_new_data(frame).design_matrix, dtype=float)
+        return rows[:, self.fixed_kept]
 
     @property
     def formula(self) -> str:
@@ -128,8 +139,11 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     frame, note = drop_missing(data, spec.variables, drop_missing_rows)
     notes = [note] if note else []
     y = check_score(frame, spec.response)
-    X, names, term_columns = _fixed_design(spec, frame)
-    X, names, term_columns, rank_note = _drop_aliased_columns(X, names, term_columns)
+    design = _fixed_design(spec, frame)
+    X = np.asarray(design.design_matrix, dtype=float)
+    kept = _independent_columns(X)
+    names, term_columns, rank_note = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)
+    X = X[:, kept]
     notes += [rank_note] if rank_note else []
     groups = [_grouping_factor(frame, columns) for columns in spec.group_factors]
     for group in groups:
@@ -143,10 +157,24 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
                 f"grouping factor '{group.name}' has {group.n_levels} levels for {len(y)} observations; its variance "
                 f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
             )
-    return ModelFrame(spec, y, X, names, term_columns, groups, frame, notes)
+    notes += _confounded_groups(groups)
+    return ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes)
 
 
-def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame) -> tuple[np.ndarray, list[str], dict[str, slice]]:
+def _confounded_groups(groups: list[GroupingFactor]) -> list[str]:
+    """Pairs of grouping factors that split the rows identically: only their summed variance is identified."""
+    notes = []
+    for i, a in enumerate(groups):
+        for b in groups[i + 1 :]:
+            if a.n_levels == b.n_levels and len(np.unique(a.codes * b.n_levels + b.codes)) == a.n_levels:
+                notes.append(
+                    f"grouping factors '{a.name}' and '{b.name}' are confounded (every level of one goes with exactly "
+                    "one level of the other): only the sum of their variances is identified, the split between them is arbitrary"
+                )
+    return notes
+
+
+def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
     for variable in spec.fixed_variables:
         if _is_categorical(frame[variable]) and frame[variable].nunique() < 2:
             raise BayesreproError(
@@ -159,16 +187,13 @@ def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame) -> tuple[np.ndarray, l
         {name: (values.astype(str).astype("category") if _is_text(values) else values) for name, values in columns.items()}
     )
     try:
-        design = formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error").common
+        return formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error").common
     except Exception as exc:  # formulae surfaces pandas/numpy errors from inside term evaluation
         raise BayesreproError(f"could not build the fixed effects of {spec.formula!r}: {_first_line(exc)}") from None
-    names = list(design.as_dataframe().columns)
-    X = np.asarray(design.design_matrix, dtype=float)
-    return X, names, dict(design.slices)
 
 
-def _drop_aliased_columns(X, names, term_columns):
-    """Drop columns that are linear combinations of earlier ones, as lme4 does."""
+def _independent_columns(X: np.ndarray) -> list[int]:
+    """Columns that are not linear combinations of earlier ones (lme4 drops the others)."""
     scale = np.linalg.norm(X, axis=0)
     scale[scale == 0] = 1.0
     gram = (X / scale).T @ (X / scale)
@@ -178,17 +203,21 @@ def _drop_aliased_columns(X, names, term_columns):
         eigenvalues = np.linalg.eigvalsh(gram[np.ix_(candidate, candidate)])
         if eigenvalues.min() > 1e-10 * max(1.0, eigenvalues.max()):
             kept = candidate
-    if len(kept) == X.shape[1]:
-        return X, names, term_columns, ""
-    dropped = [names[j] for j in range(X.shape[1]) if j not in kept]
+    return kept
+
+
+def _aliasing(names: list[str], term_columns: dict[str, slice], kept: list[int]):
+    """Names and term slices after dropping aliased columns, and a note saying which."""
+    if len(kept) == len(names):
+        return names, term_columns, ""
     position = {old: new for new, old in enumerate(kept)}
     new_columns = {}
     for term, columns in term_columns.items():
         survivors = [position[j] for j in range(columns.start, columns.stop) if j in position]
         if survivors:
             new_columns[term] = slice(survivors[0], survivors[-1] + 1)
-    note = f"fixed-effect design is rank deficient: dropped {', '.join(dropped)}"
-    return X[:, kept], [names[j] for j in kept], new_columns, note
+    dropped = [names[j] for j in range(len(names)) if j not in position]
+    return [names[j] for j in kept], new_columns, f"fixed-effect design is rank deficient: dropped {', '.join(dropped)}"
 
 
 def _grouping_factor(frame: pd.DataFrame, columns: tuple[str, ...]) -> GroupingFactor:

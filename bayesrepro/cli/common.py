@@ -1,0 +1,33 @@
+"""Options and output shared by the subcommands."""
+
+from __future__ import annotations
+
+import json
+import math
+
+
+def add_data_options(parser) -> None:
+    parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, or a bundled dataset name")
+    parser.add_argument("--where", help="pandas query expression selecting rows, e.g. \"mode == 'Marking'\"")
+    parser.add_argument("--categorical", default="", help="comma-separated columns to treat as categories")
+    parser.add_argument("--drop-missing", action="store_true", help="drop rows with missing values instead of failing")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def categorical_columns(args) -> list[str]:
+    return [c.strip() for c in args.categorical.split(",") if c.strip()]
+
+
+def print_json(payload) -> None:
+    print(json.dumps(_finite(payload), indent=None))
+
+
+def _finite(value):
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

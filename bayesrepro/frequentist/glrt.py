@@ -1,0 +1,134 @@
+"""Generalized likelihood-ratio tests between nested random-intercept LMMs.
+
+Both models are fitted by ML on the same rows (REML likelihoods of models with
+different fixed effects are not comparable). When the models differ only in
+one variance component, the null value lies on the boundary of the parameter
+space and the statistic follows a 50:50 mixture of χ²₀ and χ²₁ (Self & Liang
+1987; Stram & Lee 1994): the p-value is half the χ²₁ one. The result says
+which reference distribution was used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+from ..data import drop_missing, read_table, require_columns
+from ..errors import BayesreproError
+from ..formula import ModelFrame, build_model_frame, parse_formula
+from .lmm import LmmFit, fit_model_frame
+
+CHI2 = "chi2"
+BOUNDARY_MIXTURE = "0.5*chi2(0) + 0.5*chi2(1)"
+# Differences of −2 log L below this are within the optimizer's tolerance: the
+# statistic is zero (which matters for the point mass of the boundary mixture).
+STATISTIC_RESOLUTION = 1e-6
+
+
+@dataclass
+class GlrtResult:
+    h0: LmmFit
+    h1: LmmFit
+    chi2: float
+    df: int
+    p: float
+    reference: str
+
+    @property
+    def loglik_h0(self) -> float:
+        return self.h0.loglik
+
+    @property
+    def loglik_h1(self) -> float:
+        return self.h1.loglik
+
+    def to_dict(self) -> dict:
+        return {
+            "chi2": self.chi2,
+            "df": self.df,
+            "p": self.p,
+            "loglik_h0": self.loglik_h0,
+            "loglik_h1": self.loglik_h1,
+            "reference": self.reference,
+            "h0": self.h0.formula,
+            "h1": self.h1.formula,
+        }
+
+    def __str__(self) -> str:
+        return (
+            f"GLRT (ML fits, {self.h1.n_obs} observations)\n"
+            f"  H0: {self.h0.formula}   log-likelihood {self.loglik_h0:.4f}\n"
+            f"  H1: {self.h1.formula}   log-likelihood {self.loglik_h1:.4f}\n"
+            f"  chi2 = {self.chi2:.4f}, df = {self.df}, p = {self.p:.4g}   (reference: {self.reference})"
+        )
+
+
+def glrt(h0: str, h1: str, data, where: str | None = None, drop_missing_rows: bool = False) -> GlrtResult:
+    """Test H0 against the larger H1 by the likelihood ratio of ML fits."""
+    frame0, frame1 = nested_frames(h0, h1, read_table(data, where=where), drop_missing_rows)
+    fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
+    return compare_fits(fit0, fit1, variance_component_only=_fixed_parts_equal(frame0, frame1))
+
+
+def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> GlrtResult:
+    """The statistic and its reference distribution for two ML fits of nested models."""
+    if fit0.method != "ml" or fit1.method != "ml":
+        raise BayesreproError("a likelihood-ratio test needs ML fits of both models (method='ml')")
+    df = fit1.n_parameters - fit0.n_parameters
+    if df < 1:
+        raise BayesreproError(f"H1 {fit1.formula!r} has no more parameters than H0 {fit0.formula!r}; swap them or add terms")
+    statistic = 2.0 * (fit1.loglik - fit0.loglik)
+    if statistic < STATISTIC_RESOLUTION:
+        statistic = 0.0
+    if variance_component_only and df == 1:
+        # χ²₀ is a point mass at zero: it adds 0.5 to the tail only at a zero statistic
+        p = 0.5 * scipy.stats.chi2.sf(statistic, 1) + (0.5 if statistic == 0 else 0.0)
+        reference = BOUNDARY_MIXTURE
+    else:
+        p, reference = scipy.stats.chi2.sf(statistic, df), f"{CHI2}({df})"
+    return GlrtResult(fit0, fit1, statistic, df, float(p), reference)
+
+
+def nested_frames(h0: str, h1: str, data: pd.DataFrame, drop_missing_rows: bool) -> tuple[ModelFrame, ModelFrame]:
+    """Build both models on the same rows and check that H0 is nested in H1."""
+    spec0, spec1 = parse_formula(h0), parse_formula(h1)
+    if spec0.response != spec1.response:
+        raise BayesreproError(
+            f"H0 and H1 model different responses ('{spec0.response}' and '{spec1.response}'); use the same score column"
+        )
+    for spec in (spec0, spec1):
+        require_columns(data, spec.variables, f"formula term in {spec.formula!r},")
+    variables = list(dict.fromkeys(spec1.variables + spec0.variables))
+    rows, _ = drop_missing(data, variables, drop_missing_rows)
+    frame0, frame1 = build_model_frame(spec0, rows), build_model_frame(spec1, rows)
+    groups0 = {frozenset(g.columns) for g in frame0.groups}
+    groups1 = {frozenset(g.columns) for g in frame1.groups}
+    extra = groups0 - groups1
+    if extra:
+        names = ", ".join(":".join(sorted(g)) for g in extra)
+        raise BayesreproError(f"models are not nested: H0 has random intercepts for {names} that H1 lacks")
+    if not _column_space_contains(frame1.X, frame0.X):
+        raise BayesreproError(
+            f"models are not nested: the fixed effects of H0 {h0!r} are not contained in those of H1 {h1!r}"
+        )
+    if groups0 == groups1 and frame0.X.shape[1] == frame1.X.shape[1]:
+        raise BayesreproError("H0 and H1 are the same model; H1 needs extra fixed effects or variance components")
+    return frame0, frame1
+
+
+def _fixed_parts_equal(frame0: ModelFrame, frame1: ModelFrame) -> bool:
+    return frame0.X.shape[1] == frame1.X.shape[1] and _column_space_contains(frame0.X, frame1.X)
+
+
+def _column_space_contains(big: np.ndarray, small: np.ndarray) -> bool:
+    """Does span(big) contain every column of small? (least-squares residuals vanish)"""
+    if small.shape[1] == 0:
+        return True
+    if big.shape[1] == 0:
+        return False
+    coefficients, *_ = np.linalg.lstsq(big, small, rcond=None)
+    residual = small - big @ coefficients
+    return bool(np.all(np.linalg.norm(residual, axis=0) <= 1e-8 * np.maximum(1.0, np.linalg.norm(small, axis=0))))

@@ -1,0 +1,184 @@
+"""Circularity test: do a model's predictions merely restate a defining rule?
+
+A target that is *defined* from some input features (a score computed from
+cut-offs on a lab value) lets a model reach high accuracy by learning the
+definition. The test explains the model's predictions — not the target —
+with generalized additive models (one smooth term per feature, statsmodels
+``GLMGam`` with cubic B-splines, Gaussian family) over candidate feature
+subsets and ranks them by the deviance explained, D² = 1 − deviance /
+null deviance. Subsets within ``tie_tolerance`` of the best D² count as tied
+and the least complex of them (fewest features, then highest D²) is the
+candidate. Nullification check: once the candidate's smooths are in, the
+other features' smooths add nothing — the GAM with every feature explains
+at most ``tie_tolerance`` more deviance than the candidate's. Reported
+alongside, for plots and reading: the range of each other feature's partial
+effect in the full GAM relative to the range of the predictions (correlated
+features can trade small wiggles, so the range is descriptive, not the test).
+
+The verdict needs to know which features define the target (``defining``):
+the model is flagged as circular when the candidate uses only defining
+features, explains at least ``d2_threshold`` of the deviance and the other
+features are nullified. Without ``defining`` the result reports the
+candidate and leaves the verdict open.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BayesreproError
+
+MAX_SUBSETS = 1000
+
+
+@dataclass(frozen=True)
+class CircularityResult:
+    ranking: pd.DataFrame           # subset, size, d2 — best first
+    candidate: tuple[str, ...]
+    candidate_d2: float
+    full_d2: float
+    effect_ranges: dict[str, float]  # range of each other feature's smooth in the full GAM / range of predictions
+    nullified: bool
+    circular: bool | None
+    defining: tuple[str, ...]
+    defining_d2: float | None        # D² of the GAM on the defining features alone
+
+    def to_dict(self) -> dict:
+        return {
+            "candidate": list(self.candidate),
+            "candidate_d2": self.candidate_d2,
+            "full_d2": self.full_d2,
+            "nullified": self.nullified,
+            "effect_ranges": self.effect_ranges,
+            "circular": self.circular,
+            "defining": list(self.defining),
+            "defining_d2": self.defining_d2,
+            "ranking": [
+                {"subset": list(row.subset), "size": int(row.size), "d2": float(row.d2)}
+                for row in self.ranking.itertuples()
+            ],
+        }
+
+
+def circularity_test(features: pd.DataFrame, predictions, *, defining: Sequence[str] = (),
+                     max_size: int | None = None, df: int = 10, tie_tolerance: float = 0.01,
+                     d2_threshold: float = 0.9) -> CircularityResult:
+    """Rank feature subsets by how much of the predictions' deviance their GAM explains."""
+    X, names = _features(features)
+    y = _predictions(predictions, len(X))
+    defining = tuple(defining)
+    for name in defining:
+        if name not in names:
+            raise BayesreproError(f"defining feature '{name}' is not among the features: {', '.join(names)}")
+    if not 0 <= tie_tolerance < 1:
+        raise BayesreproError(f"tie_tolerance (--tie-tolerance) must lie in [0, 1), not {tie_tolerance!r}")
+    if not 0 < d2_threshold <= 1:
+        raise BayesreproError(f"d2_threshold (--d2-threshold) must lie in (0, 1], not {d2_threshold!r}")
+    if max_size is None:
+        max_size = len(names)
+    if not 1 <= max_size <= len(names):
+        raise BayesreproError(f"max_size (--max-size) must lie between 1 and {len(names)}, not {max_size}")
+    subsets = [s for k in range(1, max_size + 1) for s in itertools.combinations(range(len(names)), k)]
+    if len(subsets) > MAX_SUBSETS:
+        raise BayesreproError(
+            f"{len(subsets)} feature subsets are too many to fit; lower max_size (--max-size) "
+            f"or pass fewer features"
+        )
+    dfs = [_smooth_df(X[:, j], names[j], df) for j in range(len(names))]
+    rows = []
+    for subset in subsets:
+        fit, _ = _fit_gam(X, y, subset, dfs)
+        rows.append((tuple(names[j] for j in subset), len(subset), _d2(fit)))
+    ranking = (pd.DataFrame(rows, columns=["subset", "size", "d2"])
+               .sort_values(["d2", "size"], ascending=[False, True], kind="stable")
+               .reset_index(drop=True))
+    tied = ranking[ranking["d2"] >= ranking["d2"].iloc[0] - tie_tolerance]
+    best = tied.sort_values(["size", "d2"], ascending=[True, False], kind="stable").iloc[0]
+    candidate = tuple(best["subset"])
+
+    everything = tuple(range(len(names)))
+    full_fit, smoother = _fit_gam(X, y, everything, dfs)
+    spread = np.ptp(y)
+    effect_ranges = {}
+    for j, name in enumerate(names):
+        if name in candidate:
+            continue
+        columns = smoother.mask[j]
+        partial = smoother.basis[:, columns] @ np.asarray(full_fit.params)[1:][columns]
+        effect_ranges[name] = float(np.ptp(partial) / spread)
+    full_d2 = _d2(full_fit)
+    nullified = full_d2 - float(best["d2"]) <= tie_tolerance
+    circular = defining_d2 = None
+    if defining:
+        defining_d2 = _d2(_fit_gam(X, y, tuple(sorted(names.index(d) for d in set(defining))), dfs)[0])
+        circular = bool(set(candidate) <= set(defining) and best["d2"] >= d2_threshold and nullified)
+    return CircularityResult(ranking, candidate, float(best["d2"]), full_d2, effect_ranges,
+                             bool(nullified), circular, defining, defining_d2)
+
+
+def _fit_gam(X, y, subset, dfs):
+    import warnings
+
+    from statsmodels.gam.api import BSplines, GLMGam
+
+    columns = list(subset)
+    smoother = BSplines(X[:, columns], df=[dfs[j] for j in columns], degree=[3] * len(columns))
+    with warnings.catch_warnings():
+        # near-perfect fits of deterministic predictions trigger harmless
+        # convergence chatter; a failed fit is caught below
+        warnings.simplefilter("ignore")
+        try:
+            fit = GLMGam(y, exog=np.ones((len(y), 1)), smoother=smoother).fit()
+        except (np.linalg.LinAlgError, ValueError) as exc:
+            names = ", ".join(str(j) for j in columns)
+            raise BayesreproError(f"the GAM on feature columns {names} could not be fitted: {exc}") from None
+    return fit, smoother
+
+
+def _d2(fit) -> float:
+    if fit.null_deviance <= 0:
+        raise BayesreproError("the predictions are constant; there is nothing to explain")
+    return float(1.0 - fit.deviance / fit.null_deviance)
+
+
+def _smooth_df(column: np.ndarray, name: str, df: int) -> int:
+    distinct = len(np.unique(column))
+    if distinct < 5:
+        raise BayesreproError(
+            f"feature '{name}' has {distinct} distinct values; smooth terms need at least 5 — "
+            "leave categorical features out of the circularity test"
+        )
+    if df < 4:
+        raise BayesreproError(f"df (--df) must be at least 4 for cubic smooths, not {df}")
+    return int(min(df, distinct - 1))
+
+
+def _features(features):
+    if not isinstance(features, pd.DataFrame) or features.shape[1] == 0:
+        raise BayesreproError("features must be a DataFrame with one column per candidate feature")
+    names = [str(c) for c in features.columns]
+    bad = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
+    if bad:
+        raise BayesreproError(f"feature '{bad[0]}' is not numeric; the circularity test needs numeric features")
+    X = features.to_numpy(dtype=float)
+    if not np.all(np.isfinite(X)):
+        column = names[int(np.argmax(~np.isfinite(X).all(axis=0)))]
+        raise BayesreproError(f"feature '{column}' has missing or infinite values; remove those rows")
+    return X, names
+
+
+def _predictions(predictions, n):
+    try:
+        y = np.asarray(predictions, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise BayesreproError("the model's predictions must be numbers") from None
+    if len(y) != n:
+        raise BayesreproError(f"there are {len(y)} predictions for {n} rows of features")
+    if not np.all(np.isfinite(y)):
+        raise BayesreproError("the predictions have missing or infinite values")
+    return y
