@@ -28,11 +28,19 @@ class FormulaSpec:
     intercept: bool
     fixed_terms: tuple[str, ...]
     fixed_variables: tuple[str, ...]
+    term_variables: tuple[frozenset[str], ...]   # the data columns each fixed term reads
     group_factors: tuple[tuple[str, ...], ...]
 
     @property
     def fixed_formula(self) -> str:
         terms = ["1" if self.intercept else "0", *self.fixed_terms]
+        return f"{self.response} ~ {' + '.join(terms)}"
+
+    def rewritten(self, drop_fixed=lambda variables: False, drop_group=lambda columns: False) -> str:
+        """This formula as text without the fixed terms (selected by the columns they read) / groupings."""
+        terms = ["1" if self.intercept else "0"]
+        terms += [term for term, used in zip(self.fixed_terms, self.term_variables) if not drop_fixed(used)]
+        terms += [f"(1|{':'.join(columns)})" for columns in self.group_factors if not drop_group(columns)]
         return f"{self.response} ~ {' + '.join(terms)}"
 
     @property
@@ -113,6 +121,9 @@ def parse_formula(formula: str) -> FormulaSpec:
     response = model.response.term.name
     intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
     fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
+    term_variables = tuple(
+        frozenset(v for v in term.var_names if v) for term in model.common_terms if type(term).__name__ != "Intercept"
+    )
     fixed_variables = []
     for term in model.common_terms:
         fixed_variables += sorted(v for v in term.var_names if v and v not in fixed_variables)
@@ -128,7 +139,7 @@ def parse_formula(formula: str) -> FormulaSpec:
             raise BayesreproError(f"grouping factor '{term.factor.name}' must name data columns, not expressions")
         if columns not in groups:
             groups.append(columns)
-    return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), tuple(groups))
+    return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), term_variables, tuple(groups))
 
 
 def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing_rows: bool = False) -> ModelFrame:

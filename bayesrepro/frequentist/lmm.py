@@ -187,7 +187,10 @@ def _lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
 def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[bool, str]:
     """lme4's test: the gradient, scaled by the Cholesky factor of the Hessian, is below 0.002.
 
-    Components at the boundary only need a gradient pointing outwards.
+    Components at the boundary only need a gradient pointing outwards. On a
+    flat ridge a finite-difference gradient can exceed that tolerance while a
+    Newton step would still improve −2 log L by less than 1e-6, which no
+    inference can notice; that also counts as converged.
     """
     gradient = _gradient(objective, theta)
     free = theta > 0
@@ -202,7 +205,7 @@ def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[
     except np.linalg.LinAlgError:
         scaled = gradient[free]
     worst = float(np.abs(scaled).max())
-    if worst < 2e-3:
+    if worst < 2e-3 or 0.5 * float(scaled @ scaled) < 1e-6:
         return True, ""
     return False, f"optimizer stopped with scaled max|gradient| {worst:.2g} (tolerance 0.002)"
 
@@ -238,10 +241,14 @@ def _snap_to_boundary(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndar
 
 
 def _gradient(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndarray:
-    """Central differences, one-sided at the θ = 0 bound."""
+    """Central differences, one-sided at the θ = 0 bound.
+
+    The step balances truncation error against the rounding noise of a
+    criterion of size |−2 log L| ~ 1e5–1e6 (noise ~1e-8 absolute).
+    """
     gradient = np.empty_like(theta)
     for j in range(len(theta)):
-        h = 1e-6 * max(1.0, abs(theta[j]))
+        h = 1e-5 * max(1.0, abs(theta[j]))
         up = theta.copy()
         up[j] += h
         if theta[j] - h >= 0:

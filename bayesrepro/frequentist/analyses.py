@@ -1,0 +1,179 @@
+"""The papers' analyses built from fits, GLRTs and contrasts.
+
+- system comparison: omnibus GLRT, estimated means, Holm-adjusted pairwise
+  contrasts with the papers' effect size (contrast / residual SD of H1);
+- comparison conditional on a data property: GLRT of the interaction, then
+  contrasts within each level (categorical property) or slopes (numeric);
+- the same for a meta-parameter as fixed effect (hyperparameter assessment);
+- the averaged-replications analysis that shows the power lost by averaging;
+- a likelihood-ratio test of one variance component ("does the seed matter?").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+from ..data import read_table, require_columns
+from ..errors import BayesreproError
+from ..formula import build_model_frame, parse_formula
+from .contrasts import estimated_means, pairwise_contrasts, slopes
+from .glrt import GlrtResult, compare_fits, glrt, nested_frames
+from .lmm import fit_model_frame
+
+
+@dataclass
+class Comparison:
+    """Omnibus test plus the post-hoc tables that explain it."""
+
+    test: GlrtResult
+    means: pd.DataFrame | None
+    contrasts: pd.DataFrame
+    factor: str
+    by: str | None = None
+    slopes: pd.DataFrame | None = None
+
+    def to_dict(self) -> dict:
+        payload = {"test": self.test.to_dict(), "factor": self.factor, "by": self.by,
+                   "contrasts": self.contrasts.to_dict(orient="records")}
+        if self.means is not None:
+            payload["means"] = self.means.to_dict(orient="records")
+        if self.slopes is not None:
+            payload["slopes"] = self.slopes.to_dict(orient="records")
+        return payload
+
+    def __str__(self) -> str:
+        parts = [str(self.test)]
+        if self.means is not None:
+            parts += ["Estimated means (95 % interval):", _indent(self.means)]
+        if self.slopes is not None:
+            parts += [f"Slopes per level of {self.factor}:", _indent(self.slopes)]
+        parts += ["Pairwise contrasts (Holm-adjusted p; effect size = estimate / residual SD of H1):", _indent(self.contrasts)]
+        return "\n".join(parts)
+
+
+def compare_levels(h1: str, data, factor: str = "system", where: str | None = None, drop_missing: bool = False) -> Comparison:
+    """Do the levels of ``factor`` differ? H0 drops every fixed term involving it."""
+    spec = parse_formula(h1)
+    _require_fixed(spec, factor)
+    h0 = spec.rewritten(drop_fixed=lambda used: factor in used)
+    test, frame1 = _ml_test(h0, h1, data, where, drop_missing)
+    means = estimated_means(test.h1, frame1, factor)
+    contrasts = pairwise_contrasts(test.h1, frame1, factor)
+    return Comparison(test, means, contrasts, factor)
+
+
+def compare_conditional(h1: str, data, factor: str, by: str, where: str | None = None, drop_missing: bool = False) -> Comparison:
+    """Does the difference between levels of ``factor`` depend on the data property ``by``?
+
+    H0 drops the interaction terms of ``factor`` and ``by``. For a categorical
+    property, levels are compared within each of its levels; for a numeric
+    one, the slope of the score in it is estimated per level and compared.
+    """
+    spec = parse_formula(h1)
+    _require_fixed(spec, factor)
+    _require_fixed(spec, by)
+    if not any({factor, by} <= used for used in spec.term_variables):
+        raise BayesreproError(f"H1 {h1!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
+    h0 = spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
+    test, frame1 = _ml_test(h0, h1, data, where, drop_missing)
+    if _is_numeric(frame1.data[by]):
+        per_level, differences = slopes(test.h1, frame1, by, factor)
+        return Comparison(test, None, differences, factor, by, slopes=per_level)
+    means = estimated_means(test.h1, frame1, factor, by=by)
+    contrasts = pairwise_contrasts(test.h1, frame1, factor, by=by)
+    return Comparison(test, means, contrasts, factor, by)
+
+
+def variance_component_test(h1: str, component: str, data, where: str | None = None, drop_missing: bool = False) -> GlrtResult:
+    """Does the variance of ``component`` differ from zero? (boundary-corrected GLRT)"""
+    spec = parse_formula(h1)
+    if component not in spec.group_names:
+        raise BayesreproError(
+            f"'{component}' is not a random intercept of {h1!r}; its groupings are: {', '.join(spec.group_names) or 'none'}"
+        )
+    h0 = spec.rewritten(drop_group=lambda columns: ":".join(columns) == component)
+    return glrt(h0, h1, data, where=where, drop_missing_rows=drop_missing)
+
+
+@dataclass
+class AveragedAnalysis:
+    """Averaging replications before testing, next to the LMM on every score."""
+
+    n_averaged: int
+    f_statistic: float
+    df: tuple[int, int]
+    p: float
+    residual_sd: float
+    lmm: GlrtResult
+    lmm_residual_sd: float
+
+    def to_dict(self) -> dict:
+        return {"n_averaged": self.n_averaged, "f": self.f_statistic, "df": list(self.df), "p": self.p,
+                "residual_sd": self.residual_sd, "lmm_p": self.lmm.p, "lmm_chi2": self.lmm.chi2,
+                "lmm_residual_sd": self.lmm_residual_sd}
+
+    def __str__(self) -> str:
+        return (
+            f"Averaged over replications, linear model ({self.n_averaged} means): F({self.df[0]}, {self.df[1]}) = "
+            f"{self.f_statistic:.3f}, p = {self.p:.3g}, residual SD {self.residual_sd:.4f}\n"
+            f"LMM with item effect on all scores: chi2({self.lmm.df}) = {self.lmm.chi2:.2f}, p = {self.lmm.p:.3g}, "
+            f"residual SD {self.lmm_residual_sd:.4f}"
+        )
+
+
+def averaged_comparison(data, score: str, factor: str, item: str, where: str | None = None) -> AveragedAnalysis:
+    """The analysis that averages replications per item and level, then fits ``score ~ factor``.
+
+    Without the item effect the item-to-item variation stays in the residual
+    and swamps the system differences; the LMM on all scores removes it.
+    """
+    frame = read_table(data, where=where)
+    require_columns(frame, [score, factor, item], "column")
+    means = frame.groupby([item, factor], observed=True)[score].mean().reset_index()
+    fit_h1 = build_model_frame(f"{score} ~ {factor}", means)
+    fit_h0 = build_model_frame(f"{score} ~ 1", means)
+    rss1, rss0 = _rss(fit_h1.X, fit_h1.y), _rss(fit_h0.X, fit_h0.y)
+    df1 = fit_h1.X.shape[1] - fit_h0.X.shape[1]
+    df2 = fit_h1.n_obs - fit_h1.X.shape[1]
+    f_statistic = ((rss0 - rss1) / df1) / (rss1 / df2)
+    lmm = glrt(f"{score} ~ 1 + (1|{item})", f"{score} ~ {factor} + (1|{item})", frame)
+    lmm_reml = fit_model_frame(build_model_frame(f"{score} ~ {factor} + (1|{item})", frame), "reml")
+    return AveragedAnalysis(
+        n_averaged=len(means),
+        f_statistic=float(f_statistic),
+        df=(df1, df2),
+        p=float(scipy.stats.f.sf(f_statistic, df1, df2)),
+        residual_sd=float(np.sqrt(rss1 / df2)),
+        lmm=lmm,
+        lmm_residual_sd=lmm_reml.residual_sd,
+    )
+
+
+def _ml_test(h0, h1, data, where, drop_missing):
+    frame0, frame1 = nested_frames(h0, h1, read_table(data, where=where), drop_missing)
+    fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
+    return compare_fits(fit0, fit1, variance_component_only=False), frame1
+
+
+def _rss(X: np.ndarray, y: np.ndarray) -> float:
+    coefficients, *_ = np.linalg.lstsq(X, y, rcond=None)
+    residual = y - X @ coefficients
+    return float(residual @ residual)
+
+
+def _require_fixed(spec, column: str) -> None:
+    if column not in spec.fixed_variables:
+        raise BayesreproError(f"'{column}' is not a fixed effect of {spec.formula!r}; add it to the formula")
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) and not isinstance(values.dtype, pd.CategoricalDtype)
+
+
+def _indent(table: pd.DataFrame) -> str:
+    text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return "\n".join("  " + line for line in text.splitlines())
