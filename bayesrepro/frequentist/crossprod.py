@@ -17,9 +17,11 @@ import scipy.sparse as sp
 
 from ..formula import ModelFrame
 
-# Above this many cells a contingency table between the dominant factor and
-# the others is kept sparse (two crossed factors with thousands of levels).
-DENSE_CELL_LIMIT = 4_000_000
+# A contingency table between the dominant factor and the others is kept
+# sparse when it is large and mostly empty (two crossed factors with thousands
+# of levels, each pair observed rarely): its products then cost O(nnz), not O(n1·q).
+DENSE_CELL_LIMIT = 200_000
+SPARSE_DENSITY = 0.1
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,10 @@ def _contingency(codes_a, n_a, codes_b, n_b) -> np.ndarray:
 def _dominant_cross(dominant, rest, offsets):
     n1 = dominant.n_levels
     q_rest = int(offsets[-1])
-    if n1 * q_rest <= DENSE_CELL_LIMIT:
-        return np.hstack([_contingency(dominant.codes, n1, g.codes, g.n_levels) for g in rest])
     rows = np.concatenate([dominant.codes for _ in rest])
     cols = np.concatenate([g.codes + offsets[i] for i, g in enumerate(rest)])
-    ones = np.ones(len(rows))
-    return sp.csr_matrix((ones, (rows, cols)), shape=(n1, q_rest))
+    table = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n1, q_rest))
+    table.sum_duplicates()
+    if n1 * q_rest <= DENSE_CELL_LIMIT or table.nnz > SPARSE_DENSITY * n1 * q_rest:
+        return table.toarray()
+    return table

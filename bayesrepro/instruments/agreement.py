@@ -114,7 +114,7 @@ def agreement(frame: pd.DataFrame, item: str | Sequence[str], rater: str, score:
         pairs = pd.DataFrame({"unit": unit_codes, "rater": rater_codes, "score": scores})
         if pairs.duplicated(["unit", "rater"]).any():
             notes.append("Cohen's kappa and Scott's pi need one rating per rater and unit; "
-                         f"add the column that tells repeated ratings apart to the item columns")
+                         "add the column that tells repeated ratings apart to the item columns")
         else:
             wide = pairs.pivot(index="unit", columns="rater", values="score")
             kappa = cohen_kappa(wide[0], wide[1], level)

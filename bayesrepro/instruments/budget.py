@@ -15,7 +15,7 @@ variable. Two estimates of it are offered side by side:
 Both can only ever return observed scores: the best of any resample is at
 most the best score in the grid. The probability that a best-of-B draw *is*
 the grid's best, 1 − (1 − 1/n)^B, reaches 0.63 at B = n: from moderate
-budgets on, the upper end of every interval is pinned at the sample best and
+budgets on, the best end of every interval is pinned at the sample best and
 the interval shrinks onto it as B approaches n. The intervals describe draws
 from this grid, not the best score a larger search could find.
 """
@@ -32,10 +32,10 @@ from ..data import check_score, require_columns
 from ..errors import BayesreproError
 
 BOUNDARY_NOTE = (
-    "The best of B resampled configurations can never exceed the best configuration observed; "
+    "The best of B resampled configurations can never be better than the best configuration observed; "
     "the chance that it equals that best, 1 - (1 - 1/n)^B, reaches 0.63 at B = n (n configurations), "
-    "so the upper end of the interval is pinned at the sample best and the interval shrinks onto it "
-    "as B approaches n (column upper_at_sample_best). "
+    "so the interval's best end is pinned at the sample best and the interval shrinks onto it "
+    "as B approaches n (column best_end_at_sample_best). "
     "The intervals describe draws from this grid, not what a larger search would find."
 )
 
@@ -121,7 +121,7 @@ def expected_max(scores, budgets=None, *, higher_is_better: bool = True, level: 
         "bootstrap_lower": bs_lower,
         "bootstrap_upper": bs_upper,
         "p_sample_best": 1 - (1 - 1 / n) ** budgets.astype(float),
-        "upper_at_sample_best": boot_high == oriented[-1],
+        "best_end_at_sample_best": boot_high == oriented[-1],
     })
     return ExpectedMaxResult(table, n, higher_is_better, level, n_resamples, seed)
 

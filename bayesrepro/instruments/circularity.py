@@ -25,6 +25,7 @@ candidate and leaves the verdict open.
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -122,22 +123,39 @@ def circularity_test(features: pd.DataFrame, predictions, *, defining: Sequence[
 
 
 def _fit_gam(X, y, subset, dfs):
-    import warnings
-
     from statsmodels.gam.api import BSplines, GLMGam
 
     columns = list(subset)
     smoother = BSplines(X[:, columns], df=[dfs[j] for j in columns], degree=[3] * len(columns))
+    from statsmodels.tools.sm_exceptions import PerfectSeparationError
+
+    exog = np.ones((len(y), 1))
     with warnings.catch_warnings():
         # near-perfect fits of deterministic predictions trigger harmless
         # convergence chatter; a failed fit is caught below
         warnings.simplefilter("ignore")
         try:
-            fit = GLMGam(y, exog=np.ones((len(y), 1)), smoother=smoother).fit()
+            fit = GLMGam(y, exog=exog, smoother=smoother).fit()
+        except PerfectSeparationError:
+            # the smooths reproduce the predictions exactly; the unpenalized
+            # Gaussian GAM is then the least-squares fit on the same basis
+            fit = _exact_fit(np.hstack([exog, smoother.basis]), y)
         except (np.linalg.LinAlgError, ValueError) as exc:
             names = ", ".join(str(j) for j in columns)
             raise BayesreproError(f"the GAM on feature columns {names} could not be fitted: {exc}") from None
     return fit, smoother
+
+
+@dataclass(frozen=True)
+class _ExactFit:
+    params: np.ndarray
+    deviance: float
+    null_deviance: float
+
+
+def _exact_fit(design, y) -> _ExactFit:
+    params = np.linalg.lstsq(design, y, rcond=None)[0]
+    return _ExactFit(params, float(np.sum((y - design @ params) ** 2)), float(np.sum((y - y.mean()) ** 2)))
 
 
 def _d2(fit) -> float:
@@ -181,4 +199,6 @@ def _predictions(predictions, n):
         raise BayesreproError(f"there are {len(y)} predictions for {n} rows of features")
     if not np.all(np.isfinite(y)):
         raise BayesreproError("the predictions have missing or infinite values")
+    if np.ptp(y) == 0:
+        raise BayesreproError("the predictions are constant; there is nothing to explain")
     return y

@@ -19,8 +19,10 @@
 #   singular         isSingular(fit) (default tolerance 1e-4)
 #   convergence_messages   fit@optinfo$conv$lme4$messages (empty list when none)
 #   warnings         warnings and messages raised during the lmer call
-#   optimizer        lmerControl()$optimizer used
+#   optimizer        optimizer used (lmer default nloptwrap unless stated)
 #   elapsed_seconds  system.time(...)["elapsed"] of the lmer call alone
+#   cpu_seconds      user + system CPU time of the same call (less sensitive than
+#                    elapsed time to other load on the machine)
 # Numbers are written with the shortest decimal that reads back as the same double
 # (jsonlite's digits = NA stops at 15 significant digits, which is not exact).
 
@@ -91,12 +93,13 @@ write_json_exact <- function(obj, path) {
   invisible(path)
 }
 
-fit_lmer <- function(formula, data, method) {
+fit_lmer <- function(formula, data, method, optimizer = NULL) {
   stopifnot(method %in% c("REML", "ML"))
+  control <- if (is.null(optimizer)) lmerControl() else lmerControl(optimizer = optimizer)
   caught <- character(0)
-  elapsed <- system.time(
+  timing <- system.time(
     fit <- withCallingHandlers(
-      lmer(formula, data = data, REML = (method == "REML")),
+      lmer(formula, data = data, REML = (method == "REML"), control = control),
       warning = function(w) {
         caught <<- c(caught, conditionMessage(w))
         invokeRestart("muffleWarning")
@@ -106,9 +109,10 @@ fit_lmer <- function(formula, data, method) {
         invokeRestart("muffleMessage")
       }
     )
-  )[["elapsed"]]
-  elapsed <- round(elapsed, 3)
-  list(fit = fit, elapsed = elapsed, caught = caught)
+  )
+  list(fit = fit, caught = caught,
+       elapsed = round(timing[["elapsed"]], 3),
+       cpu = round(timing[["user.self"]] + timing[["sys.self"]], 3))
 }
 
 record_of <- function(formula, run, method) {
@@ -139,15 +143,17 @@ record_of <- function(formula, run, method) {
     convergence_messages = I(if (is.null(conv)) character(0) else conv),
     warnings = I(run$caught),
     optimizer = fit@optinfo$optimizer,
-    elapsed_seconds = run$elapsed
+    elapsed_seconds = run$elapsed,
+    cpu_seconds = run$cpu
   )
 }
 
 # Fit and record; keep = TRUE also returns the merMod for further use.
-fit_record <- function(formula, data, method, keep = FALSE) {
-  run <- fit_lmer(formula, data, method)
+# optimizer = NULL uses lmer's default (nloptwrap in lme4 1.1-31).
+fit_record <- function(formula, data, method, keep = FALSE, optimizer = NULL) {
+  run <- fit_lmer(formula, data, method, optimizer)
   rec <- record_of(formula, run, method)
-  message(sprintf("%-5s %7.1fs  %s", method, run$elapsed, rec$formula))
+  message(sprintf("%-5s %-11s %7.1fs  %s", method, rec$optimizer, run$elapsed, rec$formula))
   if (keep) list(record = rec, fit = run$fit) else rec
 }
 
@@ -156,11 +162,4 @@ lrt <- function(fit0, fit1) {
   chi2 <- 2 * (as.numeric(logLik(fit1)) - as.numeric(logLik(fit0)))
   df <- attr(logLik(fit1), "df") - attr(logLik(fit0), "df")
   list(chi2 = chi2, df = df, p = stats::pchisq(chi2, df, lower.tail = FALSE))
-}
-
-# Directory of the running Rscript, so outputs land next to the script.
-script_dir <- function() {
-  arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
-  if (length(arg) == 0L) return(getwd())
-  dirname(normalizePath(sub("^--file=", "", arg[1])))
 }

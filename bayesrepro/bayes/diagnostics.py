@@ -1,0 +1,113 @@
+"""Convergence diagnostics that travel with every result and are never ignored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BayesreproError
+
+R_HAT_MAX = 1.01      # Vehtari et al. (2021), rank-normalised split R-hat
+ESS_PER_CHAIN = 100   # bulk and tail ESS of at least 100 per chain (Vehtari et al. 2021)
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    table: pd.DataFrame   # per variable: r_hat, ess_bulk, ess_tail
+    divergences: int
+    chains: int
+    draws: int
+
+    @property
+    def r_hat_max(self) -> float:
+        return float(self.table["r_hat"].max())
+
+    @property
+    def ess_bulk_min(self) -> float:
+        return float(self.table["ess_bulk"].min())
+
+    @property
+    def ess_tail_min(self) -> float:
+        return float(self.table["ess_tail"].min())
+
+    @property
+    def ess_required(self) -> float:
+        return ESS_PER_CHAIN * self.chains
+
+    @property
+    def converged(self) -> bool:
+        return (
+            self.r_hat_max <= R_HAT_MAX
+            and self.ess_bulk_min >= self.ess_required
+            and self.ess_tail_min >= self.ess_required
+            and self.divergences == 0
+        )
+
+    def line(self) -> str:
+        worst = self.table["r_hat"].idxmax()
+        return (
+            f"R-hat max {self.r_hat_max:.3f} ({worst}; need <= {R_HAT_MAX}), bulk ESS min {self.ess_bulk_min:.0f}, "
+            f"tail ESS min {self.ess_tail_min:.0f} (need >= {self.ess_required:.0f}), "
+            f"{self.divergences} divergent transitions"
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "r_hat_max": self.r_hat_max,
+            "ess_bulk_min": self.ess_bulk_min,
+            "ess_tail_min": self.ess_tail_min,
+            "divergences": self.divergences,
+            "converged": self.converged,
+        }
+
+
+def diagnose(idata, var_names: list[str]) -> Diagnostics:
+    import arviz as az
+
+    posterior = idata.posterior[var_names]
+    r_hat = az.rhat(posterior)
+    bulk = az.ess(posterior, method="bulk")
+    tail = az.ess(posterior, method="tail")
+    rows = {}
+    for name in var_names:
+        rows[name] = (
+            float(np.nanmax(r_hat[name].values)),
+            float(np.nanmin(bulk[name].values)),
+            float(np.nanmin(tail[name].values)),
+        )
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["r_hat", "ess_bulk", "ess_tail"])
+    divergences = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata.groups() else 0
+    return Diagnostics(table, divergences, posterior.sizes["chain"], posterior.sizes["draw"])
+
+
+def require_convergence(diagnostics: Diagnostics, allow_unconverged: bool) -> None:
+    if not diagnostics.converged and not allow_unconverged:
+        raise BayesreproError(
+            f"sampling did not converge: {diagnostics.line()}; run more --draws/--tune, "
+            "or pass --allow-unconverged (allow_unconverged=True) to keep the draws anyway"
+        )
+
+
+def quantile_agreement(idata_a, idata_b, var_names: list[str], probs=(0.05, 0.5, 0.95), k: float = 4.0):
+    """Do two posteriors agree within Monte-Carlo error?
+
+    For every variable and quantile: |q_a − q_b| ≤ k × sqrt(MCSE_a² + MCSE_b²),
+    the MCSEs of the quantile estimates from ``arviz.mcse(method="quantile")``.
+    Returns a table with the figures and a boolean column ``agree``.
+    """
+    import arviz as az
+
+    rows = []
+    for name in var_names:
+        a = idata_a.posterior[[name]]
+        b = idata_b.posterior[[name]]
+        for p in probs:
+            qa = float(np.quantile(a[name].values, p))
+            qb = float(np.quantile(b[name].values, p))
+            ma = float(az.mcse(a, method="quantile", prob=p)[name])
+            mb = float(az.mcse(b, method="quantile", prob=p)[name])
+            bound = k * np.hypot(ma, mb)
+            rows.append((name, p, qa, qb, abs(qa - qb), bound, abs(qa - qb) <= bound))
+    return pd.DataFrame(rows, columns=["variable", "quantile", "a", "b", "difference", "bound", "agree"])

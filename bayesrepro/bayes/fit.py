@@ -1,0 +1,261 @@
+"""``fit_bayes``: one formula and data in, an InferenceData with reliability posteriors out."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BayesreproError
+from ..formula import ModelFrame, build_model_frame
+from ..reliability import RESIDUAL, default_object
+from .diagnostics import Diagnostics, diagnose, require_convergence
+from .posterior import add_reliability, band_table, level_contrasts, phi_summary, reliability_summary
+from .priors import PRIOR_FAMILIES, PriorSpec, default_priors
+
+BACKENDS = ("auto", "fast", "bambi")
+LOGISTIC_RESIDUAL = float(np.pi**2 / 3)  # latent-scale residual variance of a logit model
+
+
+@dataclass
+class BayesFit:
+    """A fitted Bayesian random-intercept model; everything lives in ``idata``."""
+
+    idata: object
+    diagnostics: Diagnostics
+    frame: ModelFrame
+    priors: PriorSpec | None
+    prior_table: pd.DataFrame
+    family: str
+    backend: str
+    object: str
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self, prob: float = 0.95, finite_population: bool = False) -> pd.DataFrame:
+        return reliability_summary(self.idata, prob, prefix="fp_" if finite_population else "")
+
+    def phi(self, prob: float = 0.95, finite_population: bool = False) -> dict:
+        return phi_summary(self.idata, prob, prefix="fp_" if finite_population else "")
+
+    def bands(self, finite_population: bool = False) -> pd.DataFrame:
+        return band_table(self.idata, prefix="fp_" if finite_population else "")
+
+    def contrasts(self, term: str, prob: float = 0.95, rope: tuple[float, float] | None = None) -> pd.DataFrame:
+        """Posterior differences of the level means of a categorical fixed term."""
+        reference = "(reference)"
+        if term in self.frame.data:
+            levels = [str(v) for v in pd.unique(self.frame.data[term].astype(str))]
+            present = {n[len(term) + 1 : -1] for n in self.frame.fixed_names if n.startswith(f"{term}[")}
+            missing = sorted(set(levels) - present)
+            reference = missing[0] if len(missing) == 1 else reference
+        return level_contrasts(self.idata, self.frame.fixed_names, term, reference, prob, rope)
+
+    def to_dict(self, prob: float = 0.95) -> dict:
+        """The JSON form: φ, components, diagnostics, backend, seconds."""
+        phi = self.phi(prob)
+        table = self.summary(prob)
+        out = {
+            "phi": {k: phi[k] for k in ("median", "low", "high", "prob")},
+            "object": self.object,
+            "bands": phi["bands"],
+            "components": [
+                {"name": name, "median": row.variance, "low": row.low, "high": row.high,
+                 "share_median": row.share, "share_low": row.share_low, "share_high": row.share_high}
+                for name, row in table.iterrows()
+            ],
+            "diagnostics": self.diagnostics.as_dict(),
+            "backend": self.backend,
+            "family": self.family,
+            "seconds": self.seconds,
+            "n_obs": self.frame.n_obs,
+            "notes": self.notes,
+        }
+        if "fp_phi" in self.idata.posterior:
+            fp = self.phi(prob, finite_population=True)
+            out["phi_finite_population"] = {k: fp[k] for k in ("median", "low", "high", "prob")}
+            out["components_finite_population"] = [
+                {"name": name, "median": row.variance, "low": row.low, "high": row.high}
+                for name, row in self.summary(prob, finite_population=True).iterrows()
+            ]
+        return out
+
+    def __str__(self) -> str:
+        phi = self.phi()
+        lines = [
+            f"Bayesian {self.family} random-intercept model ({self.backend} backend), {self.frame.n_obs} observations",
+            f"formula: {self.frame.formula}",
+            "",
+            self.summary().to_string(float_format=lambda v: f"{v:.4g}"),
+            "",
+            f"phi ({self.object}) = {phi['median']:.3f}, 95% interval [{phi['low']:.3f}, {phi['high']:.3f}]",
+            "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
+        ]
+        if "fp_phi" in self.idata.posterior:
+            fp = self.phi(finite_population=True)
+            lines.append(f"finite-population phi = {fp['median']:.3f}, 95% interval [{fp['low']:.3f}, {fp['high']:.3f}]")
+        status = "converged" if self.diagnostics.converged else "NOT CONVERGED"
+        lines += ["", f"diagnostics ({status}): {self.diagnostics.line()}", f"{self.seconds:.1f} s"]
+        return "\n".join(lines + self.notes)
+
+
+def fit_bayes(
+    formula: str,
+    data: pd.DataFrame,
+    *,
+    object: str | None = None,
+    family: str = "auto",
+    backend: str = "auto",
+    prior: str | PriorSpec = "bambi",
+    prior_overrides: dict | None = None,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    seed: int | None = None,
+    cores: int | None = None,
+    sampler: str = "pymc",
+    target_accept: float = 0.9,
+    effects: bool = True,
+    allow_unconverged: bool = False,
+    progressbar: bool = False,
+    drop_missing: bool = False,
+    bambi_noncentered: bool = True,
+) -> BayesFit:
+    """Fit ``formula`` to ``data`` and return posterior draws of every variance component and of φ.
+
+    ``backend="auto"`` takes the exact fast path for Gaussian models and
+    Bambi's own model otherwise. ``prior`` is a family name ("bambi",
+    "r2d2") or a ``PriorSpec``; ``prior_overrides`` changes single scales by
+    name. With ``effects=True`` (fast path) fixed and level effects are drawn
+    afterwards from their exact conditional, giving the finite-population
+    components and contrasts. Raises ``BayesreproError`` if the run did not
+    converge, unless ``allow_unconverged``. ``bambi_noncentered`` chooses the
+    parameterisation of Bambi's own model (centred mixes better with many
+    observations per level).
+    """
+    start = time.perf_counter()
+    if backend not in BACKENDS:
+        raise BayesreproError(f"backend '{backend}' is unknown; choose one of: {', '.join(BACKENDS)}")
+    frame = build_model_frame(formula, data, drop_missing)
+    family = _family(frame, family)
+    if not frame.groups:
+        raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
+    if backend == "auto":
+        backend = "fast" if family == "gaussian" else "bambi"
+    if backend == "fast" and family != "gaussian":
+        raise BayesreproError("the fast backend needs a Gaussian model; use --backend bambi for 0/1 scores")
+    spec = _prior_spec(frame, prior, prior_overrides, family, backend)
+    n_levels = {g.name: g.n_levels for g in frame.groups}
+    components = [*n_levels, RESIDUAL]
+    object = object or default_object(dict.fromkeys(components, 1.0), n_levels)
+    if object not in n_levels:
+        raise BayesreproError(
+            f"object of measurement '{object}' is not a grouping factor of the formula; choose one of: {', '.join(n_levels)}"
+        )
+    notes = list(frame.notes)
+    if backend == "fast":
+        idata, prior_table = _fit_fast(frame, spec, object, draws, tune, chains, seed, cores, sampler,
+                                        target_accept, effects, progressbar)
+    else:
+        idata, prior_table = _fit_bambi(frame, spec, family, object, draws, tune, chains, seed, cores, sampler,
+                                         target_accept, progressbar, bambi_noncentered)
+        if family == "bernoulli":
+            notes.append("Bernoulli model: the residual is the logistic latent-scale variance pi^2/3")
+    sd_vars = [v for v in idata.posterior.data_vars if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
+    diagnostics = diagnose(idata, sd_vars + ["phi"])
+    fit = BayesFit(idata, diagnostics, frame, spec, prior_table, family, backend, object,
+                   time.perf_counter() - start, notes)
+    require_convergence(diagnostics, allow_unconverged)
+    return fit
+
+
+def _family(frame: ModelFrame, family: str) -> str:
+    binary = bool(np.all((frame.y == 0) | (frame.y == 1)))
+    if family == "auto":
+        return "bernoulli" if binary else "gaussian"
+    if family == "bernoulli" and not binary:
+        raise BayesreproError(f"family 'bernoulli' needs 0/1 scores in '{frame.response}'; use family 'gaussian'")
+    if family not in ("gaussian", "bernoulli"):
+        raise BayesreproError(f"family '{family}' is not supported; choose gaussian or bernoulli")
+    return family
+
+
+def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
+    if family != "gaussian":
+        if overrides or isinstance(prior, PriorSpec) or prior != "bambi":
+            raise BayesreproError("prior choices apply to Gaussian models; Bernoulli models use Bambi's default priors")
+        return None
+    if isinstance(prior, PriorSpec):
+        spec = prior
+    elif prior in PRIOR_FAMILIES:
+        spec = default_priors(frame, prior)
+    else:
+        raise BayesreproError(f"prior '{prior}' is unknown; choose one of: {', '.join(PRIOR_FAMILIES)}")
+    if backend == "bambi" and spec.family != "bambi":
+        raise BayesreproError("Bambi's own model takes only the 'bambi' prior family; use --backend fast for 'r2d2'")
+    return spec.with_overrides(overrides)
+
+
+def _fit_fast(frame, spec, object, draws, tune, chains, seed, cores, sampler, target_accept, effects, progressbar):
+    from .effects import draw_effects, finite_population_variances
+    from .fast_model import build_fast_model, sd_name
+    from .marginal import marginal_stats
+    from .sampling import run_nuts
+
+    stats = marginal_stats(frame, spec)
+    model = build_fast_model(stats, spec)
+    idata = run_nuts(model, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, sampler=sampler,
+                     target_accept=target_accept, progressbar=progressbar)
+    post = idata.posterior
+    sd = {name: post[sd_name(name)].values for name in [*stats.group_names, RESIDUAL]}
+    add_reliability(idata, {name: sd[name] ** 2 for name in sd}, object)
+    if effects:
+        _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, finite_population_variances)
+    return idata, spec.table()
+
+
+def _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, finite_population_variances):
+    import xarray as xr
+
+    shape = sd[RESIDUAL].shape
+    flat = {name: value.reshape(-1) for name, value in sd.items()}
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0] if seed is not None else None)
+    effects = draw_effects(stats, spec.fixed_sigma**2, flat[RESIDUAL], flat, rng)
+    post = idata.posterior
+    post["fixed"] = xr.DataArray(
+        effects.fixed.reshape(*shape, -1),
+        coords={"chain": post.chain, "draw": post.draw, "fixed_effect": frame.fixed_names},
+        dims=("chain", "draw", "fixed_effect"),
+    )
+    for group in frame.groups:
+        dim = f"{group.name}__level"
+        post[f"1|{group.name}"] = xr.DataArray(
+            effects.levels[group.name].reshape(*shape, -1),
+            coords={"chain": post.chain, "draw": post.draw, dim: list(group.levels)},
+            dims=("chain", "draw", dim),
+        )
+    fp = finite_population_variances(stats, effects)
+    add_reliability(idata, {name: value.reshape(shape) for name, value in fp.items()}, object, prefix="fp_")
+
+
+def _fit_bambi(frame, spec, family, object, draws, tune, chains, seed, cores, sampler, target_accept, progressbar,
+               noncentered):
+    from .bambi_model import bambi_prior_table, build_bambi_model, fit_bambi, level_effects
+
+    model = build_bambi_model(frame, family, spec, noncentered)
+    idata = fit_bambi(model, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, sampler=sampler,
+                      target_accept=target_accept, progressbar=progressbar)
+    post = idata.posterior
+    variances = {g.name: post[f"1|{g.name}_sigma"].values ** 2 for g in frame.groups}
+    if family == "gaussian":
+        variances[RESIDUAL] = post["sigma"].values ** 2
+    else:
+        variances[RESIDUAL] = np.full(post[f"1|{frame.groups[0].name}_sigma"].shape, LOGISTIC_RESIDUAL)
+    add_reliability(idata, variances, object)
+    fp = {name: np.var(value, axis=-1, ddof=1) for name, value in level_effects(idata, frame).items()}
+    if family == "bernoulli" and len(fp) == len(frame.groups):
+        fp[RESIDUAL] = variances[RESIDUAL]
+        add_reliability(idata, fp, object, prefix="fp_")
+    return idata, bambi_prior_table(model)

@@ -1,0 +1,42 @@
+"""`bayesrepro agreement`: Krippendorff's alpha, Cohen's kappa and Scott's pi."""
+
+from __future__ import annotations
+
+from .bootstrap import read_rows
+from .common import add_data_options, print_json
+
+HELP = "chance-corrected agreement of raters (Krippendorff's alpha; Cohen's kappa, Scott's pi for 2 raters)"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("agreement", help=HELP, description=HELP)
+    add_data_options(parser)
+    parser.add_argument("--item", required=True, nargs="+", metavar="COL",
+                        help="column(s) whose combination is the rated unit")
+    parser.add_argument("--rater", required=True, help="column identifying the rater")
+    parser.add_argument("--score", required=True, help="column with the rating (numeric codes)")
+    parser.add_argument("--level", choices=("nominal", "interval"), default="nominal",
+                        help="level of measurement (default nominal)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..instruments.agreement import agreement
+
+    # a missing score is a rating not given; missing unit or rater ids follow --drop-missing
+    frame = read_rows(args, list(args.item) + [args.rater])
+    result = agreement(frame, args.item, args.rater, args.score, level=args.level)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+
+    def show(value):
+        return "not defined" if value is None else f"{value:.4f}"
+
+    print(f"{result.n_ratings} ratings of {result.n_items} units by {result.n_raters} raters ({result.level})")
+    print(f"  Krippendorff's alpha: {result.krippendorff_alpha:.4f}")
+    print(f"  Cohen's kappa:        {show(result.cohen_kappa)}")
+    print(f"  Scott's pi:           {show(result.scott_pi)}")
+    if result.note:
+        print(f"  note: {result.note}")
+    return 0

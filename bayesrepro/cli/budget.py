@@ -1,0 +1,50 @@
+"""`bayesrepro budget`: expected best score among B configurations of a grid."""
+
+from __future__ import annotations
+
+from .bootstrap import read_rows
+from .common import add_data_options, print_json
+
+HELP = "expected best score under a budget of B configurations (closed form and bootstrap)"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("budget", help=HELP, description=HELP)
+    add_data_options(parser)
+    parser.add_argument("--score", required=True, help="column with the score")
+    parser.add_argument("--config", required=True, nargs="+", metavar="COL",
+                        help="column(s) whose combination identifies a configuration; "
+                             "its rows are averaged into one score")
+    parser.add_argument("--lower-is-better", action="store_true", help="lower scores are better (e.g. TER)")
+    parser.add_argument("--budgets", nargs="+", type=int, metavar="B",
+                        help="budgets to report (default: about 25 from 1 to the number of configurations)")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per budget")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator")
+    parser.add_argument("--plot", metavar="PATH", help="write the curve to this image file")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import BayesreproError
+    from ..instruments.budget import configuration_scores, expected_max, plot_expected_max
+
+    frame = read_rows(args, list(args.config) + [args.score])
+    scores = configuration_scores(frame, args.config, args.score)
+    result = expected_max(scores.to_numpy(), args.budgets, higher_is_better=not args.lower_is_better,
+                          level=args.level, n_resamples=args.resamples, seed=args.seed)
+    if args.plot:
+        fig = plot_expected_max(result)
+        try:
+            fig.savefig(args.plot, dpi=120, bbox_inches="tight")
+        except (OSError, ValueError) as exc:
+            raise BayesreproError(f"--plot: could not write '{args.plot}': {exc}") from None
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    best = "lowest" if args.lower_is_better else "highest"
+    print(f"{result.n_configurations} configurations of {', '.join(args.config)}; "
+          f"best = {best} mean {args.score}")
+    print(result.table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(result.note)
+    return 0

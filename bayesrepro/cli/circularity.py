@@ -1,0 +1,49 @@
+"""`bayesrepro circularity`: does a GAM on a few features explain the model's predictions?"""
+
+from __future__ import annotations
+
+from .bootstrap import read_rows
+from .common import add_data_options, print_json
+
+HELP = "circularity test: rank feature subsets by the deviance of the predictions their GAM explains"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("circularity", help=HELP, description=HELP)
+    add_data_options(parser)
+    parser.add_argument("--prediction", required=True, help="column with the model's predictions")
+    parser.add_argument("--features", required=True, nargs="+", metavar="COL", help="candidate feature columns")
+    parser.add_argument("--defining", nargs="+", metavar="COL", default=[],
+                        help="features the target is defined from (needed for a verdict)")
+    parser.add_argument("--max-size", type=int, default=None, help="largest subset size to fit (default: all)")
+    parser.add_argument("--df", type=int, default=10, help="B-spline basis size per smooth (default 10)")
+    parser.add_argument("--tie-tolerance", type=float, default=0.01,
+                        help="D² differences up to this count as ties (default 0.01)")
+    parser.add_argument("--d2-threshold", type=float, default=0.9,
+                        help="D² a circular candidate must reach (default 0.9)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..data import check_score
+    from ..instruments.circularity import circularity_test
+
+    frame = read_rows(args, list(args.features) + [args.prediction])
+    predictions = check_score(frame, args.prediction)
+    result = circularity_test(frame[args.features], predictions, defining=args.defining,
+                              max_size=args.max_size, df=args.df, tie_tolerance=args.tie_tolerance,
+                              d2_threshold=args.d2_threshold)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print(f"candidate: {', '.join(result.candidate)} (D² = {result.candidate_d2:.4f}; "
+          f"all features D² = {result.full_d2:.4f})")
+    print(f"  nullification: other features add {result.full_d2 - result.candidate_d2:.4f} D² "
+          f"({'nullified' if result.nullified else 'not nullified'})")
+    if result.circular is None:
+        print("  verdict: name the defining features (--defining) to test for circularity")
+    else:
+        print(f"  D² of the defining features alone: {result.defining_d2:.4f}")
+        print(f"  verdict: {'circular' if result.circular else 'not circular'}")
+    print(result.ranking.head(10).to_string(index=False))
+    return 0

@@ -1,0 +1,86 @@
+"""The fast path's algebra against closed forms: dense Gaussian densities and conditionals."""
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from bayesrepro.bayes.effects import draw_effects
+from bayesrepro.bayes.marginal import marginal_loglik_np, marginal_loglik_pt, marginal_stats
+from bayesrepro.bayes.priors import default_priors
+from bayesrepro.datasets import load_dataset
+from bayesrepro.formula import build_model_frame
+
+ANNOTATION = (
+    "score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:rater) + (1|sentence:occasion) + (1|rater:occasion)"
+)
+
+
+def _cases():
+    annotation = load_dataset("kreutzer_annotation")
+    ter = load_dataset("kreutzer_ter")
+    ter = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]
+    unbalanced = ter.iloc[np.random.default_rng(3).permutation(len(ter))[:300]]
+    return [
+        (ANNOTATION, annotation[annotation["mode"] == "Marking"]),
+        ("ter ~ system + (1|sentence_id)", ter),
+        ("ter ~ system + src_length + (1|sentence_id) + (1|replication)", unbalanced),
+    ]
+
+
+def _dense(frame, priors, sd):
+    Xc = frame.X - priors.x_means
+    V = sd["Residual"] ** 2 * np.eye(len(frame.y)) + Xc @ np.diag(priors.fixed_sigma**2) @ Xc.T
+    for g in frame.groups:
+        Z = np.eye(g.n_levels)[g.codes]
+        V += sd[g.name] ** 2 * Z @ Z.T
+    return Xc, V
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_marginal_loglik_equals_dense_gaussian_density(case):
+    formula, data = _cases()[case]
+    frame = build_model_frame(formula, data)
+    priors = default_priors(frame)
+    stats = marginal_stats(frame, priors)
+    rng = np.random.default_rng(case)
+    for k in range(3):
+        sd = {g.name: rng.uniform(0.001, 0.4) for g in frame.groups} | {"Residual": rng.uniform(0.05, 0.3)}
+        Xc, V = _dense(frame, priors, sd)
+        reference = multivariate_normal(Xc @ priors.fixed_mu, V).logpdf(frame.y)
+        fast = marginal_loglik_np(stats, priors.fixed_sigma**2, sd["Residual"], sd[stats.dominant], [sd[n] for n in stats.rest])
+        # both sides are exact float64 evaluations of the same density
+        assert fast == pytest.approx(reference, rel=1e-9, abs=1e-7)
+        if k == 0:  # the PyTensor graph sampled by NUTS (compiling it once is enough)
+            graph = marginal_loglik_pt(
+                stats, priors.fixed_sigma**2, sd["Residual"], sd[stats.dominant], [sd[n] for n in stats.rest]
+            ).eval()
+            assert graph == pytest.approx(reference, rel=1e-9, abs=1e-7)
+
+
+def test_effect_draws_follow_the_exact_gaussian_conditional():
+    formula, data = _cases()[0]
+    frame = build_model_frame(formula, data)
+    priors = default_priors(frame)
+    stats = marginal_stats(frame, priors)
+    sd = {g.name: 0.03 * (k + 1) for k, g in enumerate(frame.groups)} | {"Residual": 0.1}
+    n = 20_000
+    draws = draw_effects(
+        stats, priors.fixed_sigma**2, np.full(n, sd["Residual"]), {k: np.full(n, v) for k, v in sd.items()},
+        np.random.default_rng(0),
+    )
+    Xc, _ = _dense(frame, priors, sd)
+    W = np.hstack([Xc] + [np.eye(g.n_levels)[g.codes] for g in frame.groups])
+    lam = np.concatenate([priors.fixed_sigma**2] + [np.full(g.n_levels, sd[g.name] ** 2) for g in frame.groups])
+    m = np.concatenate([priors.fixed_mu, np.zeros(W.shape[1] - len(priors.fixed_mu))])
+    cov = np.linalg.inv(np.diag(1 / lam) + W.T @ W / sd["Residual"] ** 2)
+    mean = m + cov @ W.T @ (frame.y - W @ m) / sd["Residual"] ** 2
+    offset = Xc.shape[1]
+    for g in frame.groups:
+        block = slice(offset, offset + g.n_levels)
+        offset += g.n_levels
+        sds = np.sqrt(np.diag(cov)[block])
+        # 5 Monte-Carlo standard errors of a mean / of an SD from n draws
+        assert np.all(np.abs(draws.levels[g.name].mean(0) - mean[block]) < 5 * sds / np.sqrt(n))
+        assert np.all(np.abs(draws.levels[g.name].std(0) - sds) < 5 * sds / np.sqrt(2 * n))
+    # the intercept of the uncentred design: the design has only an intercept column
+    assert abs(draws.fixed[:, 0].mean() - mean[0]) < 5 * np.sqrt(cov[0, 0] / n)

@@ -1,0 +1,48 @@
+"""Default priors: the same numbers Bambi's own automatic scaling chooses (Bambi is the reference)."""
+
+import numpy as np
+import pytest
+
+from bayesrepro.bayes.bambi_model import build_bambi_model
+from bayesrepro.bayes.priors import default_priors, priors_from_bambi
+from bayesrepro.datasets import load_dataset
+from bayesrepro.errors import BayesreproError
+from bayesrepro.formula import build_model_frame
+
+
+@pytest.mark.parametrize(
+    "name, formula",
+    [
+        ("kreutzer_ter", "ter ~ system + (1|sentence_id)"),
+        ("kreutzer_ter", "ter ~ system + src_length + (1|sentence_id) + (1|replication)"),
+        ("kreutzer_annotation", "score ~ 1 + (1|sentence) + (1|rater) + (1|sentence:rater)"),
+    ],
+)
+def test_default_priors_match_bambis_automatic_priors(name, formula):
+    frame = build_model_frame(formula, load_dataset(name))
+    ours = default_priors(frame)
+    bambis = priors_from_bambi(build_bambi_model(frame, "gaussian", None), frame)
+    np.testing.assert_allclose(ours.fixed_mu, bambis.fixed_mu, rtol=1e-12)
+    np.testing.assert_allclose(ours.fixed_sigma, bambis.fixed_sigma, rtol=1e-12)
+    assert ours.group_sigma == pytest.approx(bambis.group_sigma, rel=1e-12)
+    assert (ours.residual_nu, ours.residual_sigma) == pytest.approx((bambis.residual_nu, bambis.residual_sigma))
+
+
+def test_priors_are_shown_and_overridable():
+    frame = build_model_frame("ter ~ system + (1|sentence_id)", load_dataset("kreutzer_ter"))
+    spec = default_priors(frame).with_overrides({"sentence_id": 0.5, "Residual": 0.1})
+    table = spec.table().set_index("parameter")["prior"]
+    assert table["sd[sentence_id]"] == "HalfNormal(sigma=0.5)"
+    assert table["sd[Residual]"] == "HalfStudentT(nu=4, sigma=0.1)"
+    assert spec.scaled(2.0).group_sigma["sentence_id"] == pytest.approx(1.0)
+    with pytest.raises(BayesreproError, match="unknown parameter 'seed'"):
+        spec.with_overrides({"seed": 1.0})
+    with pytest.raises(BayesreproError, match="positive"):
+        spec.with_overrides({"sentence_id": -1})
+
+
+def test_r2d2_prior_states_the_prior_of_phi():
+    frame = build_model_frame("score ~ 1 + (1|sentence) + (1|rater)", load_dataset("kreutzer_annotation"))
+    table = default_priors(frame, "r2d2", concentration=0.5).table().set_index("parameter")["prior"]
+    # three components (sentence, rater, Residual): one share is Beta(α, 2α)
+    assert table["share of one component"] == "Beta(0.5, 1)"
