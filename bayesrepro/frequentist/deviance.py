@@ -36,6 +36,7 @@ class Solution:
     logdet_fixed: float      # log|R_X|²
     beta: np.ndarray
     fixed_precision: np.ndarray  # R_X'R_X, so Var(β̂) = σ² (R_X'R_X)⁻¹
+    gradient: np.ndarray | None = None  # of the criterion in θ, when asked for
 
 
 class ProfiledDeviance:
@@ -63,7 +64,7 @@ class ProfiledDeviance:
         n, p = self.cross.n_obs, self.cross.n_fixed
         return s.r2 / (n - p if self.reml else n)
 
-    def solve(self, theta: np.ndarray) -> Solution:
+    def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         c = self.cross
         theta = np.asarray(theta, dtype=float)
         ordered = theta[c.order] if c.order else theta[:0]
@@ -73,8 +74,10 @@ class ProfiledDeviance:
             t1 = ordered[0]
             diag1 = t1 * t1 * c.dominant_counts + 1.0
             lam = np.repeat(ordered[1:], c.rest_sizes)
+            block = _DominantBlock(c, t1, lam)
             rhs1 = t1 * c.dominant_zy
-            correction, rhs_correction = self._dominant_correction(t1, lam, diag1, rhs1)
+            correction = block.gram(1.0 / diag1)
+            rhs_correction = block.transpose_apply(rhs1 / diag1)
             logdet_dominant = float(np.log(diag1).sum())
             r2_dominant = float(rhs1 @ (rhs1 / diag1))
         else:
@@ -101,6 +104,9 @@ class ProfiledDeviance:
         beta = solution[q_rest:].copy()
         if c.y_shift:
             beta[0] += c.y_shift
+        gradient = None
+        if with_gradient:
+            gradient = self._gradient(theta, ordered, diag1, block, rhs1, solution, factor, r2) if c.n_groups else np.zeros(0)
         return Solution(
             theta=theta,
             r2=r2,
@@ -108,21 +114,74 @@ class ProfiledDeviance:
             logdet_fixed=float(log_diag[q_rest:].sum()),
             beta=beta,
             fixed_precision=fixed_factor @ fixed_factor.T,
+            gradient=gradient,
         )
 
-    def _dominant_correction(self, t1, lam, diag1, rhs1):
-        """W'D⁻¹W and W'D⁻¹c₁ for W = t1·[Z₁'Z_r Λ_r, Z₁'X], D the dominant diagonal."""
+    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        try:
+            solution = self.solve(theta, with_gradient=True)
+        except np.linalg.LinAlgError:
+            return np.inf, np.zeros(len(theta))
+        return self.criterion(solution), solution.gradient
+
+    def _gradient(self, theta, ordered, diag1, block, rhs1, solution, factor, r2) -> np.ndarray:
+        """Exact gradient of the criterion in θ (formula order).
+
+        With A the penalized system matrix and u the spherical random effects,
+        for θ_k > 0:  ∂log|A|/∂θ_k = 2(q_k − tr[(A⁻¹)_kk])/θ_k  and
+        ∂r²/∂θ_k = −2‖u_k‖²/θ_k (the first follows from Λ'Z'ZΛ = A − I on the
+        random block, the second from the normal equations u = Λ'Z'(y − Xβ − ZΛu)).
+        ML uses the random-effects block A_ZZ alone for log|L|². At θ_k = 0 the
+        criterion is even in θ_k, so the derivative is 0.
+        """
         c = self.cross
-        zx_scaled = t1 * c.dominant_zx
-        if sp.issparse(c.cross):
-            cross_scaled = c.cross.multiply(t1 * lam[None, :]).tocsr() if len(lam) else c.cross
-            inv = sp.diags(1.0 / diag1)
-            zz = (cross_scaled.T @ inv @ cross_scaled).toarray()
-            zxp = np.asarray(cross_scaled.T @ (zx_scaled / diag1[:, None]))
-            xx = zx_scaled.T @ (zx_scaled / diag1[:, None])
-            correction = np.block([[zz, zxp], [zxp.T, xx]])
-            rhs_correction = np.concatenate([cross_scaled.T @ (rhs1 / diag1), zx_scaled.T @ (rhs1 / diag1)])
-            return correction, rhs_correction
-        w = np.hstack([c.cross * (t1 * lam[None, :]), zx_scaled])
-        weighted = w / diag1[:, None]
-        return w.T @ weighted, weighted.T @ rhs1
+        q_rest = len(c.rest_zy)
+        n, p = c.n_obs, c.n_fixed
+        size = q_rest + (p if self.reml else 0)
+        lower = factor[:size, :size]
+        inverse = scipy.linalg.cho_solve((lower, True), np.eye(size), check_finite=False)
+        squared = block.gram(1.0 / diag1**2)[:size, :size]
+        trace_dominant = float(np.sum(1.0 / diag1) + np.sum(inverse * squared))
+        diagonal_rest = np.diag(inverse)[:q_rest]
+        u_dominant = (rhs1 - block.apply(solution)) / diag1
+        u_rest = solution[:q_rest]
+        offsets = np.concatenate([[0], np.cumsum(c.rest_sizes)])
+        traces = [trace_dominant] + [float(diagonal_rest[a:b].sum()) for a, b in zip(offsets[:-1], offsets[1:])]
+        norms = [float(u_dominant @ u_dominant)] + [float(u_rest[a:b] @ u_rest[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+        levels = [len(diag1)] + list(c.rest_sizes)
+        dof = n - p if self.reml else n
+        gradient_ordered = np.zeros(len(ordered))
+        for k, t in enumerate(ordered):
+            if t > 0:
+                gradient_ordered[k] = (2.0 * (levels[k] - traces[k]) - 2.0 * dof * norms[k] / r2) / t
+        gradient = np.empty_like(gradient_ordered)
+        gradient[c.order] = gradient_ordered
+        return gradient
+
+
+class _DominantBlock:
+    """W = t1·[Z₁'Z_r Λ_r, Z₁'X], the coupling of the dominant factor to the rest."""
+
+    def __init__(self, cross: CrossProducts, t1: float, lam: np.ndarray):
+        self.zx = t1 * cross.dominant_zx
+        if sp.issparse(cross.cross):
+            self.zz = cross.cross.multiply(t1 * lam[None, :]).tocsr() if len(lam) else cross.cross
+        else:
+            self.zz = cross.cross * (t1 * lam[None, :])
+
+    def gram(self, weights: np.ndarray) -> np.ndarray:
+        """W' diag(weights) W."""
+        weighted_zx = self.zx * weights[:, None]
+        if sp.issparse(self.zz):
+            zz = (self.zz.T @ sp.diags(weights) @ self.zz).toarray()
+            zx = np.asarray(self.zz.T @ weighted_zx)
+            return np.block([[zz, zx], [zx.T, self.zx.T @ weighted_zx]])
+        w = np.hstack([self.zz, self.zx])
+        return w.T @ (w * weights[:, None])
+
+    def transpose_apply(self, v: np.ndarray) -> np.ndarray:
+        return np.concatenate([self.zz.T @ v, self.zx.T @ v])
+
+    def apply(self, b: np.ndarray) -> np.ndarray:
+        q_rest = self.zz.shape[1]
+        return self.zz @ b[:q_rest] + self.zx @ b[q_rest:]

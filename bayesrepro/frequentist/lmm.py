@@ -19,6 +19,9 @@ METHODS = ("reml", "ml")
 # θ below this is reported as a variance at the boundary (exactly zero): lme4's
 # singularity tolerance for relative standard deviations.
 BOUNDARY_THETA = 1e-4
+# Relative standard deviations tried at a component stuck at zero, where the
+# gradient of the (even) criterion vanishes.
+ESCAPE_STEPS = (1e-3, 1e-2, 1e-1)
 
 
 @dataclass
@@ -154,13 +157,16 @@ def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
 
 
 def _optimise(objective: ProfiledDeviance) -> tuple[np.ndarray, bool, str]:
-    """Minimise the profiled criterion over θ ≥ 0.
+    """Minimise the profiled criterion over θ ≥ 0 with its exact gradient.
 
     L-BFGS-B from θ = 1 (lme4's start), restarted from its own optimum until
     the criterion stops improving (a restart discards a stale curvature
     estimate, which matters where components are orders of magnitude apart).
-    If lme4's convergence test then fails, a second start at θ = 0.1 is tried
-    and the better optimum kept.
+    The criterion is even in each θ_k, so its gradient vanishes at θ_k = 0
+    and a gradient method can stall there: components at zero are tried at
+    small positive values and the search resumes from any that is better.
+    If lme4's convergence test then fails, a second start at θ = 0.1 is
+    tried and the better optimum kept.
     """
     k = objective.n_theta
     if k == 0:
@@ -181,8 +187,9 @@ def _optimise(objective: ProfiledDeviance) -> tuple[np.ndarray, bool, str]:
 
 def _restarted_lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
     best = _lbfgsb(objective, start)
-    for _ in range(3):
-        again = _lbfgsb(objective, best.x)
+    for _ in range(5):
+        candidate = _escape_boundary(objective, best)
+        again = _lbfgsb(objective, candidate)
         improved = best.fun - again.fun
         if again.fun < best.fun:
             best = again
@@ -191,11 +198,25 @@ def _restarted_lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
     return best
 
 
+def _escape_boundary(objective: ProfiledDeviance, result) -> np.ndarray:
+    """θ with each zero component moved to the best small positive value that lowers the criterion."""
+    theta = result.x.copy()
+    value = result.fun
+    for j in np.flatnonzero(theta == 0):
+        for trial_value in ESCAPE_STEPS:
+            trial = theta.copy()
+            trial[j] = trial_value
+            trial_criterion = objective(trial)
+            if trial_criterion < value - 1e-10:
+                theta, value = trial, trial_criterion
+    return theta
+
+
 def _lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
     return scipy.optimize.minimize(
-        objective,
+        objective.value_and_gradient,
         start,
-        jac=lambda t: _gradient(objective, t),
+        jac=True,
         method="L-BFGS-B",
         bounds=[(0.0, None)] * len(start),
         options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-8},
@@ -205,15 +226,20 @@ def _lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
 def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[bool, str]:
     """lme4's test: the gradient, scaled by the Cholesky factor of the Hessian, is below 0.002.
 
-    Components at the boundary only need a gradient pointing outwards. On a
-    flat ridge a finite-difference gradient can exceed that tolerance while a
-    Newton step would still improve −2 log L by less than 1e-6, which no
-    inference can notice; that also counts as converged.
+    At a component fixed at zero the gradient vanishes; there the criterion
+    must not fall when the component is made slightly positive. On a flat
+    ridge the gradient can exceed the tolerance while a Newton step would
+    still improve −2 log L by less than 1e-6, which no inference can notice;
+    that also counts as converged.
     """
-    gradient = _gradient(objective, theta)
+    value, gradient = objective.value_and_gradient(theta)
     free = theta > 0
-    if np.any(gradient[~free] < -2e-3):
-        return False, f"a variance at zero has gradient {gradient[~free].min():.2g} pointing inwards"
+    for j in np.flatnonzero(~free):
+        for trial_value in ESCAPE_STEPS:
+            trial = theta.copy()
+            trial[j] = trial_value
+            if objective(trial) < value - 1e-8:
+                return False, f"the criterion still falls when the zero variance of component {j + 1} is made positive"
     if not free.any():
         return True, ""
     hessian = _hessian(objective, theta, free)
@@ -229,20 +255,17 @@ def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[
 
 
 def _hessian(objective: ProfiledDeviance, theta: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Central differences of the exact gradient over the free components."""
     index = np.flatnonzero(free)
-    h = 1e-4 * np.maximum(theta[index], 1e-2)
-    hessian = np.empty((len(index), len(index)))
-    for a, i in enumerate(index):
-        for b, j in enumerate(index[: a + 1]):
-            def shifted(si, sj):
-                t = theta.copy()
-                t[i] += si * h[a]
-                t[j] += sj * h[b]
-                return objective(t)
-
-            value = (shifted(1, 1) - shifted(1, -1) - shifted(-1, 1) + shifted(-1, -1)) / (4 * h[a] * h[b])
-            hessian[a, b] = hessian[b, a] = value
-    return hessian
+    columns = []
+    for i in index:
+        h = 1e-5 * max(1.0, theta[i])
+        up, down = theta.copy(), theta.copy()
+        up[i] += h
+        down[i] = max(0.0, theta[i] - h)
+        columns.append((objective.value_and_gradient(up)[1][index] - objective.value_and_gradient(down)[1][index]) / (up[i] - down[i]))
+    hessian = np.array(columns)
+    return 0.5 * (hessian + hessian.T)
 
 
 def _snap_to_boundary(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndarray:
@@ -256,26 +279,6 @@ def _snap_to_boundary(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndar
         if trial_value <= value + 1e-10:
             theta, value = trial, trial_value
     return theta
-
-
-def _gradient(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndarray:
-    """Central differences, one-sided at the θ = 0 bound.
-
-    The step balances truncation error against the rounding noise of a
-    criterion of size |−2 log L| ~ 1e5–1e6 (noise ~1e-8 absolute).
-    """
-    gradient = np.empty_like(theta)
-    for j in range(len(theta)):
-        h = 1e-5 * max(1.0, abs(theta[j]))
-        up = theta.copy()
-        up[j] += h
-        if theta[j] - h >= 0:
-            down = theta.copy()
-            down[j] -= h
-            gradient[j] = (objective(up) - objective(down)) / (2 * h)
-        else:
-            gradient[j] = (objective(up) - objective(theta)) / h
-    return gradient
 
 
 def _model_frame(formula, data, where, drop_missing) -> ModelFrame:
