@@ -27,6 +27,7 @@ def run_demo(out=print) -> None:
     _annotation_reliability(out)
     _meta_parameter_importance(out)
     _grid_reliability(out)
+    _hyperparameter_assessment(out)
 
 
 def _heading(out, text: str) -> None:
@@ -83,3 +84,15 @@ def _grid_reliability(out) -> None:
     out("Learning rate x sentence length (nested facet, full grid):")
     data["len"] = length_class(data["src_length"])
     out(str(fit_lmm("ter ~ 1 + (1|sentence_id) + (1|learning_rate/len)", data)))
+
+
+def _hyperparameter_assessment(out) -> None:
+    data = load_dataset("kreutzer_marking_partial")
+    _heading(out, "Hyperparameter assessment on kreutzer_marking_partial: the learning rate as fixed effect")
+    out(str(compare_levels("ter ~ learning_rate + (1|sentence_id)", data, "learning_rate")))
+    out("")
+    out("Conditional on the sentence length class:")
+    out(str(compare_conditional("ter ~ learning_rate*src_length_class + (1|sentence_id)", data, "learning_rate", "src_length_class")))
+    out("")
+    out("Does the seed matter beyond the learning rate?")
+    out(str(variance_component_test("ter ~ learning_rate + (1|sentence_id) + (1|seed)", "seed", data)))
