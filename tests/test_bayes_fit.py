@@ -107,3 +107,12 @@ def test_cli_exits_non_zero_when_unconverged(small_ter, tmp_path):
         ["phi", str(path), "--formula", FORMULA, "--draws", "5", "--tune", "5", "--chains", "2", "--allow-unconverged"]
     )
     assert args.func(args) == 0
+
+
+def test_d_study_on_draws_follows_brennans_formula(fit):
+    # one facet-free model: averaging over n levels of nothing leaves phi unchanged
+    table = fit.d_study({})
+    phi = fit.phi()
+    assert table.loc["phi", "median"] == pytest.approx(phi["median"])
+    with pytest.raises(BayesreproError, match="not facets of the model"):
+        fit.d_study({"rater": 2})

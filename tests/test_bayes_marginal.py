@@ -63,7 +63,7 @@ def test_effect_draws_follow_the_exact_gaussian_conditional():
     priors = default_priors(frame)
     stats = marginal_stats(frame, priors)
     sd = {g.name: 0.03 * (k + 1) for k, g in enumerate(frame.groups)} | {"Residual": 0.1}
-    n = 20_000
+    n = 8_000
     draws = draw_effects(
         stats, priors.fixed_sigma**2, np.full(n, sd["Residual"]), {k: np.full(n, v) for k, v in sd.items()},
         np.random.default_rng(0),

@@ -12,7 +12,14 @@ from ..errors import BayesreproError
 from ..formula import ModelFrame, build_model_frame
 from ..reliability import RESIDUAL, default_object
 from .diagnostics import Diagnostics, diagnose, require_convergence
-from .posterior import add_reliability, band_table, level_contrasts, phi_summary, reliability_summary
+from .posterior import (
+    add_reliability,
+    band_table,
+    d_study_summary,
+    level_contrasts,
+    phi_summary,
+    reliability_summary,
+)
 from .priors import PRIOR_FAMILIES, PriorSpec, default_priors
 
 BACKENDS = ("auto", "fast", "bambi")
@@ -42,6 +49,10 @@ class BayesFit:
 
     def bands(self, finite_population: bool = False) -> pd.DataFrame:
         return band_table(self.idata, prefix="fp_" if finite_population else "")
+
+    def d_study(self, n: dict, prob: float = 0.95, finite_population: bool = False) -> pd.DataFrame:
+        """Φ and Eρ² of scores averaged over ``n[facet]`` levels, e.g. ``{"seed": 3}``, with intervals."""
+        return d_study_summary(self.idata, n, self.object, prob, prefix="fp_" if finite_population else "")
 
     def contrasts(self, term: str, prob: float = 0.95, rope: tuple[float, float] | None = None) -> pd.DataFrame:
         """Posterior differences of the level means of a categorical fixed term."""
@@ -116,7 +127,7 @@ def fit_bayes(
     seed: int | None = None,
     cores: int | None = None,
     sampler: str = "pymc",
-    target_accept: float = 0.9,
+    target_accept: float = 0.95,
     effects: bool = True,
     allow_unconverged: bool = False,
     progressbar: bool = False,

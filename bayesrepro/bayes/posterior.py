@@ -97,7 +97,7 @@ def level_contrasts(idata, fixed_names: list[str], term: str, reference: str = "
     coefficients, whatever the other terms are (no interactions with ``term``).
     """
     if "fixed" not in idata.posterior:
-        raise BayesreproError("no fixed-effect draws in this fit; refit with effects=True")
+        raise BayesreproError("no fixed-effect draws in this fit; refit with backend='fast' and effects=True")
     columns = {name[len(term) + 1 : -1]: name for name in fixed_names if name.startswith(f"{term}[") and name.endswith("]")}
     if not columns:
         raise BayesreproError(
@@ -121,3 +121,19 @@ def level_contrasts(idata, fixed_names: list[str], term: str, reference: str = "
                 row["p_rope"] = rope_probability(diff, *rope)
             rows.append(row)
     return pd.DataFrame(rows).set_index("contrast")
+
+
+def variance_draws(idata, prefix: str = "") -> dict:
+    """Variance-component draws as the mapping the reliability formulas take."""
+    variance = idata.posterior[f"{prefix}variance"]
+    return {str(name): variance.sel(component=name).values for name in variance.component.values}
+
+
+def d_study_summary(idata, n: dict, object: str | None = None, prob: float = 0.95, prefix: str = "") -> pd.DataFrame:
+    """Brennan's D-study coefficients (Φ, Eρ²) for scores averaged over ``n`` levels of facets, with intervals."""
+    from ..reliability import d_study
+
+    object = object or idata.posterior[f"{prefix}phi"].attrs["object"]
+    result = d_study(variance_draws(idata, prefix), object, n)
+    rows = [(name, *interval(result[name], prob)) for name in ("phi", "e_rho2")]
+    return pd.DataFrame(rows, columns=["coefficient", "median", "low", "high"]).set_index("coefficient")

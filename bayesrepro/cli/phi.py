@@ -26,11 +26,14 @@ def register(subparsers) -> None:
     parser.add_argument("--prob", type=float, default=0.95, help="probability of the intervals (default 0.95)")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="report the draws even if R-hat/ESS/divergences say the run did not converge")
-    parser.add_argument("--progress", action="store_true", help="show the sampler's progress bar")
+    parser.add_argument("--progress", action="store_true",
+                        help="show the sampler's progress bar (shown anyway when stderr is a terminal)")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
+    import sys
+
     from ..bayes import fit_bayes
     from ..data import read_table
     from ..errors import BayesreproError
@@ -56,7 +59,7 @@ def run(args) -> int:
         seed=args.seed,
         sampler=args.sampler,
         allow_unconverged=args.allow_unconverged,
-        progressbar=args.progress,
+        progressbar=args.progress or sys.stderr.isatty(),
         drop_missing=args.drop_missing,
     )
     if args.json:

@@ -50,7 +50,7 @@ def reference_grid(frame: ModelFrame, factor: str, by: str | None = None, at: di
 def estimated_means(fit: LmmFit, frame: ModelFrame, factor: str, by: str | None = None, at: dict | None = None) -> pd.DataFrame:
     """Model-estimated mean score per level (× level of ``by``) with SE and 95 % interval."""
     keys = [factor] + ([by] if by else [])
-    weights, labels = _averaging_weights(frame, factor, by, at)
+    weights, labels = averaging_weights(frame, factor, by, at)
     return _linear_summary(fit, weights, labels, keys).drop(columns=["z", "p"])
 
 
@@ -61,7 +61,7 @@ def pairwise_contrasts(fit: LmmFit, frame: ModelFrame, factor: str, by: str | No
     ``effect_size`` is the difference divided by ``residual_sd`` (by default
     the fit's residual SD), the papers' standardised effect.
     """
-    weights, labels = _averaging_weights(frame, factor, by, at)
+    weights, labels = averaging_weights(frame, factor, by, at)
     sigma = fit.residual_sd if residual_sd is None else residual_sd
     rows, matrix = [], []
     families = labels.groupby(by, observed=True).groups if by else {None: labels.index}
@@ -85,8 +85,8 @@ def slopes(fit: LmmFit, frame: ModelFrame, covariate: str, factor: str) -> tuple
     if covariate not in frame.spec.fixed_variables or _is_categorical(frame.data[covariate]):
         raise BayesreproError(f"'{covariate}' must be a numeric fixed effect of {frame.formula!r} to have a slope")
     centre = float(frame.data[covariate].mean())
-    low, labels = _averaging_weights(frame, factor, None, {covariate: centre})
-    high, _ = _averaging_weights(frame, factor, None, {covariate: centre + 1.0})
+    low, labels = averaging_weights(frame, factor, None, {covariate: centre})
+    high, _ = averaging_weights(frame, factor, None, {covariate: centre + 1.0})
     per_level = _linear_summary(fit, high - low, labels, [factor])
     rows, matrix = [], []
     for i, j in itertools.combinations(labels.index, 2):
@@ -108,7 +108,7 @@ def holm(p_values) -> np.ndarray:
     return result
 
 
-def _averaging_weights(frame: ModelFrame, factor: str, by: str | None, at: dict | None):
+def averaging_weights(frame: ModelFrame, factor: str, by: str | None, at: dict | None):
     """Design rows averaged over the nuisance axes of the reference grid, one per reported cell."""
     grid = reference_grid(frame, factor, by, at)
     keys = [factor] + ([by] if by else [])

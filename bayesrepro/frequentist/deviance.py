@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from .crossprod import CrossProducts
@@ -139,7 +140,7 @@ class ProfiledDeviance:
         n, p = c.n_obs, c.n_fixed
         size = q_rest + (p if self.reml else 0)
         lower = factor[:size, :size]
-        inverse = scipy.linalg.cho_solve((lower, True), np.eye(size), check_finite=False)
+        inverse = _inverse_from_cholesky(lower)
         squared = block.gram(1.0 / diag1**2)[:size, :size]
         trace_dominant = float(np.sum(1.0 / diag1) + np.sum(inverse * squared))
         diagonal_rest = np.diag(inverse)[:q_rest]
@@ -157,6 +158,16 @@ class ProfiledDeviance:
         gradient = np.empty_like(gradient_ordered)
         gradient[c.order] = gradient_ordered
         return gradient
+
+
+def _inverse_from_cholesky(lower: np.ndarray) -> np.ndarray:
+    """(LL')⁻¹ from L with LAPACK potri: half the work of solving against the identity."""
+    if lower.shape[0] == 0:
+        return np.zeros((0, 0))
+    inverse, info = scipy.linalg.lapack.dpotri(lower, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"potri failed with info {info}")
+    return np.tril(inverse) + np.tril(inverse, -1).T
 
 
 class _DominantBlock:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.stats
+from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 s to every start-up
 
 from ..data import drop_missing, read_table, require_columns
 from ..errors import BayesreproError
@@ -85,10 +85,10 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
         statistic = 0.0
     if variance_component_only and df == 1:
         # χ²₀ is a point mass at zero: it adds 0.5 to the tail only at a zero statistic
-        p = 0.5 * scipy.stats.chi2.sf(statistic, 1) + (0.5 if statistic == 0 else 0.0)
+        p = 0.5 * chdtrc(1, statistic) + (0.5 if statistic == 0 else 0.0)
         reference = BOUNDARY_MIXTURE
     else:
-        p, reference = scipy.stats.chi2.sf(statistic, df), f"{CHI2}({df})"
+        p, reference = chdtrc(df, statistic), f"{CHI2}({df})"
     return GlrtResult(fit0, fit1, statistic, df, float(p), reference)
 
 

@@ -1,0 +1,451 @@
+"""One formula, both engines: the frequentist and the Bayesian answer side by side.
+
+For every variance component, its percent of the total and φ: the REML
+estimate with a parametric-bootstrap interval (Wald intervals for variances
+are poor near zero) next to the posterior median and interval. For the
+levels of a categorical fixed factor (optionally within the levels of a data
+property): the omnibus GLRT, Wald p-values of pairwise contrasts next to the
+posterior interval and probability of direction. Where the two engines tell
+different stories, a sentence says so.
+
+The Bayesian contrasts apply the frequentist contrast weights (the same
+reference grid) to the posterior draws of the fixed effects, so both columns
+estimate exactly the same linear combination.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .data import read_table
+from .errors import BayesreproError
+from .formula import ModelFrame, build_model_frame
+from .frequentist.lmm import LmmFit, fit_model_frame
+from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
+
+DEFAULT_BOOTSTRAP = 300
+ALPHA = 0.05
+# A component REML puts at exactly zero is flagged when the posterior allows it
+# more than one percentage point of the total variance: a share that size
+# changes a VCA table a reader would act on.
+WIDE_SHARE = 0.01
+
+
+@dataclass
+class SideBySide:
+    """Frequentist and Bayesian estimates of the same quantities, and where they disagree."""
+
+    formula: str
+    object: str | None
+    n_obs: int
+    prob: float
+    estimates: pd.DataFrame            # quantity, component, reml, boot_low, boot_high, median, low, high
+    contrasts: pd.DataFrame | None     # Wald/GLRT next to posterior, one row per contrast
+    means: pd.DataFrame | None         # estimated means (or slopes) per cell, both engines
+    tests: list[dict]
+    flags: list[str]
+    reml: LmmFit
+    bayes: object                      # bayes.BayesFit
+    bootstrap: pd.DataFrame            # one row of variances per bootstrap replicate
+    bootstrap_unconverged: int
+    factor: str | None = None
+    by: str | None = None
+    seed: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def phi(self) -> pd.Series | None:
+        rows = self.estimates[self.estimates["quantity"] == "phi"]
+        return rows.iloc[0] if len(rows) else None
+
+    def to_dict(self) -> dict:
+        diagnostics = self.bayes.diagnostics
+        return _plain({
+            "formula": self.formula,
+            "object": self.object,
+            "n_obs": self.n_obs,
+            "prob": self.prob,
+            "estimates": self.estimates.to_dict(orient="records"),
+            "contrasts": None if self.contrasts is None else self.contrasts.to_dict(orient="records"),
+            "means": None if self.means is None else self.means.to_dict(orient="records"),
+            "tests": self.tests,
+            "flags": self.flags,
+            "frequentist": {"method": "REML", "bootstrap_replicates": len(self.bootstrap),
+                            "bootstrap_unconverged": self.bootstrap_unconverged, "boundary": self.reml.boundary,
+                            "converged": self.reml.converged},
+            "bayesian": {"backend": self.bayes.backend, "family": self.bayes.family,
+                         "chains": diagnostics.chains, "draws": diagnostics.draws,
+                         "diagnostics": diagnostics.as_dict(),
+                         "priors": self.bayes.prior_table.to_dict(orient="records")},
+            "seed": self.seed,
+            "notes": self.notes,
+        })
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def __str__(self) -> str:
+        level = f"{100 * self.prob:g} %"
+        d = self.bayes.diagnostics
+        lines = [
+            f"Frequentist and Bayesian answers for {self.formula} ({self.n_obs} observations)",
+            f"  frequentist: REML, {level} parametric-bootstrap intervals ({len(self.bootstrap)} replicates)",
+            f"  Bayesian: posterior median and {level} interval ({self.bayes.backend} backend, "
+            f"{d.chains} chains x {d.draws} draws; {'converged' if d.converged else 'NOT converged'})",
+            "",
+        ]
+        for quantity, title in (("variance", "Variance components"), ("percent", "Percent of total variance"),
+                                ("phi", f"Reliability phi (object of measurement: {self.object})")):
+            rows = self.estimates[self.estimates["quantity"] == quantity]
+            if len(rows):
+                lines += [title, _indent(_estimate_display(rows, quantity)), ""]
+        for test in self.tests:
+            lines.append(f"GLRT {test['h1']}  vs  {test['h0']}: chi2 = {test['chi2']:.2f}, df = {test['df']}, "
+                         f"p = {test['p']:.3g}")
+            if "loo_elpd_diff" in test:
+                lines.append(f"LOO (leave one item out): elpd(H1) - elpd(H0) = {test['loo_elpd_diff']:.2f} "
+                             f"(SE {test['loo_se']:.2f})")
+        if self.contrasts is not None:
+            lines += ["", "Contrasts (Wald on the ML fit; Holm within each family) next to the posterior",
+                      _indent(_contrast_display(self.contrasts, self.by))]
+        lines += ["", "Disagreements:" if self.flags else "No disagreements flagged."]
+        lines += [f"  - {flag}" for flag in self.flags]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def compare(formula: str, data, object: str | None = None, *, factor: str | None = None, by: str | None = None,
+            h0: str | None = None, reliability: bool = True, where: str | None = None,
+            n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
+            seed: int | None = 0, prob: float = 0.95, prior: str = "bambi", allow_unconverged: bool = False,
+            drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None) -> SideBySide:
+    """Fit ``formula`` with both engines and set their answers side by side.
+
+    ``object`` is the object of measurement of φ (default: the grouping factor
+    with most levels; ``reliability=False`` omits φ, e.g. for a pure
+    meta-parameter-importance design). ``factor`` is the categorical fixed
+    effect whose levels are compared (default: the first categorical fixed
+    variable), ``by`` a data property it interacts with; ``h0`` replaces the
+    null model of the omnibus GLRT (default: H1 without ``factor``'s terms, or
+    without the interaction when ``by`` is given). ``n_boot`` parametric
+    bootstrap replicates; ``draws``/``tune``/``chains`` for NUTS; ``seed`` makes
+    both reproducible. Both engines fit the Gaussian model to the same rows
+    (``drop_missing`` drops rows with a missing value in a formula column).
+    With ``loo`` the GLRT's null model is also fitted by NUTS and the
+    leave-one-item-out elpd difference (H1 − H0) is reported next to the GLRT.
+    """
+    from .bayes import fit_bayes
+
+    if not 0 < prob < 1:
+        raise BayesreproError(f"prob must lie in (0, 1), got {prob}")
+    if int(n_boot) < 20:
+        raise BayesreproError(f"n_boot={n_boot} is too few for a {100 * prob:g} % bootstrap interval; use at least 100")
+    frame = build_model_frame(formula, read_table(data, where=where), drop_missing)
+    rows = frame.data
+    if not frame.groups:
+        raise BayesreproError(f"formula {formula!r} has no (1|g) term; there are no variance components to compare")
+    reml = fit_model_frame(frame, "reml")
+    n_levels = {g.name: g.n_levels for g in frame.groups}
+    if reliability:
+        object = object or default_object(reml.variances, n_levels)
+        if object not in n_levels:
+            raise BayesreproError(
+                f"object of measurement '{object}' is not a grouping factor of {formula!r}; choose one of: {', '.join(n_levels)}"
+            )
+    else:
+        object = None
+    factor, by = _factor_and_by(frame, factor, by)
+
+    rng = np.random.default_rng(None if seed is None else [int(seed), 1])
+    boot, unconverged = parametric_bootstrap(reml, frame, int(n_boot), rng)
+    bayes = fit_bayes(formula, rows, object=object or frame.groups[0].name, family="gaussian", draws=draws, tune=tune,
+                      chains=chains, seed=seed, prior=prior, allow_unconverged=allow_unconverged,
+                      **(bayes_options or {}))
+    estimates = _estimates(reml, boot, bayes, object, prob)
+
+    tests, contrasts, means, notes = [], None, None, list(frame.notes)
+    if factor:
+        comparison = _frequentist_comparison(formula, rows, factor, by, h0)
+        test = comparison.test.to_dict()
+        if loo:
+            h0_fit = fit_bayes(test["h0"], rows, object=bayes.object, family="gaussian", draws=draws, tune=tune,
+                               chains=chains, seed=seed, prior=prior, allow_unconverged=allow_unconverged,
+                               **(bayes_options or {}))
+            test |= _loo_difference(bayes, h0_fit, notes)
+        tests.append(test)
+        contrasts, means = _bayes_contrasts(comparison, frame, bayes, factor, by, prob)
+    flags = _flags(estimates, contrasts, reml, bayes, object, prob) + _test_flags(tests)
+    if unconverged:
+        notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
+    return SideBySide(formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, reml, bayes,
+                      boot, unconverged, factor, by, seed, notes)
+
+
+def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
+    """REML variance components of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge.
+
+    Each replicate draws new level effects of every grouping factor and new
+    residuals from the fitted variances, keeps Xβ̂, and refits by REML.
+    """
+    mean = frame.X @ fit.beta
+    rows, unconverged = [], 0
+    for _ in range(n_boot):
+        y = mean + rng.normal(0.0, math.sqrt(fit.variances[RESIDUAL]), frame.n_obs)
+        for group in frame.groups:
+            y = y + rng.normal(0.0, math.sqrt(fit.variances[group.name]), group.n_levels)[group.codes]
+        refit = fit_model_frame(dataclasses.replace(frame, y=y), "reml")
+        unconverged += not refit.converged
+        rows.append(refit.variances)
+    return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
+
+
+def _estimates(reml: LmmFit, boot: pd.DataFrame, bayes, object: str | None, prob: float) -> pd.DataFrame:
+    tails = [(1 - prob) / 2, (1 + prob) / 2]
+    posterior = bayes.summary(prob)
+    boot_percent = 100 * boot.div(boot.sum(axis=1), axis=0)
+    total = sum(reml.variances.values())
+    rows = []
+    for name, value in reml.variances.items():
+        lo, hi = np.quantile(boot[name], tails)
+        post = posterior.loc[name]
+        rows.append(("variance", name, value, lo, hi, post.variance, post.low, post.high))
+    for name, value in reml.variances.items():
+        lo, hi = np.quantile(boot_percent[name], tails)
+        post = posterior.loc[name]
+        rows.append(("percent", name, 100 * value / total, lo, hi, 100 * post.share, 100 * post.share_low,
+                     100 * post.share_high))
+    if object is not None:
+        lo, hi = np.quantile(boot_percent[object] / 100, tails)
+        phi = bayes.phi(prob)
+        rows.append(("phi", object, reml.variances[object] / total, lo, hi, phi["median"], phi["low"], phi["high"]))
+    return pd.DataFrame(rows, columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
+
+
+def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tuple[str | None, str | None]:
+    spec = frame.spec
+    for name, role in ((factor, "factor"), (by, "by")):
+        if name is not None and name not in spec.fixed_variables:
+            raise BayesreproError(f"{role} '{name}' is not a fixed effect of {spec.formula!r}; add it to the formula")
+    if by is not None and factor is None:
+        raise BayesreproError("'by' needs a 'factor' whose levels are compared within the levels of the data property")
+    categorical = [v for v in spec.fixed_variables if not _is_numeric(frame.data[v])]
+    if factor is None and categorical:
+        factor = categorical[0]
+    if factor is not None and _is_numeric(frame.data[factor]):
+        raise BayesreproError(f"factor '{factor}' is numeric; contrasts compare the levels of a categorical column")
+    if factor is not None and by is None:
+        partners = [v for used in spec.term_variables if factor in used and len(used) > 1 for v in sorted(used - {factor})]
+        by = partners[0] if partners else None
+    return factor, by
+
+
+def _frequentist_comparison(formula, rows, factor, by, h0):
+    from .frequentist import glrt
+    from .frequentist.analyses import compare_conditional, compare_levels
+
+    comparison = compare_conditional(formula, rows, factor, by) if by else compare_levels(formula, rows, factor)
+    if h0 is not None:
+        comparison.test = glrt(h0, formula, rows)
+    return comparison
+
+
+def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:
+    """elpd(H1) − elpd(H0) by leave-one-item-out PSIS-LOO, with the standard error of the difference."""
+    try:
+        from .bayes.loo import compare_models
+    except ImportError:
+        notes.append("this Bayesian engine offers no LOO comparison; the GLRT stands alone")
+        return {}
+    table = compare_models({"h1": h1_fit, "h0": h0_fit})
+    difference = float(table.loc["h1", "elpd_loo"] - table.loc["h0", "elpd_loo"])
+    se = float(table["dse"].max())  # dse is 0 for the better model and the SE of the difference for the other
+    if (table.get("warning") is not None) and bool(table["warning"].any()):
+        notes.append("PSIS-LOO warned (Pareto k > 0.7 for some items): its elpd difference is approximate")
+    return {"loo_elpd_diff": difference, "loo_se": se}
+
+
+def _bayes_contrasts(comparison, frame: ModelFrame, bayes, factor: str, by: str | None, prob: float):
+    """Posterior draws of the frequentist contrasts (and means or slopes), merged onto its tables."""
+    from .frequentist.contrasts import averaging_weights
+
+    if "fixed" not in bayes.idata.posterior:
+        raise BayesreproError("the Bayesian fit has no fixed-effect draws; use the fast backend with effects=True")
+    if list(bayes.frame.fixed_names) != list(frame.fixed_names):
+        raise BayesreproError("the two engines coded the fixed effects differently; report this formula as a bug")
+    draws = bayes.idata.posterior["fixed"].values.reshape(-1, len(frame.fixed_names))
+    keys = ["contrast"] + ([by] if by and comparison.slopes is None else [])
+    if comparison.slopes is not None:
+        centre = float(frame.data[by].mean())
+        low, labels = averaging_weights(frame, factor, None, {by: centre})
+        high, _ = averaging_weights(frame, factor, None, {by: centre + 1.0})
+        cell = high - low
+        pairs = [(i, j, {}) for i, j in itertools.combinations(labels.index, 2)]
+        means = _merge(comparison.slopes, _summaries(draws, cell, labels, [factor], prob), [factor])
+    else:
+        cell, labels = averaging_weights(frame, factor, by, None)
+        families = labels.groupby(by, observed=True).groups if by else {None: labels.index}
+        pairs = [(i, j, {by: family} if by else {}) for family, index in families.items()
+                 for i, j in itertools.combinations(index, 2)]
+        cells = [factor] + ([by] if by else [])
+        means = _merge(comparison.means, _summaries(draws, cell, labels, cells, prob), cells)
+    matrix = np.array([cell[i] - cell[j] for i, j, _ in pairs])
+    names = pd.DataFrame([{"contrast": f"{labels.loc[i, factor]} - {labels.loc[j, factor]}", **extra}
+                          for i, j, extra in pairs])
+    contrasts = _merge(comparison.contrasts, _summaries(draws, matrix, names, keys, prob), keys)
+    return contrasts, means
+
+
+def _summaries(draws: np.ndarray, matrix: np.ndarray, labels: pd.DataFrame, keys: list[str], prob: float) -> pd.DataFrame:
+    from .bayes import direction_probability
+
+    values = draws @ np.asarray(matrix).T
+    tails = [(1 - prob) / 2, 0.5, (1 + prob) / 2]
+    low, median, high = np.quantile(values, tails, axis=0)
+    table = labels[keys].reset_index(drop=True).copy()
+    table["post_median"], table["post_low"], table["post_high"] = median, low, high
+    table["p_direction"] = [direction_probability(values[:, k]) for k in range(values.shape[1])]
+    return table
+
+
+def _merge(frequentist: pd.DataFrame, bayesian: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    left, right = frequentist.copy(), bayesian.copy()
+    for table in (left, right):
+        for key in keys:
+            table[key] = table[key].astype(str)
+    merged = left.merge(right, on=keys, how="left", validate="one_to_one")
+    if merged["post_median"].isna().any():
+        raise BayesreproError("could not match the Bayesian contrasts to the frequentist ones; report this formula as a bug")
+    return merged
+
+
+def _flags(estimates: pd.DataFrame, contrasts, reml: LmmFit, bayes, object, prob) -> list[str]:
+    level = f"{100 * prob:g} %"
+    flags = []
+    percent = estimates[estimates["quantity"] == "percent"].set_index("component")
+    for name in reml.boundary:
+        row = percent.loc[name]
+        if row["high"] >= 100 * WIDE_SHARE:
+            flags.append(
+                f"component {name}: REML puts its variance at exactly 0, but the posterior is wide: its share has "
+                f"median {row['median']:.2g} % and {level} interval [{row['low']:.2g} %, {row['high']:.3g} %]"
+            )
+    for _, row in estimates[estimates["quantity"].isin(["percent", "phi"])].iterrows():
+        if row["boot_high"] < row["low"] or row["high"] < row["boot_low"]:
+            what = f"phi ({row['component']})" if row["quantity"] == "phi" else f"percent of {row['component']}"
+            flags.append(
+                f"{what}: the bootstrap interval [{row['boot_low']:.3g}, {row['boot_high']:.3g}] and the posterior "
+                f"interval [{row['low']:.3g}, {row['high']:.3g}] do not overlap"
+            )
+    if object is not None:
+        row = estimates[estimates["quantity"] == "phi"].iloc[0]
+        reml_label, post_label = koo_li_label(row["reml"]), koo_li_label(row["median"])
+        if reml_label != post_label:
+            bands = koo_li_probabilities(bayes.idata.posterior["phi"].values)
+            flags.append(
+                f"phi ({object}): the REML estimate {row['reml']:.3f} is '{reml_label}' but the posterior median "
+                f"{row['median']:.3f} is '{post_label}' (posterior probability of '{reml_label}': {bands[reml_label]:.2f})"
+            )
+    if contrasts is not None:
+        for _, row in contrasts.iterrows():
+            where = "".join(f" within {k} = {row[k]}" for k in contrasts.columns if k not in CONTRAST_COLUMNS)
+            includes_zero = row["post_low"] <= 0 <= row["post_high"]
+            interval = f"[{row['post_low']:.3g}, {row['post_high']:.3g}]"
+            if row["p"] < ALPHA and includes_zero:
+                flags.append(
+                    f"contrast {row['contrast']}{where}: significant at 5 % (Wald p = {row['p']:.3g}) but the {level} "
+                    f"posterior interval {interval} includes 0 (probability of direction {row['p_direction']:.3f})"
+                )
+            elif row["p"] >= ALPHA and not includes_zero:
+                flags.append(
+                    f"contrast {row['contrast']}{where}: not significant at 5 % (Wald p = {row['p']:.3g}) but the "
+                    f"{level} posterior interval {interval} excludes 0 (probability of direction {row['p_direction']:.3f})"
+                )
+    if not bayes.diagnostics.converged:
+        flags.append(f"the posterior did not converge ({bayes.diagnostics.line()}); its intervals are not to be trusted")
+    if not reml.converged:
+        flags.append(f"the REML fit did not converge ({reml.message})")
+    return flags
+
+
+CONTRAST_COLUMNS = {"contrast", "estimate", "std_error", "low", "high", "z", "p", "effect_size", "p_holm",
+                     "post_median", "post_low", "post_high", "p_direction"}
+
+
+def _test_flags(tests: list[dict]) -> list[str]:
+    """GLRT and LOO disagree when one is decisive and the other is not (LOO: two standard errors)."""
+    flags = []
+    for test in tests:
+        if "loo_elpd_diff" not in test:
+            continue
+        difference, se = test["loo_elpd_diff"], test["loo_se"]
+        if test["p"] < ALPHA and difference < 2 * se:
+            flags.append(
+                f"the GLRT rejects {test['h0']} at 5 % (p = {test['p']:.3g}) but leave-one-item-out LOO favours "
+                f"{test['h1']} by only {difference:.1f} elpd (SE {se:.1f}), less than two standard errors"
+            )
+        elif test["p"] >= ALPHA and difference > 2 * se:
+            flags.append(
+                f"the GLRT does not reject {test['h0']} at 5 % (p = {test['p']:.3g}) but leave-one-item-out LOO "
+                f"favours {test['h1']} by {difference:.1f} elpd (SE {se:.1f})"
+            )
+    return flags
+
+
+def _estimate_display(rows: pd.DataFrame, quantity: str) -> str:
+    fmt = (lambda v: f"{v:.4g}") if quantity == "variance" else (lambda v: f"{v:.3f}") if quantity == "phi" \
+        else (lambda v: f"{v:.2f}")
+    table = pd.DataFrame({
+        "component": rows["component"],
+        "REML": rows["reml"].map(fmt),
+        "bootstrap interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(rows["boot_low"], rows["boot_high"])],
+        "posterior median": rows["median"].map(fmt),
+        "posterior interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(rows["low"], rows["high"])],
+    })
+    if quantity == "phi":
+        table["Koo & Li (REML | posterior)"] = [f"{koo_li_label(a)} | {koo_li_label(b)}"
+                                               for a, b in zip(rows["reml"], rows["median"])]
+    return table.to_string(index=False)
+
+
+def _contrast_display(contrasts: pd.DataFrame, by: str | None) -> str:
+    g = lambda v: f"{v:.3g}"  # noqa: E731
+    keys = ["contrast"] + [k for k in contrasts.columns if k not in CONTRAST_COLUMNS]
+    table = contrasts[keys].copy()
+    table["estimate"] = contrasts["estimate"].map(g)
+    table["Wald interval"] = [f"[{g(a)}, {g(b)}]" for a, b in zip(contrasts["low"], contrasts["high"])]
+    table["p"] = contrasts["p"].map(g)
+    table["p (Holm)"] = contrasts["p_holm"].map(g)
+    table["posterior median"] = contrasts["post_median"].map(g)
+    table["posterior interval"] = [f"[{g(a)}, {g(b)}]" for a, b in zip(contrasts["post_low"], contrasts["post_high"])]
+    table["P(direction)"] = contrasts["p_direction"].map(lambda v: f"{v:.3f}")
+    return table.to_string(index=False)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) and not isinstance(values.dtype, pd.CategoricalDtype)
+
+
+def _plain(value):
+    """JSON-ready: numpy scalars to Python, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value

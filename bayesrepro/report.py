@@ -1,0 +1,232 @@
+"""One self-contained HTML report of a named analysis: tables, figures, formulas, priors, diagnostics, provenance.
+
+Figures are embedded as base64 PNG and the page has no scripts, no external
+styles or fonts, so the file opens offline in any browser and can be archived
+with a paper.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import html
+import io
+import platform
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from .compare import compare
+from .data import read_table
+from .errors import BayesreproError
+from .reliability import koo_li_label
+from .specs import Spec, load_spec
+
+VERSIONED = ("bayesrepro", "numpy", "scipy", "pandas", "formulae", "pymc", "bambi", "arviz", "matplotlib", "nutpie")
+STYLE = """
+body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:24px auto;color:#222;line-height:1.4}
+h1{font-size:1.6em;border-bottom:2px solid #1f4e79}h2{font-size:1.25em;color:#1f4e79;margin-top:1.8em}
+h3{font-size:1.05em}table{border-collapse:collapse;margin:.6em 0;font-size:.88em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eef3f8}
+td:first-child,th:first-child{text-align:left}code,pre{background:#f5f5f5;font-size:.88em}
+pre{padding:8px;overflow-x:auto;white-space:pre-wrap}.flag{color:#8a1c1c}.ok{color:#1d6b2f}
+img{max-width:100%;border:1px solid #ddd;margin:6px 0}.meta td{text-align:left}
+"""
+
+
+@dataclass
+class ReportOptions:
+    n_boot: int = 300
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    seed: int = 0
+    allow_unconverged: bool = False
+
+
+def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None = None, where: str | None = None,
+                 categorical=(), options: ReportOptions | None = None) -> dict:
+    """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns a summary."""
+    spec = spec if isinstance(spec, Spec) else load_spec(spec, **(columns or {}))
+    out = Path(out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise BayesreproError(f"--out '{out}' should end in .html: the report is one HTML file")
+    if not out.parent.exists():
+        raise BayesreproError(f"directory '{out.parent}' of --out does not exist; create it first")
+    digest, described = input_digest(source)
+    data = spec.prepare(read_table(source, where=where, categorical=categorical))
+    page, summary = render(spec, data, options or ReportOptions(), described, digest, where)
+    out.write_text(page, encoding="utf-8")
+    return {"out": str(out), "sha256": digest, "n_rows": len(data), **summary}
+
+
+def input_digest(source) -> tuple[str, str]:
+    """sha256 of the input and what was hashed: the file's bytes, or the CSV text of a DataFrame."""
+    from .datasets import DATASETS, dataset_path
+
+    if isinstance(source, pd.DataFrame):
+        text = source.to_csv(index=False).encode()
+        return hashlib.sha256(text).hexdigest(), "DataFrame (sha256 of its CSV text)"
+    path = Path(source)
+    if not path.exists() and str(source) in DATASETS:
+        return hashlib.sha256(dataset_path(str(source)).read_bytes()).hexdigest(), f"bundled dataset {source}"
+    if not path.is_file():
+        raise BayesreproError(f"data file '{source}' does not exist")
+    return hashlib.sha256(path.read_bytes()).hexdigest(), str(path)
+
+
+def render(spec: Spec, data: pd.DataFrame, options: ReportOptions, described: str, digest: str,
+           where: str | None) -> tuple[str, dict]:
+    parts = [f"<h1>{_e(spec.title)}</h1>", f"<p>{_e(spec.description)}</p>"]
+    parts.append(_provenance(spec, data, described, digest, where, options))
+    parts.append(_formulas(spec))
+    levels = list(dict.fromkeys(data[spec.split].astype(str))) if spec.split else [None]
+    flags = {}
+    for level in levels:
+        rows = data if level is None else data[data[spec.split].astype(str) == level]
+        heading = "Results" if level is None else f"Results for {spec.split} = {level}"
+        result = compare(spec.formula, rows, spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
+                         reliability=spec.analysis != "importance", n_boot=options.n_boot, draws=options.draws,
+                         tune=options.tune, chains=options.chains, seed=options.seed,
+                         allow_unconverged=options.allow_unconverged)
+        parts.append(_results(heading, spec, result))
+        flags[level or "all"] = result.flags
+    parts.append(_versions())
+    body = "\n".join(parts)
+    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(spec.title)}</title>"
+            f"<style>{STYLE}</style></head><body>{body}</body></html>")
+    return page, {"spec": spec.name, "flags": flags}
+
+
+def _provenance(spec, data, described, digest, where, options) -> str:
+    rows = [
+        ("data", described), ("sha256 of the input", f"<code>{digest}</code>"), ("rows analysed", f"{len(data):,}"),
+        ("row filter", _e(where or "none")), ("spec", f"{_e(spec.name)} ({_e(spec.source)})"),
+        ("columns", _e(", ".join(f"{k} = {v}" for k, v in spec.columns.items()))),
+        ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the REML fit"),
+        ("sampling", f"NUTS, {options.chains} chains x {options.draws} draws after {options.tune} tuning steps"),
+        ("seed", str(options.seed)), ("generated", datetime.datetime.now().isoformat(timespec="seconds")),
+    ]
+    cells = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f"<h2>Data and settings</h2><table class='meta'>{cells}</table>"
+
+
+def _formulas(spec: Spec) -> str:
+    items = [f"<li>model fitted by both engines: <code>{_e(spec.formula)}</code></li>"]
+    if spec.h0:
+        items.append(f"<li>null model of the likelihood-ratio test (ML fits): <code>{_e(spec.h0)}</code></li>")
+    for label, value in (("compared factor", spec.factor), ("within levels of", spec.by),
+                         ("object of measurement", spec.object), ("fitted separately per level of", spec.split)):
+        if value:
+            items.append(f"<li>{label}: <code>{_e(value)}</code></li>")
+    if spec.facets:
+        items.append(f"<li>D-study facets: <code>{_e(', '.join(spec.facets))}</code></li>")
+    for item in spec.derive:
+        items.append(f"<li>derived column <code>{_e(item.column)}</code>: {_e(item.kind)} of <code>{_e(item.source)}</code> "
+                     "(short &le; 15 &lt; typical &le; 55 &lt; very long)</li>")
+    return f"<h2>Model</h2><ul>{''.join(items)}</ul>"
+
+
+def _results(heading: str, spec: Spec, result) -> str:
+    from . import plots
+
+    parts = [f"<h2>{_e(heading)}</h2>", f"<p>{result.n_obs:,} observations.</p>"]
+    parts.append("<h3>Where the engines disagree</h3>")
+    if result.flags:
+        parts.append("<ul>" + "".join(f"<li class='flag'>{_e(f)}</li>" for f in result.flags) + "</ul>")
+    else:
+        parts.append("<p class='ok'>No disagreement flagged: every interval pair overlaps, no significant contrast has a "
+                     "posterior interval covering 0, and both engines give the same Koo &amp; Li label.</p>")
+    parts += ["<h3>Variance components</h3>", _estimate_table(result, "variance"),
+              "<h3>Percent of total variance</h3>", _estimate_table(result, "percent")]
+    parts.append(_image(plots.vca_bars(result, title=spec.title)))
+    if result.object is not None:
+        row = result.phi
+        parts += [f"<h3>Reliability &phi; (object of measurement: {_e(result.object)})</h3>", _estimate_table(result, "phi"),
+                  f"<p>Koo &amp; Li label: REML <b>{koo_li_label(row['reml'])}</b>, posterior median "
+                  f"<b>{koo_li_label(row['median'])}</b>. Posterior probability of each band: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in result.bayes.phi()["bands"].items()) + ".</p>",
+                  _image(plots.phi_figure(result))]
+        if spec.facets:
+            parts.append(_d_study(spec, result))
+    if result.tests:
+        columns = ["h1", "h0", "chi2", "df", "p", "reference", "loo_elpd_diff", "loo_se"]
+        tests = pd.DataFrame(result.tests)
+        parts.append("<h3>Likelihood-ratio test (ML) and leave-one-item-out LOO (elpd of H1 minus H0)</h3>"
+                     + _frame(tests[[c for c in columns if c in tests]]))
+    if result.contrasts is not None:
+        parts += ["<h3>Contrasts: Wald (ML fit, Holm within each family) and posterior</h3>",
+                  _frame(result.contrasts.drop(columns=["z"], errors="ignore")), _image(plots.forest_plot(result.contrasts))]
+    if result.means is not None and result.by and "post_median" in result.means and "estimate" in result.means \
+            and spec.by in result.means:
+        parts.append(_image(plots.interaction_plot(result.means, result.factor, result.by, result.reml.formula.split("~")[0].strip())))
+    parts.append(_diagnostics(result))
+    return "\n".join(parts)
+
+
+def _d_study(spec: Spec, result) -> str:
+    from . import plots
+    from .reliability import d_study
+
+    facet, others = spec.facets[0], spec.facets[1:]
+    posterior = result.bayes.idata.posterior["variance"]
+    draws = {str(c): posterior.sel(component=c).values.ravel() for c in posterior.component.values}
+    fixed = {others[0]: [1, 3]} if others else None
+    rows = []
+    for n in (1, 2, 3, 5, 10, 20):
+        setting = {facet: n}
+        reml = float(d_study(result.reml.variances, result.object, setting)["phi"])
+        post = pd.Series(d_study(draws, result.object, setting)["phi"]).quantile([0.5, 0.025, 0.975]).to_numpy()
+        rows.append({f"n {facet}": n, "phi (REML)": reml, "posterior median": post[0], "low": post[1], "high": post[2]})
+    figure = plots.d_study_curves(result.reml.variances, result.object, facet, fixed=fixed, posterior=draws)
+    return (f"<h3>D-study: &phi; of the mean over n levels of {_e(facet)}</h3>" + _frame(pd.DataFrame(rows)) + _image(figure))
+
+
+def _diagnostics(result) -> str:
+    d = result.bayes.diagnostics
+    status = "converged" if d.converged else "NOT converged"
+    parts = ["<h3>Diagnostics</h3>",
+             f"<p>REML: {'converged' if result.reml.converged else 'NOT converged: ' + _e(result.reml.message)}; "
+             f"at the boundary (variance exactly 0): {_e(', '.join(result.reml.boundary) or 'none')}; "
+             f"bootstrap refits failing the convergence test: {result.bootstrap_unconverged} of {len(result.bootstrap)}.</p>",
+             f"<p>Posterior ({result.bayes.backend} backend): {status}: {_e(d.line())}.</p>",
+             _frame(d.table.reset_index(names="parameter")),
+             "<h3>Priors</h3>", _frame(result.bayes.prior_table)]
+    parts += [f"<p>note: {_e(n)}</p>" for n in result.notes + list(result.bayes.notes)]
+    return "\n".join(parts)
+
+
+def _estimate_table(result, quantity: str) -> str:
+    rows = result.estimates[result.estimates["quantity"] == quantity].drop(columns="quantity")
+    rows = rows.rename(columns={"reml": "REML", "boot_low": "bootstrap low", "boot_high": "bootstrap high",
+                                "median": "posterior median", "low": "posterior low", "high": "posterior high"})
+    return _frame(rows)
+
+
+def _versions() -> str:
+    rows = [("python", platform.python_version())]
+    for name in VERSIONED:
+        try:
+            rows.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            rows.append((name, "not installed"))
+    cells = "".join(f"<tr><th>{k}</th><td>{_e(v)}</td></tr>" for k, v in rows)
+    return f"<h2>Package versions</h2><table class='meta'>{cells}</table>"
+
+
+def _frame(table: pd.DataFrame) -> str:
+    return table.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}", na_rep="")
+
+
+def _image(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f"<p><img alt='{_e(figure.axes[0].get_title())}' src='data:image/png;base64,{encoded}'></p>"
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)

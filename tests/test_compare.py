@@ -1,0 +1,147 @@
+"""Frequentist and Bayesian side by side: bootstrap against closed forms, published figures, flags in words."""
+
+import json
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesrepro import compare as cmp
+from bayesrepro.errors import BayesreproError
+from bayesrepro.formula import build_model_frame
+from bayesrepro.frequentist import fit_lmm
+
+
+def one_way(a=50, m=10, group_var=1.0, residual_var=1.0, seed=11):
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(a), m)
+    y = 2.0 + rng.normal(0, np.sqrt(group_var), a)[g] + rng.normal(0, np.sqrt(residual_var), a * m)
+    return pd.DataFrame({"y": y, "g": pd.Categorical(g.astype(str))})
+
+
+def test_parametric_bootstrap_matches_the_closed_form_sampling_distribution():
+    # Balanced one-way model: away from the boundary the REML residual variance is the
+    # within-group mean square, distributed as s2 * chi2(N - a) / (N - a) when simulating
+    # from s2; the REML group variance (MSA - MSE) / m is unbiased for the simulated one.
+    data = one_way()
+    frame = build_model_frame("y ~ 1 + (1|g)", data)
+    fit = fit_lmm("y ~ 1 + (1|g)", data)
+    n_boot, df = 400, 50 * 10 - 50
+    boot, unconverged = cmp.parametric_bootstrap(fit, frame, n_boot, np.random.default_rng(5))
+    assert unconverged == 0 and len(boot) == n_boot
+    s2 = fit.variances["Residual"]
+    sd = s2 * np.sqrt(2 / df)
+    assert abs(boot["Residual"].mean() - s2) < 4 * sd / np.sqrt(n_boot)       # 4 Monte-Carlo SEs
+    assert boot["Residual"].std() == pytest.approx(sd, rel=4 / np.sqrt(2 * (n_boot - 1)))
+    msa_sd = np.sqrt(2 / 49) * (10 * fit.variances["g"] + s2) / 10
+    assert abs(boot["g"].mean() - fit.variances["g"]) < 4 * msa_sd / np.sqrt(n_boot)
+
+
+@pytest.fixture(scope="module")
+def system(ter):
+    return cmp.compare("ter ~ system + (1|sentence_id)", ter, n_boot=100, draws=500, tune=500, chains=2, seed=3)
+
+
+def test_system_comparison_side_by_side_agrees_on_large_data(system):
+    assert system.tests[0]["chi2"] == pytest.approx(34.09, abs=0.005)     # thesis Table 2.2
+    c = system.contrasts
+    assert len(c) == 3
+    # with 7,287 scores the posterior and the Wald interval must tell the same story
+    # (Bernstein-von Mises): each point estimate lies inside the other engine's interval
+    assert ((c["estimate"] > c["post_low"]) & (c["estimate"] < c["post_high"])).all()
+    assert ((c["post_median"] > c["low"]) & (c["post_median"] < c["high"])).all()
+    phi = system.phi
+    assert phi["boot_low"] < phi["median"] < phi["boot_high"] and phi["low"] < phi["reml"] < phi["high"]
+    # the LOO comparison is a different question (prediction of new items) and may be less decisive
+    assert [f for f in system.flags if not f.startswith("the GLRT")] == []
+    assert {"loo_elpd_diff", "loo_se"} <= set(system.tests[0])
+
+
+def test_side_by_side_converts_to_json(system):
+    payload = json.loads(system.to_json())
+    assert {"estimates", "contrasts", "tests", "flags", "frequentist", "bayesian", "means"} <= set(payload)
+    quantities = {row["quantity"] for row in payload["estimates"]}
+    assert quantities == {"variance", "percent", "phi"}
+    assert payload["bayesian"]["priors"] and payload["frequentist"]["bootstrap_replicates"] == 100
+
+
+def test_boundary_component_with_wide_posterior_is_flagged(annotation):
+    # thesis Table 3.1 (Marking): REML puts occasion at exactly 0 with 3 occasions,
+    # a design that cannot rule out a sizeable occasion variance
+    result = cmp.compare(
+        "score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:rater) + (1|sentence:occasion)"
+        " + (1|rater:occasion)", annotation, "sentence", where="mode == 'Marking'",
+        n_boot=100, draws=500, tune=500, chains=2, seed=1, allow_unconverged=True)
+    assert "occasion" in result.reml.boundary
+    assert any(f.startswith("component occasion: REML puts its variance at exactly 0") for f in result.flags)
+
+
+def _stub(phi_draws=(0.5,), boundary=(), converged=True):
+    diagnostics = SimpleNamespace(converged=converged, line=lambda: "R-hat max 1.2")
+    bayes = SimpleNamespace(diagnostics=diagnostics,
+                            idata=SimpleNamespace(posterior={"phi": SimpleNamespace(values=np.asarray(phi_draws))}))
+    reml = SimpleNamespace(boundary=list(boundary), converged=True, message="")
+    return reml, bayes
+
+
+def _estimates(phi_reml, phi_median):
+    return pd.DataFrame([
+        ("percent", "item", 100 * phi_reml, 100 * phi_reml - 1, 100 * phi_reml + 1, 100 * phi_median, 100 * phi_median - 5, 100 * phi_median + 5),
+        ("phi", "item", phi_reml, phi_reml - 0.01, phi_reml + 0.01, phi_median, phi_median - 0.02, phi_median + 0.02),
+    ], columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
+
+
+def test_flags_in_words_for_contrasts_and_labels():
+    reml, bayes = _stub(phi_draws=np.r_[np.full(30, 0.72), np.full(70, 0.78)])
+    contrasts = pd.DataFrame({"contrast": ["A - B", "A - C"], "estimate": [0.1, 0.1], "low": [0.01, -0.01],
+                              "high": [0.19, 0.21], "p": [0.02, 0.08], "p_holm": [0.04, 0.08],
+                              "post_median": [0.09, 0.1], "post_low": [-0.01, 0.02], "post_high": [0.2, 0.2],
+                              "p_direction": [0.96, 0.99], "len": ["short", "long"]})
+    flags = cmp._flags(_estimates(0.74, 0.78), contrasts, reml, bayes, "item", 0.95)
+    assert any("contrast A - B within len = short: significant at 5 % (Wald p = 0.02)" in f and "includes 0" in f
+               for f in flags)
+    assert any("contrast A - C within len = long: not significant at 5 %" in f and "excludes 0" in f for f in flags)
+    assert any("phi (item): the REML estimate 0.740 is 'moderate' but the posterior median 0.780 is 'good'"
+               " (posterior probability of 'moderate': 0.30)" in f for f in flags)
+    assert any("do not overlap" in f for f in flags)
+
+
+def test_unconverged_posterior_is_flagged_and_agreement_gives_no_flags():
+    reml, bayes = _stub(converged=False)
+    assert _estimates(0.6, 0.6).pipe(cmp._flags, None, reml, bayes, "item", 0.95) == [
+        "the posterior did not converge (R-hat max 1.2); its intervals are not to be trusted"]
+
+
+def test_glrt_and_loo_disagreement_in_words():
+    base = {"h0": "y ~ 1 + (1|g)", "h1": "y ~ x + (1|g)"}
+    assert cmp._test_flags([{**base, "p": 0.01, "loo_elpd_diff": 3.0, "loo_se": 2.0}]) == [
+        "the GLRT rejects y ~ 1 + (1|g) at 5 % (p = 0.01) but leave-one-item-out LOO favours y ~ x + (1|g) "
+        "by only 3.0 elpd (SE 2.0), less than two standard errors"]
+    assert "does not reject" in cmp._test_flags([{**base, "p": 0.2, "loo_elpd_diff": 9.0, "loo_se": 2.0}])[0]
+    assert cmp._test_flags([{**base, "p": 0.01, "loo_elpd_diff": 9.0, "loo_se": 2.0}, {**base, "p": 0.01}]) == []
+
+
+def test_bad_options_are_one_line_errors(ter):
+    with pytest.raises(BayesreproError, match="factor 'sytem' is not a fixed effect"):
+        cmp.compare("ter ~ system + (1|sentence_id)", ter, factor="sytem")
+    with pytest.raises(BayesreproError, match="object of measurement 'system'"):
+        cmp.compare("ter ~ system + (1|sentence_id)", ter, "system")
+    with pytest.raises(BayesreproError, match="n_boot=5 is too few"):
+        cmp.compare("ter ~ system + (1|sentence_id)", ter, n_boot=5)
+
+
+def test_cli_compare_json_and_error_line(monkeypatch, capsys):
+    import bayesrepro.cli as cli
+
+    if "compare" not in cli.COMMANDS:
+        monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + ("compare",))
+    code = cli.main(["compare", "kreutzer_annotation", "--where", "mode == 'Post Edit'", "--formula",
+                     "score ~ 1 + (1|sentence) + (1|rater)", "--object", "sentence", "--bootstrap", "50",
+                     "--draws", "300", "--tune", "300", "--chains", "2", "--allow-unconverged", "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and payload["object"] == "sentence" and payload["n_obs"] == 150
+    code = cli.main(["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--factor", "sytem"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "factor 'sytem'" in err[0]
