@@ -15,7 +15,7 @@ import formulae
 import numpy as np
 import pandas as pd
 
-from .data import as_factor, check_score, drop_missing, require_columns
+from .data import as_factor, check_score, drop_missing, read_table, require_columns
 from .errors import BayesreproError
 
 
@@ -145,6 +145,8 @@ def parse_formula(formula: str) -> FormulaSpec:
 def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing_rows: bool = False) -> ModelFrame:
     """Evaluate a formula on validated data."""
     spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
+    if not isinstance(data, pd.DataFrame):
+        data = read_table(data)
     require_columns(data, [spec.response], "response (left of '~')")
     require_columns(data, spec.variables[1:], f"formula term in {spec.formula!r},")
     frame, note = drop_missing(data, spec.variables, drop_missing_rows)
