@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from .common import add_data_options, categorical_columns, print_json
 
 
@@ -46,4 +48,7 @@ def run(args) -> int:
     else:
         print(fit)
         print(f"phi ({object_name}) = {reliability:.4f}: {koo_li_label(reliability)} (Koo & Li)")
-    return 0 if fit.converged else 1
+    if not fit.converged:
+        print(f"bayesrepro: warning: the {fit.method.upper()} fit did not converge: {fit.message}", file=sys.stderr)
+        return 1
+    return 0
