@@ -13,6 +13,7 @@ nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta_parameter_importance", "quick_start"]
+ALL_NOTEBOOKS = NOTEBOOKS + ["instruments"]
 
 
 @pytest.mark.slow
@@ -29,8 +30,18 @@ def test_notebook_executes_and_shows_both_engines(name):
     assert images, "the notebook should show its figures"
 
 
+@pytest.mark.slow
+def test_instruments_notebook_executes():
+    notebook = nbformat.read(ROOT / "notebooks" / "instruments.ipynb", as_version=4)
+    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
+
+
 def test_committed_notebooks_are_executed():
-    for name in NOTEBOOKS:
+    for name in ALL_NOTEBOOKS:
         notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
         code = [cell for cell in notebook.cells if cell.cell_type == "code"]
         assert code and all(cell.get("execution_count") for cell in code), f"{name}.ipynb is not committed executed"
