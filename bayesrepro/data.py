@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets import DATASETS, load_dataset
-from .errors import BayesreproError
+from .errors import BayesreproError, first_line
 
 SUPPORTED_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".jsonl", ".jsonl.gz", ".ndjson")
 
@@ -63,7 +63,7 @@ def _read_source(source) -> pd.DataFrame:
         if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
             return pd.read_json(path, lines=True)
     except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise BayesreproError(f"could not read data file '{source}': {_first_line(exc)}") from None
+        raise BayesreproError(f"could not read data file '{source}': {first_line(exc)}") from None
     raise BayesreproError(
         f"data file '{source}' has an unknown type; use one of {', '.join(SUPPORTED_SUFFIXES)}"
     )
@@ -75,7 +75,7 @@ def _apply_where(frame: pd.DataFrame, where: str | None) -> pd.DataFrame:
     try:
         kept = frame.query(where)
     except Exception as exc:  # pandas raises many types for a bad expression
-        raise BayesreproError(f"--where {where!r} could not be evaluated: {_first_line(exc)}") from None
+        raise BayesreproError(f"--where {where!r} could not be evaluated: {first_line(exc)}") from None
     if kept.empty:
         raise BayesreproError(f"--where {where!r} keeps no rows of the {len(frame)} in the data")
     return kept
@@ -160,6 +160,15 @@ def as_factor(frame: pd.DataFrame, column: str) -> pd.Categorical:
     return pd.Categorical(values.astype(str))
 
 
+def is_categorical(values: pd.Series) -> bool:
+    """Category or text: a column whose values are levels, not numbers."""
+    return (
+        isinstance(values.dtype, pd.CategoricalDtype)
+        or pd.api.types.is_object_dtype(values)
+        or pd.api.types.is_string_dtype(values)
+    )
+
+
 @dataclass(frozen=True)
 class DesignDescription:
     """Levels per factor and how each pair of factors relates."""
@@ -202,7 +211,3 @@ def describe_design(frame: pd.DataFrame, factors: Sequence[str]) -> DesignDescri
     balanced = bool(cell_counts.nunique() <= 1 and len(cell_counts) == n_cells)
     return DesignDescription(len(frame), levels, relations, balanced)
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -11,3 +11,9 @@ class BayesreproError(ValueError):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a library's exception message, for a one-line error."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -15,8 +15,8 @@ import formulae
 import numpy as np
 import pandas as pd
 
-from .data import as_factor, check_score, drop_missing, read_table, require_columns
-from .errors import BayesreproError
+from .data import as_factor, check_score, drop_missing, is_categorical, read_table, require_columns
+from .errors import BayesreproError, first_line
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def parse_formula(formula: str) -> FormulaSpec:
     try:
         model = formulae.model_description(formula)
     except Exception as exc:  # formulae raises its own ParseError/ScanError types
-        raise BayesreproError(f"could not parse formula {formula!r}: {_first_line(exc)}") from None
+        raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     if model.response is None:
         raise BayesreproError(f"formula {formula!r} has no response on the left of '~'")
     response = model.response.term.name
@@ -189,7 +189,7 @@ def _confounded_groups(groups: list[GroupingFactor]) -> list[str]:
 
 def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
     for variable in spec.fixed_variables:
-        if _is_categorical(frame[variable]) and frame[variable].nunique() < 2:
+        if is_categorical(frame[variable]) and frame[variable].nunique() < 2:
             raise BayesreproError(
                 f"fixed-effect factor '{variable}' has a single level in the data; drop it from the formula "
                 "or widen --where"
@@ -197,12 +197,12 @@ def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
     columns = {v: frame[v] for v in spec.fixed_variables}
     columns[spec.response] = frame[spec.response]
     fixed_data = pd.DataFrame(
-        {name: (values.astype(str).astype("category") if _is_text(values) else values) for name, values in columns.items()}
+        {name: _text_as_category(values) for name, values in columns.items()}
     )
     try:
         return formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error").common
     except Exception as exc:  # formulae surfaces pandas/numpy errors from inside term evaluation
-        raise BayesreproError(f"could not build the fixed effects of {spec.formula!r}: {_first_line(exc)}") from None
+        raise BayesreproError(f"could not build the fixed effects of {spec.formula!r}: {first_line(exc)}") from None
 
 
 def _independent_columns(X: np.ndarray) -> list[int]:
@@ -245,14 +245,8 @@ def _grouping_factor(frame: pd.DataFrame, columns: tuple[str, ...]) -> GroupingF
     return GroupingFactor(name, columns, codes.astype(np.int64), pd.Index(labels))
 
 
-def _is_categorical(values: pd.Series) -> bool:
-    return isinstance(values.dtype, pd.CategoricalDtype) or _is_text(values)
-
-
-def _is_text(values: pd.Series) -> bool:
-    return pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+def _text_as_category(values: pd.Series) -> pd.Series:
+    """Text columns become categories for formulae; categories keep their level order."""
+    if is_categorical(values) and not isinstance(values.dtype, pd.CategoricalDtype):
+        return values.astype(str).astype("category")
+    return values

@@ -58,6 +58,14 @@ def read_rows(args, columns):
     return frame
 
 
+def best_instances(args, a, b):
+    """Each system's best instance (by mean score), and which ones were chosen when instances exist."""
+    name_a, scores_a = a.best_instance(args.lower_is_better)
+    name_b, scores_b = b.best_instance(args.lower_is_better)
+    chosen = {"instance_a": name_a, "instance_b": name_b} if args.instance else {"instance_a": None, "instance_b": None}
+    return scores_a, scores_b, chosen
+
+
 def describe(args, a, b, chosen: dict) -> dict:
     return {"a": a.system, "b": b.system, "score": args.score, "lower_is_better": args.lower_is_better,
             **chosen}
@@ -90,11 +98,8 @@ def run(args) -> int:
         chosen = {"instance_a": None, "instance_b": None,
                   "n_instances_a": len(a.instances), "n_instances_b": len(b.instances)}
     else:
-        name_a, scores_a = a.best_instance(args.lower_is_better)
-        name_b, scores_b = b.best_instance(args.lower_is_better)
+        scores_a, scores_b, chosen = best_instances(args, a, b)
         result = paired_bootstrap_test(scores_a, scores_b, n_resamples=args.resamples, seed=args.seed,
                                        alternative=args.alternative)
-        chosen = ({"instance_a": name_a, "instance_b": name_b} if args.instance else
-                  {"instance_a": None, "instance_b": None})
     report({**describe(args, a, b, chosen), **result.to_dict()}, args.json)
     return 0

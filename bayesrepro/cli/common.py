@@ -14,6 +14,16 @@ def add_data_options(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
+def add_side_by_side_options(parser) -> None:
+    """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
+    parser.add_argument("--bootstrap", type=int, default=300, help="parametric bootstrap replicates (default 300)")
+    parser.add_argument("--draws", type=int, default=1000, help="posterior draws per chain (default 1000)")
+    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    parser.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sampler (default 0)")
+    parser.add_argument("--allow-unconverged", action="store_true", help="keep posterior draws that fail the diagnostics")
+
+
 def categorical_columns(args) -> list[str]:
     return [c.strip() for c in args.categorical.split(",") if c.strip()]
 

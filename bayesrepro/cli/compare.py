@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, categorical_columns, print_json
+from .common import add_data_options, add_side_by_side_options, categorical_columns, print_json
 
 
 def register(subparsers) -> None:
@@ -13,13 +13,8 @@ def register(subparsers) -> None:
     parser.add_argument("--factor", help="categorical fixed effect whose levels are compared (default: the first one)")
     parser.add_argument("--by", help="data property the factor interacts with (default: read from the formula)")
     parser.add_argument("--h0", help="null model of the omnibus GLRT (default: the formula without the factor's terms)")
-    parser.add_argument("--bootstrap", type=int, default=300, help="parametric bootstrap replicates (default 300)")
-    parser.add_argument("--draws", type=int, default=1000, help="posterior draws per chain (default 1000)")
-    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    parser.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sampler (default 0)")
+    add_side_by_side_options(parser)
     parser.add_argument("--prob", type=float, default=0.95, help="interval probability (default 0.95)")
-    parser.add_argument("--allow-unconverged", action="store_true", help="keep posterior draws that fail the diagnostics")
     parser.set_defaults(func=run)
 
 

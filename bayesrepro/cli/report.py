@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, categorical_columns, print_json
+from .common import add_data_options, add_side_by_side_options, categorical_columns, print_json
 
 
 def register(subparsers) -> None:
@@ -12,12 +12,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", required=True, help="HTML file to write, e.g. report.html")
     parser.add_argument("--column", action="append", default=[], metavar="PARAMETER=COLUMN",
                         help="use another column for a spec parameter, e.g. --column score=bleu (repeatable)")
-    parser.add_argument("--bootstrap", type=int, default=300, help="parametric bootstrap replicates (default 300)")
-    parser.add_argument("--draws", type=int, default=1000, help="posterior draws per chain (default 1000)")
-    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    parser.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sampler (default 0)")
-    parser.add_argument("--allow-unconverged", action="store_true", help="report posteriors that fail the diagnostics")
+    add_side_by_side_options(parser)
     parser.set_defaults(func=run)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from ..data import is_categorical
 from ..errors import BayesreproError
 from ..formula import ModelFrame
 from .lmm import LmmFit
@@ -30,7 +31,7 @@ def reference_grid(frame: ModelFrame, factor: str, by: str | None = None, at: di
     for column in [factor] + ([by] if by else []):
         if column not in frame.spec.fixed_variables:
             raise BayesreproError(f"'{column}' is not a fixed effect of {frame.formula!r}; add it to the formula")
-        if not _is_categorical(data[column]):
+        if not is_categorical(data[column]):
             raise BayesreproError(f"'{column}' must be categorical to compare its levels; numeric properties give slopes")
     axes = {factor: _levels(data[factor])}
     if by:
@@ -40,7 +41,7 @@ def reference_grid(frame: ModelFrame, factor: str, by: str | None = None, at: di
             continue
         if at and column in at:
             axes[column] = [at[column]]
-        elif _is_categorical(data[column]):
+        elif is_categorical(data[column]):
             axes[column] = _levels(data[column])  # averaged over below
         else:
             axes[column] = [float(data[column].mean())]
@@ -82,7 +83,7 @@ def slopes(fit: LmmFit, frame: ModelFrame, covariate: str, factor: str) -> tuple
     covariate at its mean; for models linear in the covariate (also through
     ``scale()``) that is the exact derivative.
     """
-    if covariate not in frame.spec.fixed_variables or _is_categorical(frame.data[covariate]):
+    if covariate not in frame.spec.fixed_variables or is_categorical(frame.data[covariate]):
         raise BayesreproError(f"'{covariate}' must be a numeric fixed effect of {frame.formula!r} to have a slope")
     centre = float(frame.data[covariate].mean())
     low, labels = averaging_weights(frame, factor, None, {covariate: centre})
@@ -137,11 +138,3 @@ def _levels(values: pd.Series) -> list:
     if isinstance(values.dtype, pd.CategoricalDtype):
         return list(values.cat.remove_unused_categories().cat.categories)
     return sorted(values.astype(str).unique())
-
-
-def _is_categorical(values: pd.Series) -> bool:
-    return (
-        isinstance(values.dtype, pd.CategoricalDtype)
-        or pd.api.types.is_object_dtype(values)
-        or pd.api.types.is_string_dtype(values)
-    )
