@@ -124,7 +124,7 @@ class SideBySide:
 def compare(formula: str, data, object: str | None = None, *, factor: str | None = None, by: str | None = None,
             h0: str | None = None, reliability: bool = True, where: str | None = None,
             n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
-            seed: int | None = 0, prob: float = 0.95, prior: str = "bambi", allow_unconverged: bool = False,
+            seed: int | None = 0, prob: float = 0.95, prior: str | None = None, allow_unconverged: bool = False,
             drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None) -> SideBySide:
     """Fit ``formula`` with both engines and set their answers side by side.
 

@@ -153,6 +153,11 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     notes = [note] if note else []
     y = check_score(frame, spec.response)
     design = _fixed_design(spec, frame)
+    if design is None:
+        raise BayesreproError(
+            f"formula {spec.formula!r} has no fixed part (no intercept and no fixed term); "
+            "write '1 +' before the (1|g) terms for an intercept"
+        )
     X = np.asarray(design.design_matrix, dtype=float)
     kept = _independent_columns(X)
     names, term_columns, rank_note = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)

@@ -5,8 +5,9 @@ three meta-parameter facets of 2, 3 and 4 levels (24 configurations), one of
 them of zero variance. Every dataset is fitted with the default priors.
 
 A zero variance cannot lie inside a central interval of a positive
-parameter, so for that facet the one-sided 90 % interval [0, q90] is
-scored instead. Run as a script (datasets START..STOP-1, one CSV row each,
+parameter and always lies in the one-sided interval [0, q90], so that facet
+is not scored; the median of its 90 % upper bound is reported instead. The
+test runs two datasets at a time, one per core. Run as a script (datasets START..STOP-1, one CSV row each,
 appended as they finish, so several processes can share the work), then
 print the coverage table of all rows:
     python tests/test_bayes_calibration.py run START STOP OUT.csv
@@ -77,8 +78,12 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_intervals_of_phi_and_every_sd_cover_the_truth_at_the_nominal_rate():
-    results = study(range(100))
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=2) as pool:  # one dataset per task, each sampled on one core
+        results = pd.concat(pool.map(study, [[k] for k in range(100)]))
     table = coverage_table(results)
+    print(table.to_string(), f"\nconverged (R-hat, ESS, divergences): {results['converged'].mean():.2f}")
     # 90 % nominal; with 100 datasets the binomial SD is 3 points: 85–95 % is ±1.7 SD
     assert table["coverage_90"].between(0.85, 0.95).all(), table
 

@@ -38,6 +38,18 @@ def test_fast_path_matches_bambi_on_a_slice_of_kreutzer_ter():
     _agree(TER, data, draws=500, noncentered=False)
 
 
+def test_finite_population_variance_of_the_items_is_the_same_from_both_backends():
+    data = load_dataset("kreutzer_ter")
+    data = data[data["sentence_id"].isin(data["sentence_id"].cat.categories[:60])]
+    common = dict(draws=500, tune=500, chains=4, allow_unconverged=True, target_accept=0.9)
+    bambi = fit_bayes(TER, data, backend="bambi", seed=5, bambi_noncentered=False, **common)
+    fast = fit_bayes(TER, data, backend="fast", seed=6, effects=True, **common)
+    for fit in (bambi, fast):  # Bambi draws the item effects itself, the fast path from their exact conditional
+        fit.idata.posterior["fp_items"] = fit.idata.posterior["fp_variance"].sel(component="sentence_id")
+    table = quantile_agreement(bambi.idata, fast.idata, ["fp_items"], k=4.0)
+    assert table["agree"].all(), table.to_string()
+
+
 @pytest.mark.slow
 def test_fast_path_matches_bambi_on_kreutzer_ter():
     _agree(TER, load_dataset("kreutzer_ter"), draws=1000, noncentered=False)

@@ -64,7 +64,7 @@ def test_unconverged_run_raises_one_line_with_the_figures(small_ter):
         (dict(object="system"), "object of measurement 'system'"),
         (dict(family="bernoulli"), "needs 0/1 scores in 'ter'"),
         (dict(prior="flat"), "prior 'flat' is unknown"),
-        (dict(backend="bambi", prior="r2d2"), "only the 'bambi' prior family"),
+        (dict(backend="bambi", prior="r2d2"), "takes half-normal SD priors"),
         (dict(draws=0), "--draws must be at least 1"),
     ],
 )

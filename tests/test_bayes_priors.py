@@ -20,7 +20,7 @@ from bayesrepro.formula import build_model_frame
 )
 def test_default_priors_match_bambis_automatic_priors(name, formula):
     frame = build_model_frame(formula, load_dataset(name))
-    ours = default_priors(frame)
+    ours = default_priors(frame, "bambi")
     bambis = priors_from_bambi(build_bambi_model(frame, "gaussian", None), frame)
     np.testing.assert_allclose(ours.fixed_mu, bambis.fixed_mu, rtol=1e-12)
     np.testing.assert_allclose(ours.fixed_sigma, bambis.fixed_sigma, rtol=1e-12)
@@ -46,3 +46,14 @@ def test_r2d2_prior_states_the_prior_of_phi():
     table = default_priors(frame, "r2d2", concentration=0.5).table().set_index("parameter")["prior"]
     # three components (sentence, rater, Residual): one share is Beta(α, 2α)
     assert table["share of one component"] == "Beta(0.5, 1)"
+
+
+def test_scaled_default_puts_95_percent_of_each_sd_below_the_sd_of_the_scores():
+    from scipy.stats import halfnorm
+
+    frame = build_model_frame("ter ~ system + (1|sentence_id) + (1|replication)", load_dataset("kreutzer_ter"))
+    spec = default_priors(frame)
+    assert spec.family == "scaled"
+    for scale in spec.group_sigma.values():
+        assert halfnorm.cdf(np.std(frame.y), scale=scale) == pytest.approx(0.95, abs=1e-6)
+    assert "HalfNormal" in spec.table().set_index("parameter")["prior"]["sd[replication]"]

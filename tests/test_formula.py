@@ -24,6 +24,12 @@ def test_unparseable_formula_is_one_line():
         parse_formula("y x")
 
 
+def test_a_formula_without_any_fixed_part_is_refused_in_one_line():
+    data = pd.DataFrame({"g": list("aabbcc"), "y": [1.0, 1.2, 2.0, 2.1, 3.0, 2.9]})
+    with pytest.raises(BayesreproError, match="no fixed part.*'1 \\+'"):
+        build_model_frame("y ~ 0 + (1|g)", data)
+
+
 def test_interaction_grouping_has_one_level_per_observed_combination(annotation):
     frame = build_model_frame("score ~ 1 + (1|sentence:rater)", annotation)
     (group,) = frame.groups

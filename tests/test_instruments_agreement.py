@@ -50,6 +50,21 @@ def test_high_agreement_with_skewed_values_gives_negative_alpha():
     assert krippendorff_alpha(ratings) == pytest.approx(-1 / 14)
 
 
+def test_the_eight_unit_binary_example_is_the_only_one_with_alpha_minus_0_07():
+    """The thesis quotes alpha = -0.07 for an eight-unit, two-rater table. For binary
+    ratings alpha depends only on how many units are (0,0), (1,1) and split, and
+    among all 2^16 tables only six agreements on one value with two splits round to -0.07."""
+    compositions = set()
+    for code in range(2**16):
+        bits = np.array([(code >> k) & 1 for k in range(16)]).reshape(8, 2)
+        if bits.min() == bits.max():
+            continue  # one value only: alpha undefined
+        if round(krippendorff_alpha(bits), 2) == -0.07:
+            same = bits[:, 0] == bits[:, 1]
+            compositions.add((int((same & (bits[:, 0] == 0)).sum()), int((same & (bits[:, 0] == 1)).sum())))
+    assert compositions == {(6, 0), (0, 6)}
+
+
 def test_cohen_kappa_and_scott_pi_on_a_two_by_two_table():
     # 50 units: both yes 20, a yes / b no 5, a no / b yes 10, both no 15.
     # p_o = 0.7; kappa: p_e = 0.5 * 0.6 + 0.5 * 0.4 = 0.5 -> 0.4 (the Wikipedia example);

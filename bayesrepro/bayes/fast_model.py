@@ -20,7 +20,7 @@ def build_fast_model(stats: MarginalStats, priors: PriorSpec):
 
     components = [*stats.group_names, RESIDUAL]
     with pm.Model(coords={"component": components}) as model:
-        if priors.family == "bambi":
+        if priors.half_normal_sds:
             sd = {RESIDUAL: pm.HalfStudentT(sd_name(RESIDUAL), nu=priors.residual_nu, sigma=priors.residual_sigma)}
             for name in stats.group_names:
                 sd[name] = pm.HalfNormal(sd_name(name), sigma=priors.group_sigma[name])

@@ -20,7 +20,7 @@ from .posterior import (
     phi_summary,
     reliability_summary,
 )
-from .priors import PRIOR_FAMILIES, PriorSpec, default_priors
+from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
 
 BACKENDS = ("auto", "fast", "bambi")
 LOGISTIC_RESIDUAL = float(np.pi**2 / 3)  # latent-scale residual variance of a logit model
@@ -119,7 +119,7 @@ def fit_bayes(
     object: str | None = None,
     family: str = "auto",
     backend: str = "auto",
-    prior: str | PriorSpec = "bambi",
+    prior: str | PriorSpec | None = None,
     prior_overrides: dict | None = None,
     draws: int = 1000,
     tune: int = 1000,
@@ -137,8 +137,9 @@ def fit_bayes(
     """Fit ``formula`` to ``data`` and return posterior draws of every variance component and of φ.
 
     ``backend="auto"`` takes the exact fast path for Gaussian models and
-    Bambi's own model otherwise. ``prior`` is a family name ("bambi",
-    "r2d2") or a ``PriorSpec``; ``prior_overrides`` changes single scales by
+    Bambi's own model otherwise. ``prior`` is a family name ("scaled", the
+    default for Gaussian models, "bambi" or "r2d2"; see ``priors``) or a
+    ``PriorSpec``; Bernoulli models take Bambi's default priors; ``prior_overrides`` changes single scales by
     name. With ``effects=True`` (fast path) fixed and level effects are drawn
     afterwards from their exact conditional, giving the finite-population
     components and contrasts. Raises ``BayesreproError`` if the run did not
@@ -195,17 +196,21 @@ def _family(frame: ModelFrame, family: str) -> str:
 
 def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
     if family != "gaussian":
-        if overrides or isinstance(prior, PriorSpec) or prior != "bambi":
+        if overrides or prior is not None:
             raise BayesreproError("prior choices apply to Gaussian models; Bernoulli models use Bambi's default priors")
         return None
-    if isinstance(prior, PriorSpec):
+    if prior is None:
+        spec = default_priors(frame, DEFAULT_PRIOR)
+    elif isinstance(prior, PriorSpec):
         spec = prior
     elif prior in PRIOR_FAMILIES:
         spec = default_priors(frame, prior)
     else:
         raise BayesreproError(f"prior '{prior}' is unknown; choose one of: {', '.join(PRIOR_FAMILIES)}")
-    if backend == "bambi" and spec.family != "bambi":
-        raise BayesreproError("Bambi's own model takes only the 'bambi' prior family; use --backend fast for 'r2d2'")
+    if backend == "bambi" and not spec.half_normal_sds:
+        raise BayesreproError(
+            f"Bambi's own model takes half-normal SD priors ('scaled' or 'bambi'); use --backend fast for '{spec.family}'"
+        )
     return spec.with_overrides(overrides)
 
 
@@ -266,7 +271,9 @@ def _fit_bambi(frame, spec, family, object, draws, tune, chains, seed, cores, sa
         variances[RESIDUAL] = np.full(post[f"1|{frame.groups[0].name}_sigma"].shape, LOGISTIC_RESIDUAL)
     add_reliability(idata, variances, object)
     fp = {name: np.var(value, axis=-1, ddof=1) for name, value in level_effects(idata, frame).items()}
-    if family == "bernoulli" and len(fp) == len(frame.groups):
+    if len(fp) == len(frame.groups):
+        # The residual has one level per observation, so its realised variance equals σ² up to O(1/√N);
+        # Bambi's posterior holds no residual draws to take it from exactly.
         fp[RESIDUAL] = variances[RESIDUAL]
         add_reliability(idata, fp, object, prefix="fp_")
     return idata, bambi_prior_table(model)

@@ -1,24 +1,30 @@
 """Priors of the Bayesian random-intercept model, readable and overridable.
 
-Two families of priors are offered:
-
-``"bambi"`` — Bambi's automatic, data-scaled priors for a Gaussian model
-(Bambi's own documented rule): with s_y the SD of the response and the
-non-intercept fixed columns centred,
+Three families are offered; all keep Bambi's normal priors on the fixed
+effects and its HalfStudentT(ν = 4, s_y) on the residual SD, with s_y the SD
+of the response and the non-intercept fixed columns centred:
 
 * slope of column j:          Normal(0, 2.5 s_y / sd(x_j))
 * intercept (centred design): Normal(mean(y), sqrt((2.5 s_y)^2 + Σ_j σ_j^2 mean(x_j)^2))
-* SD of every (1|g):          HalfNormal(the intercept's prior SD)
-* residual SD:                HalfStudentT(ν = 4, s_y)
+
+``"scaled"`` (the default) — the SD of every (1|g) term has a
+HalfNormal(s_y / 1.96) prior: each component is, with 95 % prior
+probability, less variable than the scores are altogether. A facet with 2–4
+levels (seeds, dropout values) cannot pin its superpopulation SD down, so its
+posterior follows this prior; this scale keeps such facets from being
+credited with more variance than the whole data show, which would drag φ down.
+
+``"bambi"`` — Bambi's automatic rule: the SD of every (1|g) term has a
+HalfNormal prior with the intercept's prior SD as scale (at least 2.5 s_y).
+It is the reference the fast path is checked against; on grids with
+few-level facets it puts prior-sized variances on them.
 
 ``"r2d2"`` — a prior on the decomposition itself (after the R2D2M2 prior,
 Aguilar & Bürkner 2023): the total SD τ of the random parts has a
 HalfStudentT(ν = 4, s_y) prior and the shares of the variance components
-(σ_k^2 = τ^2 ω_k, residual included) are Dirichlet(α, …, α).
-The share of the object of measurement — φ itself — then has the readable
-prior Beta(α, (K − 1) α).
-
-Fixed effects keep Bambi's normal priors under both families.
+(σ_k^2 = τ^2 ω_k, residual included) are Dirichlet(α, …, α). The share of
+the object of measurement — φ itself — then has the readable prior
+Beta(α, (K − 1) α).
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ from ..errors import BayesreproError
 from ..formula import ModelFrame
 
 RESIDUAL = "Residual"
-PRIOR_FAMILIES = ("bambi", "r2d2")
+PRIOR_FAMILIES = ("scaled", "bambi", "r2d2")
+DEFAULT_PRIOR = "scaled"
 BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
+SCALED_SD_DIVISOR = 1.959964  # the 97.5 % normal quantile: P(HalfNormal(s_y / 1.96) < s_y) = 0.95
 STUDENT_NU = 4.0
 
 
@@ -48,7 +56,7 @@ class PriorSpec:
     fixed_mu: np.ndarray            # prior means of the coefficients of the *centred* design
     fixed_sigma: np.ndarray         # prior SDs, same order
     x_means: np.ndarray             # column means used for centring (0 for the intercept)
-    group_sigma: dict[str, float] = field(default_factory=dict)  # HalfNormal scales ("bambi")
+    group_sigma: dict[str, float] = field(default_factory=dict)  # HalfNormal scales ("scaled", "bambi")
     residual_nu: float = STUDENT_NU
     residual_sigma: float = 1.0
     total_nu: float = STUDENT_NU    # "r2d2": HalfStudentT of the total SD τ
@@ -59,13 +67,18 @@ class PriorSpec:
     def group_names(self) -> list[str]:
         return list(self.group_sigma)
 
+    @property
+    def half_normal_sds(self) -> bool:
+        """One HalfNormal prior per SD (Bambi's structure), rather than total × shares."""
+        return self.family != "r2d2"
+
     def table(self) -> pd.DataFrame:
         """One row per parameter: the prior as text."""
         rows = []
         for j, name in enumerate(self.fixed_names):
             label = "Intercept (centred design)" if j == self.intercept_index else name
             rows.append((label, f"Normal(mu={self.fixed_mu[j]:.4g}, sigma={self.fixed_sigma[j]:.4g})"))
-        if self.family == "bambi":
+        if self.half_normal_sds:
             for name, scale in self.group_sigma.items():
                 rows.append((f"sd[{name}]", f"HalfNormal(sigma={scale:.4g})"))
             rows.append((f"sd[{RESIDUAL}]", f"HalfStudentT(nu={self.residual_nu:g}, sigma={self.residual_sigma:.4g})"))
@@ -119,7 +132,7 @@ class PriorSpec:
         return replace(spec, group_sigma=groups)
 
 
-def default_priors(frame: ModelFrame, family: str = "bambi", concentration: float = 1.0) -> PriorSpec:
+def default_priors(frame: ModelFrame, family: str = DEFAULT_PRIOR, concentration: float = 1.0) -> PriorSpec:
     """Data-scaled default priors for a Gaussian random-intercept model (see module text)."""
     if family not in PRIOR_FAMILIES:
         raise BayesreproError(f"prior family '{family}' is unknown; choose one of: {', '.join(PRIOR_FAMILIES)}")
@@ -151,7 +164,7 @@ def default_priors(frame: ModelFrame, family: str = "bambi", concentration: floa
         fixed_mu=fixed_mu,
         fixed_sigma=fixed_sigma,
         x_means=x_means,
-        group_sigma={g.name: intercept_sigma for g in frame.groups},
+        group_sigma={g.name: intercept_sigma if family == "bambi" else y_sd / SCALED_SD_DIVISOR for g in frame.groups},
         residual_nu=STUDENT_NU,
         residual_sigma=y_sd,
         total_nu=STUDENT_NU,
@@ -199,8 +212,8 @@ def bambi_priors(spec: PriorSpec) -> dict:
     """The variance-component priors of ``spec`` as a ``priors=`` argument of ``bambi.Model``."""
     import bambi as bmb
 
-    if spec.family != "bambi":
-        raise BayesreproError(f"Bambi's own model takes only the 'bambi' prior family, not '{spec.family}'")
+    if not spec.half_normal_sds:
+        raise BayesreproError(f"Bambi's own model takes half-normal SD priors ('scaled' or 'bambi'), not '{spec.family}'")
     priors = {
         f"1|{name}": bmb.Prior("Normal", mu=0, sigma=bmb.Prior("HalfNormal", sigma=scale))
         for name, scale in spec.group_sigma.items()

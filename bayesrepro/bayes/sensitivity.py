@@ -9,10 +9,10 @@ from ..errors import BayesreproError
 from ..formula import build_model_frame
 from ..reliability import RESIDUAL, default_object, phi
 from .posterior import interval
-from .priors import PRIOR_FAMILIES, PriorSpec, default_priors
+from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
 
 
-def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = "bambi", object: str | None = None,
+def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = DEFAULT_PRIOR, object: str | None = None,
                 draws: int = 4000, seed: int | None = None, prob: float = 0.95) -> pd.DataFrame:
     """Prior predictive check of the decomposition: prior intervals of every SD, of φ and of the
     total SD, next to the response's observed SD (which a sensible prior should cover)."""
@@ -38,7 +38,7 @@ def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = "bamb
     return table
 
 
-def prior_sensitivity(formula: str, data: pd.DataFrame, *, scales=(0.5, 1.0, 2.0), prior: str = "bambi",
+def prior_sensitivity(formula: str, data: pd.DataFrame, *, scales=(0.5, 1.0, 2.0), prior: str = DEFAULT_PRIOR,
                       prob: float = 0.95, **fit_kwargs) -> pd.DataFrame:
     """Refit with every prior SD scale multiplied by each of ``scales``; φ and each component per row.
 

@@ -18,8 +18,9 @@ def register(subparsers) -> None:
                         help="fast: exact marginal model (Gaussian); bambi: Bambi's own model; auto: fast when possible")
     parser.add_argument("--family", default="auto", choices=("auto", "gaussian", "bernoulli"),
                         help="auto: bernoulli for 0/1 scores, gaussian otherwise")
-    parser.add_argument("--prior", default="bambi", choices=("bambi", "r2d2"),
-                        help="bambi: data-scaled half-normal SD priors; r2d2: total SD x Dirichlet shares")
+    parser.add_argument("--prior",
+                        help="scaled (default): half-normal SD priors with 95%% of their mass below the SD of the "
+                             "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares")
     parser.add_argument("--prior-scale", action="append", default=[], metavar="NAME=VALUE",
                         help="override one prior scale (a factor, Residual, total or concentration); repeatable")
     parser.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"))

@@ -31,13 +31,19 @@ def dataset_path(name: str):
 
 
 def load_dataset(name: str) -> pd.DataFrame:
-    """Load a bundled dataset with identifier columns as categories."""
+    """Load a bundled dataset with identifier columns as categories (levels sorted as text)."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     path = dataset_path(name)
     with resources.as_file(path) as file:
-        frame = pd.read_csv(file, dtype=str, keep_default_na=False, na_values=[""])
-    for column in frame.columns:
-        if column in _NUMERIC_COLUMNS[name]:
-            frame[column] = pd.to_numeric(frame[column])
-        else:
-            frame[column] = frame[column].astype("category")
+        header = pd.read_csv(file, nrows=0).columns
+        text = pa.dictionary(pa.int32(), pa.string())
+        types = {column: text for column in header if column not in _NUMERIC_COLUMNS[name]}
+        table = pa_csv.read_csv(
+            file, convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=True, null_values=[""])
+        )
+    frame = table.to_pandas()
+    for column in types:
+        frame[column] = frame[column].cat.reorder_categories(sorted(frame[column].cat.categories))
     return frame

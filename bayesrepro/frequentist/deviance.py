@@ -47,6 +47,7 @@ class ProfiledDeviance:
         self.cross = cross
         self.reml = reml
         self.n_theta = cross.n_groups
+        self._grouped = CountGroupedGram(cross) if sp.issparse(cross.cross) else None
 
     def __call__(self, theta: np.ndarray) -> float:
         try:
@@ -75,33 +76,32 @@ class ProfiledDeviance:
             t1 = ordered[0]
             diag1 = t1 * t1 * c.dominant_counts + 1.0
             lam = np.repeat(ordered[1:], c.rest_sizes)
-            block = _DominantBlock(c, t1, lam)
+            block = _DominantBlock(c, self._grouped, t1, lam)
             rhs1 = t1 * c.dominant_zy
-            correction = block.gram(1.0 / diag1)
             rhs_correction = block.transpose_apply(rhs1 / diag1)
             logdet_dominant = float(np.log(diag1).sum())
             r2_dominant = float(rhs1 @ (rhs1 / diag1))
         else:
             lam = np.zeros(0)
-            correction = np.zeros((p, p))
             rhs_correction = np.zeros(p)
             logdet_dominant = r2_dominant = 0.0
-        schur = np.empty((q_rest + p, q_rest + p))
+        schur = np.empty((q_rest + p, q_rest + p), order="F")  # LAPACK factors it in place
         schur[:q_rest, :q_rest] = lam[:, None] * c.rest_gram * lam[None, :]
         schur[:q_rest, :q_rest][np.diag_indices(q_rest)] += 1.0
         schur[:q_rest, q_rest:] = lam[:, None] * c.rest_zx
         schur[q_rest:, :q_rest] = schur[:q_rest, q_rest:].T
         schur[q_rest:, q_rest:] = c.xtx
-        schur -= correction
+        if c.n_groups:
+            block.subtract_gram(schur, power=1)
         rhs = np.concatenate([lam * c.rest_zy, c.xty]) - rhs_correction
-        factor = scipy.linalg.cholesky(schur, lower=True, check_finite=False)
+        factor = _cholesky_lower(schur)
         w = scipy.linalg.solve_triangular(factor, rhs, lower=True, check_finite=False)
         r2 = c.yty - r2_dominant - float(w @ w)
         if r2 <= 0:
             raise np.linalg.LinAlgError("non-positive residual sum of squares")
         log_diag = 2.0 * np.log(np.diag(factor))
         solution = scipy.linalg.solve_triangular(factor, w, lower=True, trans="T", check_finite=False)
-        fixed_factor = factor[q_rest:, q_rest:]
+        fixed_factor = np.tril(factor[q_rest:, q_rest:])
         beta = solution[q_rest:].copy()
         if c.y_shift:
             beta[0] += c.y_shift
@@ -141,8 +141,7 @@ class ProfiledDeviance:
         size = q_rest + (p if self.reml else 0)
         lower = factor[:size, :size]
         inverse = _inverse_from_cholesky(lower)
-        squared = block.gram(1.0 / diag1**2)[:size, :size]
-        trace_dominant = float(np.sum(1.0 / diag1) + np.sum(inverse * squared))
+        trace_dominant = float(np.sum(1.0 / diag1)) + block.trace_with_gram(inverse, power=2)
         diagonal_rest = np.diag(inverse)[:q_rest]
         u_dominant = (rhs1 - block.apply(solution)) / diag1
         u_rest = solution[:q_rest]
@@ -160,35 +159,105 @@ class ProfiledDeviance:
         return gradient
 
 
+def _cholesky_lower(matrix: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor, in place; only the lower triangle is read and the upper is left as it was."""
+    factor, info = scipy.linalg.lapack.dpotrf(matrix, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the penalized system is not positive definite (potrf info {info})")
+    return factor
+
+
 def _inverse_from_cholesky(lower: np.ndarray) -> np.ndarray:
-    """(LL')⁻¹ from L with LAPACK potri: half the work of solving against the identity."""
+    """Lower triangle of (LL')⁻¹ from L, with LAPACK potri (half the work of solving against the identity)."""
     if lower.shape[0] == 0:
         return np.zeros((0, 0))
     inverse, info = scipy.linalg.lapack.dpotri(lower, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"potri failed with info {info}")
-    return np.tril(inverse) + np.tril(inverse, -1).T
+    return inverse
+
+
+class CountGroupedGram:
+    """Σ_i w(n_i) v_i v_i' for the rows v_i of V = [Z₁'Z_r, Z₁'X], weights depending on the count n_i alone.
+
+    The weights of the penalized system, 1/(θ₁²n_i + 1) and its square, are
+    functions of the dominant factor's level counts, so the rows are grouped by
+    count once: with G_k = Σ_{n_i = k} v_i v_i' (lower triangle, sparse),
+    every evaluation is one product of a fixed (pairs × counts) matrix with
+    the weights of the distinct counts — O(nnz), instead of a sparse
+    matrix product with its symbolic phase at every θ.
+    """
+
+    def __init__(self, cross: CrossProducts):
+        v = sp.hstack([cross.cross, sp.csr_matrix(cross.dominant_zx)], format="coo")
+        self.size = size = v.shape[1]
+        self.counts, group_of_row = np.unique(cross.dominant_counts, return_inverse=True)
+        n_counts = len(self.counts)
+        # one sparse product gives every G_k: row a·K + k of the left factor holds column a of the rows with count k
+        by_column_and_count = sp.csr_matrix(
+            (v.data, (v.col * n_counts + group_of_row[v.row], v.row)), shape=(size * n_counts, v.shape[0])
+        )
+        products = (by_column_and_count @ v.tocsr()).tocoo()
+        column, count = np.divmod(products.row, n_counts)
+        lower = column >= products.col
+        by_pair = sp.csr_matrix(
+            (products.data[lower], (column[lower].astype(np.int64) * size + products.col[lower], count[lower])),
+            shape=(size * size, n_counts),
+        )
+        pair_keys = np.flatnonzero(np.diff(by_pair.indptr))
+        self.by_count = by_pair[pair_keys]
+        self.rows, self.cols = np.divmod(pair_keys, size)
+        self.multiplicity = np.where(self.rows == self.cols, 1.0, 2.0)  # lower pairs stand for both triangles
+
+    def pair_values(self, weight_of_count: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """Lower-triangle entries of diag(scale) V' diag(w) V diag(scale) at (rows, cols)."""
+        return (self.by_count @ weight_of_count) * scale[self.rows] * scale[self.cols]
 
 
 class _DominantBlock:
-    """W = t1·[Z₁'Z_r Λ_r, Z₁'X], the coupling of the dominant factor to the rest."""
+    """W = t1·[Z₁'Z_r Λ_r, Z₁'X], the coupling of the dominant factor to the rest.
 
-    def __init__(self, cross: CrossProducts, t1: float, lam: np.ndarray):
+    Its products are weighted by d_i^(−power) with d_i = t1²n_i + 1, the
+    diagonal of the dominant factor's block of the penalized system.
+    """
+
+    def __init__(self, cross: CrossProducts, grouped: CountGroupedGram | None, t1: float, lam: np.ndarray):
         self.zx = t1 * cross.dominant_zx
+        self.t1 = t1
+        self.counts = cross.dominant_counts
+        self.grouped = grouped
         if sp.issparse(cross.cross):
             self.zz = cross.cross.multiply(t1 * lam[None, :]).tocsr() if len(lam) else cross.cross
         else:
             self.zz = cross.cross * (t1 * lam[None, :])
+        if grouped is not None:
+            self.scale = t1 * np.concatenate([lam, np.ones(self.zx.shape[1])])
 
-    def gram(self, weights: np.ndarray) -> np.ndarray:
-        """W' diag(weights) W."""
-        weighted_zx = self.zx * weights[:, None]
-        if sp.issparse(self.zz):
-            zz = (self.zz.T @ sp.diags(weights) @ self.zz).toarray()
-            zx = np.asarray(self.zz.T @ weighted_zx)
-            return np.block([[zz, zx], [zx.T, self.zx.T @ weighted_zx]])
+    def subtract_gram(self, target: np.ndarray, power: int) -> None:
+        """target −= W' diag(d^−power) W (only its lower triangle when the rows are grouped by count)."""
+        if self.grouped is None:
+            target -= self._dense_gram(power)
+            return
+        g = self.grouped
+        target[g.rows, g.cols] -= g.pair_values(self._count_weights(power), self.scale)
+
+    def trace_with_gram(self, lower_inverse: np.ndarray, power: int) -> float:
+        """tr(B W' diag(d^−power) W) for the leading block B of A⁻¹, given by its lower triangle."""
+        size = lower_inverse.shape[0]
+        if self.grouped is None:
+            inverse = np.tril(lower_inverse) + np.tril(lower_inverse, -1).T
+            return float(np.sum(inverse * self._dense_gram(power)[:size, :size]))
+        g = self.grouped
+        inside = (g.rows < size) & (g.cols < size)
+        values = g.pair_values(self._count_weights(power), self.scale)[inside]
+        return float(np.sum(g.multiplicity[inside] * values * lower_inverse[g.rows[inside], g.cols[inside]]))
+
+    def _dense_gram(self, power: int) -> np.ndarray:
         w = np.hstack([self.zz, self.zx])
-        return w.T @ (w * weights[:, None])
+        return w.T @ (w * (self.t1 * self.t1 * self.counts + 1.0)[:, None] ** -power)
+
+    def _count_weights(self, power: int) -> np.ndarray:
+        return (self.t1 * self.t1 * self.grouped.counts + 1.0) ** -power
 
     def transpose_apply(self, v: np.ndarray) -> np.ndarray:
         return np.concatenate([self.zz.T @ v, self.zx.T @ v])
