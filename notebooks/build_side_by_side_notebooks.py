@@ -65,7 +65,8 @@ the variance components), by ML for the GLRT and Wald contrasts, and by NUTS
 for the posterior; the Bayesian contrasts apply the same contrast weights to
 the posterior draws of the fixed effects."""),
     ("code", """spec = load_spec("system_comparison")
-system = compare(spec.formula, spec.prepare(ter), spec.object, factor=spec.factor, h0=spec.h0, n_boot=100, **FAST)
+system = compare(spec.formula, spec.prepare(ter), spec.object, factor=spec.factor, h0=spec.h0, n_boot=100,
+                 **{**FAST, "draws": 1000, "tune": 1000})
 print(system)"""),
     ("code", """system.contrasts[["contrast", "estimate", "low", "high", "p", "p_holm", "effect_size",
                   "post_median", "post_low", "post_high", "p_direction"]]"""),
@@ -96,7 +97,7 @@ Length classes short (≤ 15 words), typical (16–55), very long (> 55) from
 system × length interaction."""),
     ("code", """spec = load_spec("conditional_length")
 by_length = compare(spec.formula, spec.prepare(ter), spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
-                    n_boot=100, **FAST)
+                    n_boot=100, **{**FAST, "draws": 1000, "tune": 1000})
 print(by_length)"""),
     ("code", """display(plots.interaction_plot(by_length.means, "system", "len", "TER"))
 display(plots.forest_plot(by_length.contrasts, title="system contrasts within length classes"))"""),
@@ -164,9 +165,10 @@ The same D-study formulas take REML estimates (lines) or posterior draws
 (Marking sentence 0.0030, rater 0.0036, sentence:rater 0.0041, residual 0.0145;
 Post Edit sentence 0.0479, sentence:rater 0.0187, residual 0.0106) and the
 posterior medians lie close to them. Both engines rate single Marking ratings
-as *poor* (φ ≈ 0.12–0.14) and single Post Edit ratings as *moderate* (φ ≈ 0.60–0.65),
-and both D-studies say that averaging over more raters is what helps — for
-Post Edit, ten raters bring φ above 0.9 in both. For Marking the posterior is
+as *poor* (φ ≈ 0.11–0.12) and single Post Edit ratings as *moderate* (REML 0.60,
+posterior median about 0.5), and both D-studies say that averaging over more
+raters is what helps — for Post Edit, ten raters bring φ to about 0.9 (REML
+0.94, posterior median 0.89). For Marking the posterior is
 more pessimistic than REML (median φ of a 20-rater mean about 0.6 against REML's
 0.73) and its band stays wide: with five sentences the sentence variance itself
 is barely known.
@@ -174,13 +176,13 @@ is barely known.
 **Where they disagree.** Five sentences, ten raters and three occasions are
 very little information about a variance. REML puts the occasion-related
 components at exactly 0; the posterior says they could be sizeable — the
-occasion share's 95 % interval reaches tens of percent — and `compare` flags
+occasion share's 95 % interval reaches about a quarter of the variance — and `compare` flags
 each such component. The bootstrap intervals of the non-zero components
 (e.g. sentence: 0 to about a third of the variance in Marking) are just as
 wide: the frequentist point estimates look precise only because they come
 without intervals in the published tables. The posterior φ of Post Edit
-spreads over poor to excellent (posterior probability of *moderate* about one half),
-so the label is not settled by these data."""),
+spreads from poor to good (95 % interval about 0.24–0.76), so the label is not
+settled by these data."""),
 ]
 
 NOTEBOOKS["grid_reliability"] = [
@@ -209,10 +211,12 @@ both engines find every meta-parameter small next to the sentences.
 **Where they disagree, and why.** The grid's meta-parameters have two to
 four levels each. Two or three levels say almost nothing about a
 *superpopulation* variance, so its posterior follows the prior (a half-normal
-scaled to the response) and reaches far up; summed over six such factors, the
-posterior of φ — the sentences' share of a variance that includes those
-hypothetical other learning rates and dropouts — is pulled well below the REML
-plug-in 0.859, and `compare` flags the different Koo & Li label. The
+with 95 % of its mass below the SD of the scores) and reaches far up: the
+learning rate's share, 0.3 % by REML, may be up to a quarter of the variance.
+Summed over six such factors, the posterior of φ — the sentences' share of a
+variance that includes those hypothetical other learning rates and dropouts —
+has its median (about 0.80) below the REML plug-in 0.859 and a long lower tail
+(95 % interval from about 0.44); the Koo & Li label, *good*, is the same. The
 bootstrap, which re-simulates from the REML values, does not see this
 uncertainty. The *finite-population* φ (the variance of these very levels'
 effects, from the same posterior) agrees with REML. Which one to report is a
@@ -228,9 +232,9 @@ typical and very long sentences."""),
 nested = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=20, **FAST)
 print(nested)"""),
     ("code", """display(plots.vca_bars(nested, title="learning rate / length class"))"""),
-    ("md", """**Where they agree.** Both engines put most of the variance (≈ 70–75 %)
+    ("md", """**Where they agree.** Both engines put most of the variance (≈ 60–75 %)
 on `learning_rate:src_length_class` and call φ for sentences *poor*
-(REML 0.20, posterior median ≈ 0.13). Read the formula before reading that
+(REML 0.20, posterior median ≈ 0.26). Read the formula before reading that
 as an interaction: without a fixed effect of the length class, this component
 also holds the plain difference between short, typical and very long
 sentences (very long ones have far higher TER), which thereby leaves the
@@ -239,10 +243,10 @@ interaction, put the length class in the fixed part:
 `ter ~ src_length_class + (1|sentence_id) + (1|learning_rate/src_length_class)`.
 
 **Where they disagree.** The learning rate's own component is exactly 0 in
-REML but may hold anything from 0 to most of the variance in the posterior
-(three levels), which `compare` flags. At these fast settings the posterior
-also misses the R-hat criterion narrowly — run the package defaults
-(4 chains × 1,000 draws) before quoting its digits."""),
+REML but may hold anything from 0 to about a quarter of the variance in the
+posterior (three levels), which `compare` flags. These are fast settings
+(2 chains × 500 draws); run the package defaults (4 chains × 1,000 draws)
+before quoting the posterior's digits."""),
 ]
 
 NOTEBOOKS["meta_parameter_importance"] = [
@@ -269,10 +273,10 @@ equally well by both.
 
 **Where they disagree.** Each meta-parameter has only a handful of levels,
 so the uncertainty about its variance is large: hidden_number's share runs
-from a few percent to well over half in *both* the bootstrap and the posterior
+from a few percent to about 60 % in *both* the bootstrap and the posterior
 interval, and the posterior gives the large components more weight (and the
 residual less) than the REML point estimates. REML puts `epochs` at exactly 0
-while the posterior allows it several percent, which `compare` flags. An
+while the posterior allows it a few percent, which `compare` flags. An
 importance ranking is safe here; the percentages of the published table are
 not precise to the digits printed."""),
 ]
@@ -343,10 +347,10 @@ overconfident, since the run-to-run variation is not in the model. With
 `(1|run)` the seed component appears (≈ 1 % of the variance, from six runs)
 and the intervals widen. Here the engines part: the Wald interval
 [0.029, 0.071] treats the run variance as known, the posterior
-[0.006, 0.091] carries its uncertainty and is twice as wide. Both still put
+[0.003, 0.088] carries its uncertainty and is twice as wide. Both still put
 A above B (GLRT p ≈ 0.003; probability of direction ≈ 0.98). LOO, leaving
 out one segment at a time, sees no predictive gain from the system term
-(≈ −0.1 ± 0.3 elpd): with the six runs' effects in the model, knowing the
+(≈ 0.0 ± 0.3 elpd): with the six runs' effects in the model, knowing the
 system adds nothing to the prediction of a new segment, and `compare` flags
 that against the GLRT. Three seeds per system cannot separate a system effect
 from run-to-run variation with confidence — the honest price of having three
