@@ -50,19 +50,27 @@ def test_high_agreement_with_skewed_values_gives_negative_alpha():
     assert krippendorff_alpha(ratings) == pytest.approx(-1 / 14)
 
 
-def test_the_eight_unit_binary_example_is_the_only_one_with_alpha_minus_0_07():
-    """The thesis quotes alpha = -0.07 for an eight-unit, two-rater table. For binary
-    ratings alpha depends only on how many units are (0,0), (1,1) and split, and
-    among all 2^16 tables only six agreements on one value with two splits round to -0.07."""
-    compositions = set()
-    for code in range(2**16):
-        bits = np.array([(code >> k) & 1 for k in range(16)]).reshape(8, 2)
-        if bits.min() == bits.max():
-            continue  # one value only: alpha undefined
-        if round(krippendorff_alpha(bits), 2) == -0.07:
-            same = bits[:, 0] == bits[:, 1]
-            compositions.add((int((same & (bits[:, 0] == 0)).sum()), int((same & (bits[:, 0] == 1)).sum())))
-    assert compositions == {(6, 0), (0, 6)}
+@pytest.mark.parametrize("units, published, digits, compositions", [
+    (10, 0.095, 3, {(5, 1, 4), (1, 5, 4)}),
+    (8, -0.07, 2, {(6, 0, 2), (0, 6, 2)}),
+])
+def test_the_thesis_examples_fix_the_composition_of_a_binary_two_rater_table(units, published, digits, compositions):
+    """The thesis quotes alpha = 0.095 for a ten-unit and -0.07 for an eight-unit two-rater
+    table. For binary ratings alpha depends only on how many units are (0,0), (1,1) and
+    split: over every such composition (splits in either direction), exactly one, up to
+    swapping the values, rounds to the published figure, so these tables reproduce the
+    thesis's whatever the order of its units."""
+    found = set()
+    for zeros in range(units + 1):
+        for ones in range(units + 1 - zeros):
+            for split_01 in range(units + 1 - zeros - ones):
+                split_10 = units - zeros - ones - split_01
+                rows = [(0, 0)] * zeros + [(1, 1)] * ones + [(0, 1)] * split_01 + [(1, 0)] * split_10
+                if zeros == units or ones == units:
+                    continue  # one value only: alpha undefined
+                if round(krippendorff_alpha(np.array(rows)), digits) == published:
+                    found.add((zeros, ones, split_01 + split_10))
+    assert found == compositions
 
 
 def test_cohen_kappa_and_scott_pi_on_a_two_by_two_table():
