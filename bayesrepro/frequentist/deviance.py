@@ -200,12 +200,11 @@ class CountGroupedGram:
         products = (by_column_and_count @ v.tocsr()).tocoo()
         column, count = np.divmod(products.row, n_counts)
         lower = column >= products.col
-        by_pair = sp.csr_matrix(
-            (products.data[lower], (column[lower].astype(np.int64) * size + products.col[lower], count[lower])),
-            shape=(size * size, n_counts),
+        pair_keys, pair_of_entry = np.unique(column[lower].astype(np.int64) * size + products.col[lower],
+                                             return_inverse=True)
+        self.by_count = sp.csr_matrix(
+            (products.data[lower], (pair_of_entry, count[lower])), shape=(len(pair_keys), n_counts)
         )
-        pair_keys = np.flatnonzero(np.diff(by_pair.indptr))
-        self.by_count = by_pair[pair_keys]
         self.rows, self.cols = np.divmod(pair_keys, size)
         self.multiplicity = np.where(self.rows == self.cols, 1.0, 2.0)  # lower pairs stand for both triangles
 
