@@ -11,10 +11,12 @@
 #    "reml_criterion" (null for ML), "loglik", "warnings": [...], "lme4": version,
 #    "read_seconds", "fit_seconds"}
 
-suppressPackageStartupMessages({
-  library(lme4)
-  library(jsonlite)
+script <- local({
+  arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
+  normalizePath(sub("^--file=", "", arg[1]))
 })
+# fit_lmer (lme4 and jsonlite loaded there): the lmer call with its warnings caught and timed
+source(file.path(dirname(dirname(script)), "tests", "reference", "lme4_common.R"))
 
 args <- commandArgs(trailingOnly = TRUE)
 if (length(args) < 3L) stop("usage: lmer_fit.R DATA FORMULA FACTORS [ML]")
@@ -29,20 +31,8 @@ read_time <- system.time({
   for (col in factors) data[[col]] <- factor(data[[col]])
 })
 
-caught <- character(0)
-fit_time <- system.time(
-  fit <- withCallingHandlers(
-    lmer(formula, data = data, REML = reml),
-    warning = function(w) {
-      caught <<- c(caught, conditionMessage(w))
-      invokeRestart("muffleWarning")
-    },
-    message = function(m) {
-      caught <<- c(caught, trimws(conditionMessage(m)))
-      invokeRestart("muffleMessage")
-    }
-  )
-)
+timed <- fit_lmer(formula, data, if (reml) "REML" else "ML")
+fit <- timed$fit
 
 vc <- as.data.frame(VarCorr(fit))
 out <- list(
@@ -50,9 +40,9 @@ out <- list(
   variances = as.list(stats::setNames(vc$vcov, vc$grp)),
   reml_criterion = if (reml) REMLcrit(fit) else NULL,
   loglik = as.numeric(logLik(fit)),
-  warnings = I(caught),
+  warnings = I(timed$caught),
   lme4 = as.character(utils::packageVersion("lme4")),
   read_seconds = read_time[["elapsed"]],
-  fit_seconds = fit_time[["elapsed"]]
+  fit_seconds = timed$elapsed
 )
 cat(toJSON(out, auto_unbox = TRUE, digits = NA, null = "null"), "\n", sep = "")

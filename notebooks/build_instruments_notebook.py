@@ -2,11 +2,9 @@
 
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from notebook_writer import write_executed
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 
 CELLS = [
     ("md", """# The other instruments, next to the model-based answer
@@ -226,20 +224,8 @@ circular is not thereby valid: the test rules out one specific failure."""),
 ]
 
 
-def build() -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    for kind, source in CELLS:
-        make = nbformat.v4.new_markdown_cell if kind == "md" else nbformat.v4.new_code_cell
-        notebook.cells.append(make(source))
-    return notebook
-
-
 def main() -> None:
-    notebook = build()
-    NotebookClient(notebook, timeout=1200, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT)}}).execute()
-    nbformat.write(notebook, HERE / "instruments.ipynb")
+    write_executed(CELLS, HERE / "instruments.ipynb", timeout=1200)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,9 @@ larger.
 import sys
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from notebook_writer import write_executed
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 
 SETUP = """%matplotlib inline
 import logging
@@ -358,21 +356,9 @@ seeds."""),
 ]
 
 
-def build(cells) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    for kind, source in cells:
-        make = nbformat.v4.new_markdown_cell if kind == "md" else nbformat.v4.new_code_cell
-        notebook.cells.append(make(source))
-    return notebook
-
-
 def main(names) -> None:
     for name in names or NOTEBOOKS:
-        notebook = build(NOTEBOOKS[name])
-        NotebookClient(notebook, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(ROOT)}}).execute()
-        nbformat.write(notebook, HERE / f"{name}.ipynb")
+        write_executed(NOTEBOOKS[name], HERE / f"{name}.ipynb", timeout=600)
         print("wrote", HERE / f"{name}.ipynb")
 
 

@@ -16,12 +16,17 @@ NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta
 ALL_NOTEBOOKS = NOTEBOOKS + ["instruments"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_executes_and_shows_both_engines(name):
+def _executed(name: str):
     notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT)}}).execute()
+    return notebook
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_executes_and_shows_both_engines(name):
+    notebook = _executed(name)
     text = "\n".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
                      for output in cell.get("outputs", []))
     assert "Frequentist and Bayesian answers for" in text
@@ -32,9 +37,7 @@ def test_notebook_executes_and_shows_both_engines(name):
 
 @pytest.mark.slow
 def test_instruments_notebook_executes():
-    notebook = nbformat.read(ROOT / "notebooks" / "instruments.ipynb", as_version=4)
-    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    notebook = _executed("instruments")
     errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
