@@ -7,10 +7,11 @@ them of zero variance. Every dataset is fitted with the default priors.
 A zero variance cannot lie inside a central interval of a positive
 parameter and always lies in the one-sided interval [0, q90], so that facet
 is not scored; the median of its 90 % upper bound is reported instead. The
-test runs two datasets at a time, one per core. Run as a script (datasets START..STOP-1, one CSV row each,
-appended as they finish, so several processes can share the work), then
-print the coverage table of all rows:
-    python tests/test_bayes_calibration.py run START STOP OUT.csv
+test runs two datasets at a time, one per core. Run as a script (datasets
+START..STOP-1, one CSV row each, appended as they finish, so several
+processes can share the work; PRIOR is a prior family, "scaled" by default,
+to compare "bambi" or "r2d2"), then print the coverage table of all rows:
+    python tests/test_bayes_calibration.py run START STOP OUT.csv [PRIOR]
     python tests/test_bayes_calibration.py table OUT.csv [...]
 """
 
@@ -47,14 +48,14 @@ def covered(draws, truth: float) -> bool:
     return bool(low <= truth <= high)
 
 
-def study(datasets, seed: int = 20231, out: str | None = None) -> pd.DataFrame:
+def study(datasets, seed: int = 20231, out: str | None = None, prior: str | None = None) -> pd.DataFrame:
     from bayesrepro.bayes import fit_bayes
 
     total = sum(TRUTH.values())
     rows = []
     for k in datasets:
         data = simulate(np.random.default_rng([seed, k]))
-        fit = fit_bayes(FORMULA, data, object="item", draws=500, tune=500, chains=2, cores=1, seed=k,
+        fit = fit_bayes(FORMULA, data, object="item", prior=prior, draws=500, tune=500, chains=2, cores=1, seed=k,
                         effects=False, allow_unconverged=True)
         post = fit.idata.posterior
         row = {"dataset": k, "converged": fit.diagnostics.converged}
@@ -90,7 +91,7 @@ def test_intervals_of_phi_and_every_sd_cover_the_truth_at_the_nominal_rate():
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        study(range(int(sys.argv[2]), int(sys.argv[3])), out=sys.argv[4])
+        study(range(int(sys.argv[2]), int(sys.argv[3])), out=sys.argv[4], prior=(sys.argv[5:] or [None])[0])
     else:
         results = pd.concat([pd.read_csv(path) for path in sys.argv[2:]]).drop_duplicates("dataset")
         print(coverage_table(results).to_string())
