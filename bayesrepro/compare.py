@@ -26,7 +26,7 @@ import pandas as pd
 
 from .data import read_table
 from .errors import BayesreproError
-from .formula import ModelFrame, build_model_frame
+from .design import ModelFrame, build_model_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
 

@@ -8,7 +8,7 @@ from bayesrepro.bayes.effects import draw_effects
 from bayesrepro.bayes.marginal import marginal_loglik_np, marginal_loglik_pt, marginal_stats
 from bayesrepro.bayes.priors import default_priors
 from bayesrepro.datasets import load_dataset
-from bayesrepro.formula import build_model_frame
+from bayesrepro.design import build_model_frame
 
 ANNOTATION = (
     "score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:rater) + (1|sentence:occasion) + (1|rater:occasion)"

@@ -7,7 +7,7 @@ from bayesrepro.bayes.bambi_model import build_bambi_model
 from bayesrepro.bayes.priors import default_priors, priors_from_bambi
 from bayesrepro.datasets import load_dataset
 from bayesrepro.errors import BayesreproError
-from bayesrepro.formula import build_model_frame
+from bayesrepro.design import build_model_frame
 
 
 @pytest.mark.parametrize(

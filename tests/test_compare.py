@@ -10,7 +10,7 @@ import pytest
 
 from bayesrepro import compare as cmp
 from bayesrepro.errors import BayesreproError
-from bayesrepro.formula import build_model_frame
+from bayesrepro.design import build_model_frame
 from bayesrepro.frequentist import fit_lmm
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from bayesrepro.data import describe_design, read_table
 from bayesrepro.errors import BayesreproError
-from bayesrepro.formula import build_model_frame
+from bayesrepro.design import build_model_frame
 
 
 def small_frame():

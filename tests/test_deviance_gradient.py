@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from bayesrepro.formula import build_model_frame
-from bayesrepro.frequentist.crossprod import cross_products
+from bayesrepro.design import build_model_frame
+from bayesrepro.design import gaussian_stats
 from bayesrepro.frequentist.deviance import ProfiledDeviance
 
 
@@ -39,7 +39,7 @@ def sparse_design(rng):
 @pytest.mark.parametrize("reml", [True, False])
 def test_exact_gradient_matches_central_differences(design, reml):
     data, formula = design(np.random.default_rng(7))
-    cross = cross_products(build_model_frame(formula, data))
+    cross = gaussian_stats(build_model_frame(formula, data))
     if design is sparse_design:
         assert sp.issparse(cross.cross), "the sparse design must take the sparse coupling path"
     objective = ProfiledDeviance(cross, reml=reml)

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from bayesrepro.errors import BayesreproError
-from bayesrepro.formula import build_model_frame, parse_formula
+from bayesrepro.design import build_model_frame, parse_formula
 
 
 def test_parse_expands_nesting_and_keeps_interaction_groupings():

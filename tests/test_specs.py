@@ -4,7 +4,7 @@ import pytest
 
 from bayesrepro.datasets import load_dataset
 from bayesrepro.errors import BayesreproError
-from bayesrepro.formula import build_model_frame
+from bayesrepro.design import build_model_frame
 from bayesrepro.frequentist import fit_lmm, glrt
 from bayesrepro.reliability import vca_table
 from bayesrepro.specs import list_specs, load_spec

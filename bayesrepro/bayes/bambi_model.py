@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..errors import BayesreproError
-from ..formula import ModelFrame
+from ..design import ModelFrame
 from .priors import PriorSpec, bambi_priors
 from .sampling import check_sampling_options
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from ..formula import ModelFrame, build_model_frame
+from ..design import ModelFrame, build_model_frame
 from ..reliability import RESIDUAL, default_object
 from .diagnostics import Diagnostics, diagnose, require_convergence
 from .posterior import (

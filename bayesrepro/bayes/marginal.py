@@ -30,8 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import BayesreproError
-from ..formula import ModelFrame
-from ..frequentist.crossprod import cross_products
+from ..design import ModelFrame, gaussian_stats
 from .priors import PriorSpec
 
 
@@ -74,7 +73,7 @@ def marginal_stats(frame: ModelFrame, priors: PriorSpec) -> MarginalStats:
         raise BayesreproError(
             f"formula {frame.formula!r} has no (1|g) term; a variance-component model needs at least one"
         )
-    cp = cross_products(frame)
+    cp = gaussian_stats(frame)
     p = cp.n_fixed
     # Centring as Bambi does: X_c = X T, T = I − e_int x̄'.
     T = np.eye(p)

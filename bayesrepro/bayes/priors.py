@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from ..formula import ModelFrame
+from ..design import ModelFrame
 
 RESIDUAL = "Residual"
 PRIOR_FAMILIES = ("scaled", "bambi", "r2d2")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from ..formula import build_model_frame
+from ..design import build_model_frame
 from ..reliability import RESIDUAL, default_object, phi
 from .posterior import interval
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors

@@ -19,7 +19,7 @@ import scipy.stats
 
 from ..data import read_table, require_columns
 from ..errors import BayesreproError
-from ..formula import build_model_frame, parse_formula
+from ..design import build_model_frame, parse_formula
 from .contrasts import estimated_means, pairwise_contrasts, slopes
 from .glrt import GlrtResult, compare_fits, glrt, nested_frames
 from .lmm import fit_model_frame

@@ -19,7 +19,7 @@ import scipy.stats
 
 from ..data import is_categorical
 from ..errors import BayesreproError
-from ..formula import ModelFrame
+from ..design import ModelFrame
 from .lmm import LmmFit
 
 Z_95 = scipy.stats.norm.ppf(0.975)

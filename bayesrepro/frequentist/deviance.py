@@ -22,7 +22,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
-from .crossprod import CrossProducts
+from ..design import GaussianStats
 
 LOG_2PI = np.log(2.0 * np.pi)
 
@@ -43,7 +43,7 @@ class Solution:
 class ProfiledDeviance:
     """−2 log-likelihood (ML) or the REML criterion as a function of θ (formula order)."""
 
-    def __init__(self, cross: CrossProducts, reml: bool):
+    def __init__(self, cross: GaussianStats, reml: bool):
         self.cross = cross
         self.reml = reml
         self.n_theta = cross.n_groups
@@ -188,7 +188,7 @@ class CountGroupedGram:
     matrix product with its symbolic phase at every θ.
     """
 
-    def __init__(self, cross: CrossProducts):
+    def __init__(self, cross: GaussianStats):
         v = sp.hstack([cross.cross, sp.csr_matrix(cross.dominant_zx)], format="coo")
         self.size = size = v.shape[1]
         self.counts, group_of_row = np.unique(cross.dominant_counts, return_inverse=True)
@@ -220,7 +220,7 @@ class _DominantBlock:
     diagonal of the dominant factor's block of the penalized system.
     """
 
-    def __init__(self, cross: CrossProducts, grouped: CountGroupedGram | None, t1: float, lam: np.ndarray):
+    def __init__(self, cross: GaussianStats, grouped: CountGroupedGram | None, t1: float, lam: np.ndarray):
         self.zx = t1 * cross.dominant_zx
         self.t1 = t1
         self.counts = cross.dominant_counts

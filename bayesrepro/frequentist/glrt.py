@@ -18,7 +18,7 @@ from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 
 
 from ..data import drop_missing, read_table, require_columns
 from ..errors import BayesreproError
-from ..formula import ModelFrame, build_model_frame, parse_formula
+from ..design import ModelFrame, build_model_frame, parse_formula
 from .lmm import LmmFit, fit_model_frame
 
 CHI2 = "chi2"

@@ -11,8 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from ..data import read_table
 from ..errors import BayesreproError
-from ..formula import ModelFrame, build_model_frame
-from .crossprod import cross_products
+from ..design import ModelFrame, build_model_frame, gaussian_stats
 from .deviance import ProfiledDeviance, Solution
 
 METHODS = ("reml", "ml")
@@ -129,7 +128,7 @@ def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
         raise BayesreproError(
             f"{frame.n_obs} observations cannot estimate {frame.X.shape[1]} fixed effects of {frame.formula!r}"
         )
-    objective = ProfiledDeviance(cross_products(frame), reml=(method == "reml"))
+    objective = ProfiledDeviance(gaussian_stats(frame), reml=(method == "reml"))
     # The systems are small (≤ a few thousand rows): multithreaded BLAS buys
     # nothing there and, on a busy machine, its spinning threads made a
     # 1,144-row Cholesky 30× slower than one thread.

@@ -1,4 +1,4 @@
-"""The one O(N) pass: every cross-product a random-intercept LMM needs.
+"""Sufficient statistics of a Gaussian random-intercept model: every cross-product it needs.
 
 For y = Xβ + Σ_k Z_k b_k + ε the Gaussian likelihood depends on the data only
 through y'y, X'y, X'X and the products of the indicator matrices Z_k with
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..formula import ModelFrame
+from .frame import ModelFrame
 
 # A contingency table between the dominant factor and the others is kept
 # sparse when it is large and mostly empty (two crossed factors with thousands
@@ -25,7 +25,7 @@ SPARSE_DENSITY = 0.1
 
 
 @dataclass(frozen=True)
-class CrossProducts:
+class GaussianStats:
     n_obs: int
     group_names: list[str]          # formula order
     order: list[int]                # formula index of each factor in elimination order: dominant first
@@ -51,7 +51,7 @@ class CrossProducts:
         return len(self.order)
 
 
-def cross_products(frame: ModelFrame) -> CrossProducts:
+def gaussian_stats(frame: ModelFrame) -> GaussianStats:
     y_shift = float(frame.y.mean()) if frame.spec.intercept else 0.0
     y = frame.y - y_shift
     X = frame.X
@@ -82,7 +82,7 @@ def cross_products(frame: ModelFrame) -> CrossProducts:
         cross = _dominant_cross(dominant, rest, offsets)
     else:
         cross = np.zeros((len(counts), 0))
-    return CrossProducts(
+    return GaussianStats(
         n_obs=len(y),
         group_names=[g.name for g in groups],
         order=order,

@@ -1,0 +1,87 @@
+"""What a formula says, before any data is seen.
+
+A Bambi/formulae formula such as ``ter ~ system + (1|sentence_id) + (1|a/b)``
+is parsed by formulae, the parser Bambi itself uses, into its response, its
+fixed terms (with the data columns each reads) and its random intercepts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import formulae
+
+from ..errors import BayesreproError, first_line
+
+
+@dataclass(frozen=True)
+class FormulaSpec:
+    """What a formula says, before any data is seen."""
+
+    formula: str
+    response: str
+    intercept: bool
+    fixed_terms: tuple[str, ...]
+    fixed_variables: tuple[str, ...]
+    term_variables: tuple[frozenset[str], ...]   # the data columns each fixed term reads
+    group_factors: tuple[tuple[str, ...], ...]
+
+    @property
+    def fixed_formula(self) -> str:
+        terms = ["1" if self.intercept else "0", *self.fixed_terms]
+        return f"{self.response} ~ {' + '.join(terms)}"
+
+    def rewritten(self, drop_fixed=lambda variables: False, drop_group=lambda columns: False) -> str:
+        """This formula as text without the fixed terms (selected by the columns they read) / groupings."""
+        terms = ["1" if self.intercept else "0"]
+        terms += [term for term, used in zip(self.fixed_terms, self.term_variables) if not drop_fixed(used)]
+        terms += [f"(1|{':'.join(columns)})" for columns in self.group_factors if not drop_group(columns)]
+        return f"{self.response} ~ {' + '.join(terms)}"
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        return tuple(":".join(columns) for columns in self.group_factors)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Every data column the formula reads, response first."""
+        seen = [self.response]
+        seen += [v for v in self.fixed_variables if v not in seen]
+        for columns in self.group_factors:
+            seen += [c for c in columns if c not in seen]
+        return tuple(seen)
+
+
+
+def parse_formula(formula: str) -> FormulaSpec:
+    """Parse a formula; only random intercepts are supported."""
+    if not isinstance(formula, str) or "~" not in formula:
+        raise BayesreproError(f"formula {formula!r} needs the form 'score ~ terms', e.g. 'ter ~ system + (1|sentence_id)'")
+    try:
+        model = formulae.model_description(formula)
+    except Exception as exc:  # formulae raises its own ParseError/ScanError types
+        raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
+    if model.response is None:
+        raise BayesreproError(f"formula {formula!r} has no response on the left of '~'")
+    response = model.response.term.name
+    intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
+    fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
+    term_variables = tuple(
+        frozenset(v for v in term.var_names if v) for term in model.common_terms if type(term).__name__ != "Intercept"
+    )
+    fixed_variables = []
+    for term in model.common_terms:
+        fixed_variables += sorted(v for v in term.var_names if v and v not in fixed_variables)
+    groups = []
+    for term in model.group_terms:
+        if type(term.expr).__name__ != "Intercept":
+            raise BayesreproError(
+                f"random slope '({term.expr.name}|{term.factor.name})' in formula {formula!r} is not supported; "
+                "use random intercepts (1|g), (1|a:b) or (1|a/b)"
+            )
+        columns = tuple(component.name for component in term.factor.components)
+        if any(type(component).__name__ != "Variable" for component in term.factor.components):
+            raise BayesreproError(f"grouping factor '{term.factor.name}' must name data columns, not expressions")
+        if columns not in groups:
+            groups.append(columns)
+    return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), term_variables, tuple(groups))
