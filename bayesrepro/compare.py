@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .data import read_table
+from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
 from .design import ModelFrame, build_model_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
@@ -123,9 +124,9 @@ class SideBySide:
 
 def compare(formula: str, data, object: str | None = None, *, factor: str | None = None, by: str | None = None,
             h0: str | None = None, reliability: bool = True, where: str | None = None,
-            n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
-            seed: int | None = 0, prob: float = 0.95, prior: str | None = None, allow_unconverged: bool = False,
-            drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None) -> SideBySide:
+            n_boot: int = DEFAULT_BOOTSTRAP, prob: float = 0.95, prior: str | None = None,
+            drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None,
+            sampling: SamplingSettings | None = None, **settings) -> SideBySide:
     """Fit ``formula`` with both engines and set their answers side by side.
 
     ``object`` is the object of measurement of φ (default: the grouping factor
@@ -135,14 +136,17 @@ def compare(formula: str, data, object: str | None = None, *, factor: str | None
     variable), ``by`` a data property it interacts with; ``h0`` replaces the
     null model of the omnibus GLRT (default: H1 without ``factor``'s terms, or
     without the interaction when ``by`` is given). ``n_boot`` parametric
-    bootstrap replicates; ``draws``/``tune``/``chains`` for NUTS; ``seed`` makes
-    both reproducible. Both engines fit the Gaussian model to the same rows
+    bootstrap replicates; ``sampling`` (a ``SamplingSettings``) and keyword
+    settings (``draws``, ``chains``, ``seed``, ...) for NUTS; the seed (default 0)
+    makes both engines reproducible. Both engines fit the Gaussian model to the same rows
     (``drop_missing`` drops rows with a missing value in a formula column).
     With ``loo`` the GLRT's null model is also fitted by NUTS and the
     leave-one-item-out elpd difference (H1 − H0) is reported next to the GLRT.
     """
     from .bayes import fit_bayes
 
+    settings = SamplingSettings.of(sampling, **({"seed": 0} if sampling is None else {}) | settings)
+    seed = settings.seed
     if not 0 < prob < 1:
         raise BayesreproError(f"prob must lie in (0, 1), got {prob}")
     if int(n_boot) < 20:
@@ -165,9 +169,8 @@ def compare(formula: str, data, object: str | None = None, *, factor: str | None
 
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     boot, unconverged = parametric_bootstrap(reml, frame, int(n_boot), rng)
-    bayes = fit_bayes(formula, rows, object=object or frame.groups[0].name, family="gaussian", draws=draws, tune=tune,
-                      chains=chains, seed=seed, prior=prior, allow_unconverged=allow_unconverged,
-                      **(bayes_options or {}))
+    bayes = fit_bayes(formula, rows, object=object or frame.groups[0].name, family="gaussian", prior=prior,
+                      sampling=settings, **(bayes_options or {}))
     estimates = _estimates(reml, boot, bayes, object, prob)
 
     tests, contrasts, means, notes = [], None, None, list(frame.notes)
@@ -175,9 +178,8 @@ def compare(formula: str, data, object: str | None = None, *, factor: str | None
         comparison = _frequentist_comparison(formula, rows, factor, by, h0)
         test = comparison.test.to_dict()
         if loo:
-            h0_fit = fit_bayes(test["h0"], rows, object=bayes.object, family="gaussian", draws=draws, tune=tune,
-                               chains=chains, seed=seed, prior=prior, allow_unconverged=allow_unconverged,
-                               **(bayes_options or {}))
+            h0_fit = fit_bayes(test["h0"], rows, object=bayes.object, family="gaussian", prior=prior,
+                               sampling=settings, **(bayes_options or {}))
             test |= _loo_difference(bayes, h0_fit, notes)
         tests.append(test)
         contrasts, means = _bayes_contrasts(comparison, frame, bayes, factor, by, prob)

@@ -1,4 +1,10 @@
-"""The one exception type users see: a one-line, actionable message."""
+"""The exceptions users see, each a one-line, actionable message, and the exit statuses they map to."""
+
+# Exit statuses of the command line (documented in the README).
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2        # bad data, option or formula: nothing was computed
+EXIT_NOT_CONVERGED = 3    # the analysis ran but its fit or sampler did not converge
+EXIT_INTERRUPTED = 130    # Ctrl-C: nothing was written
 
 
 class BayesreproError(ValueError):
@@ -6,11 +12,19 @@ class BayesreproError(ValueError):
 
     The message is a single line that names the column, option or diagnostic
     at fault and says what to do about it. The command line prints it to
-    stderr and exits non-zero; Python callers can catch it.
+    stderr and exits with ``exit_status``; Python callers can catch it.
     """
+
+    exit_status = EXIT_BAD_INPUT
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+class NotConvergedError(BayesreproError):
+    """A fit or a sampler that did not converge, with the diagnostics that say so."""
+
+    exit_status = EXIT_NOT_CONVERGED
 
 
 def first_line(exc: BaseException) -> str:

@@ -13,12 +13,13 @@ import hashlib
 import html
 import io
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
+from .bayes.sampling import SamplingSettings
 from .compare import compare
 from .data import read_table
 from .errors import BayesreproError
@@ -40,11 +41,7 @@ img{max-width:100%;border:1px solid #ddd;margin:6px 0}.meta td{text-align:left}
 @dataclass
 class ReportOptions:
     n_boot: int = 300
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
-    seed: int = 0
-    allow_unconverged: bool = False
+    sampling: SamplingSettings = field(default_factory=lambda: SamplingSettings(seed=0))
 
 
 def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None = None, where: str | None = None,
@@ -89,9 +86,8 @@ def render(spec: Spec, data: pd.DataFrame, options: ReportOptions, described: st
         rows = data if level is None else data[data[spec.split].astype(str) == level]
         heading = "Results" if level is None else f"Results for {spec.split} = {level}"
         result = compare(spec.formula, rows, spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
-                         reliability=spec.analysis != "importance", n_boot=options.n_boot, draws=options.draws,
-                         tune=options.tune, chains=options.chains, seed=options.seed,
-                         allow_unconverged=options.allow_unconverged)
+                         reliability=spec.analysis != "importance", n_boot=options.n_boot,
+                         sampling=options.sampling)
         parts.append(_results(heading, spec, result))
         flags[level or "all"] = result.flags
     parts.append(_versions())
@@ -107,8 +103,9 @@ def _provenance(spec, data, described, digest, where, options) -> str:
         ("row filter", _e(where or "none")), ("spec", f"{_e(spec.name)} ({_e(spec.source)})"),
         ("columns", _e(", ".join(f"{k} = {v}" for k, v in spec.columns.items()))),
         ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the REML fit"),
-        ("sampling", f"NUTS, {options.chains} chains x {options.draws} draws after {options.tune} tuning steps"),
-        ("seed", str(options.seed)), ("generated", datetime.datetime.now().isoformat(timespec="seconds")),
+        ("sampling", f"NUTS, {options.sampling.chains} chains x {options.sampling.draws} draws after "
+                     f"{options.sampling.tune} tuning steps"),
+        ("seed", str(options.sampling.seed)), ("generated", datetime.datetime.now().isoformat(timespec="seconds")),
     ]
     cells = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<h2>Data and settings</h2><table class='meta'>{cells}</table>"

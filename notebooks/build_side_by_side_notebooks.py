@@ -328,11 +328,12 @@ except BayesreproError as error:
     ("md", """The same analysis as a self-contained HTML report (here with small sampling
 settings; on the command line: `bayesrepro report my_scores.csv --spec system_comparison
 --column score=bleu_error --column item=segment --column system=model --out report.html`):"""),
-    ("code", """from bayesrepro.report import ReportOptions, write_report
+    ("code", """from bayesrepro.bayes.sampling import SamplingSettings
+from bayesrepro.report import ReportOptions, write_report
 
 summary = write_report(path, load_spec("system_comparison", score="bleu_error", item="segment", system="model"),
-                       folder / "report.html", options=ReportOptions(n_boot=50, draws=300, tune=300, chains=2,
-                                                                      allow_unconverged=True))
+                       folder / "report.html", options=ReportOptions(n_boot=50, sampling=SamplingSettings(
+                           draws=300, tune=300, chains=2, allow_unconverged=True)))
 {k: summary[k] for k in ("out", "n_rows", "sha256")}"""),
     ("md", """**Where they agree, and where they do not.** Both engines recover the item
 variance (truth 0.15² = 0.0225; estimates ≈ 0.019 from these 300 items) and

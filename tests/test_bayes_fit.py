@@ -54,7 +54,7 @@ def test_contrasts_report_direction_and_rope(fit):
 
 def test_unconverged_run_raises_one_line_with_the_figures(small_ter):
     with pytest.raises(BayesreproError, match=r"did not converge: R-hat max .* bulk ESS min"):
-        fit_bayes(FORMULA, small_ter, seed=1, draws=5, tune=5, chains=2, cores=1)
+        fit_bayes(FORMULA, small_ter, seed=1, draws=100, tune=2, chains=2, cores=1)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,10 @@ def test_unconverged_run_raises_one_line_with_the_figures(small_ter):
         (dict(family="bernoulli"), "needs 0/1 scores in 'ter'"),
         (dict(prior="flat"), "prior 'flat' is unknown"),
         (dict(backend="bambi", prior="r2d2"), "takes half-normal SD priors"),
-        (dict(draws=0), "--draws must be at least 1"),
+        (dict(draws=1), "--draws must be a whole number of at least 100"),
+        (dict(chains=1), "--chains must be a whole number of at least 2"),
+        (dict(seed=-1), "--seed must be a whole number from 0"),
+        (dict(chain=2), "unknown sampling setting 'chain'"),
     ],
 )
 def test_bad_options_fail_with_one_line(small_ter, kwargs, message):
@@ -100,11 +103,11 @@ def test_cli_exits_non_zero_when_unconverged(small_ter, tmp_path):
     small_ter.to_csv(path, index=False)
     parser = argparse.ArgumentParser()
     phi.register(parser.add_subparsers())
-    args = parser.parse_args(["phi", str(path), "--formula", FORMULA, "--draws", "5", "--tune", "5", "--chains", "2"])
+    args = parser.parse_args(["phi", str(path), "--formula", FORMULA, "--draws", "100", "--tune", "2", "--chains", "2"])
     with pytest.raises(BayesreproError, match="did not converge"):
         args.func(args)
     args = parser.parse_args(
-        ["phi", str(path), "--formula", FORMULA, "--draws", "5", "--tune", "5", "--chains", "2", "--allow-unconverged"]
+        ["phi", str(path), "--formula", FORMULA, "--draws", "100", "--tune", "2", "--chains", "2", "--allow-unconverged"]
     )
     assert args.func(args) == 0
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ..errors import BayesreproError
 from ..design import ModelFrame
+from ..errors import BayesreproError
+from ..runtime import numerical_work
 from .priors import PriorSpec, bambi_priors
-from .sampling import check_sampling_options
+from .sampling import SamplingSettings, interrupts_raised, require_complete
 
 FAMILIES = ("gaussian", "bernoulli")
 
@@ -36,8 +35,7 @@ def build_bambi_model(frame: ModelFrame, family: str = "gaussian", priors: Prior
     if priors is not None and family == "gaussian":
         kwargs["priors"] = bambi_priors(priors)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
+        with numerical_work():
             return bmb.Model(frame.formula, data, family=family, noncentered=noncentered, **kwargs)
     except Exception as exc:  # formulae/Bambi raise their own types
         raise BayesreproError(f"Bambi could not build {frame.formula!r}: {str(exc).splitlines()[0]}") from None
@@ -57,23 +55,18 @@ def bambi_prior_table(model):
     return pd.DataFrame(rows, columns=["parameter", "prior"])
 
 
-def fit_bambi(model, *, draws: int, tune: int, chains: int, seed: int | None, cores: int | None = None,
-              sampler: str = "pymc", target_accept: float = 0.9, progressbar: bool = False):
-    """Sample Bambi's model (PyMC's NUTS or nutpie); returns an ``arviz.InferenceData``."""
-    from threadpoolctl import threadpool_limits
-
-    check_sampling_options(draws, tune, chains, sampler)
+def fit_bambi(model, settings: SamplingSettings):
+    """Sample Bambi's model (PyMC's NUTS or nutpie); returns an ``arviz.InferenceData`` with every draw asked for."""
     kwargs = dict(
-        draws=draws, tune=tune, chains=chains, random_seed=seed, inference_method=sampler,
-        progressbar=progressbar,
+        draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=settings.seed,
+        inference_method=settings.sampler, progressbar=settings.progress,
     )
-    if sampler == "pymc":
-        kwargs.update(cores=cores if cores is not None else min(chains, 2), target_accept=target_accept,
-                      compute_convergence_checks=False)
-    with threadpool_limits(limits=1), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*BLAS.*")
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        return model.fit(**kwargs)
+    if settings.sampler == "pymc":
+        kwargs.update(cores=settings.n_cores, target_accept=settings.target_accept, compute_convergence_checks=False)
+    with numerical_work(), interrupts_raised():
+        idata = model.fit(**kwargs)
+    require_complete(idata, settings)
+    return idata
 
 
 def level_effects(idata, frame: ModelFrame) -> dict:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import BayesreproError
+from ..errors import NotConvergedError
 
 R_HAT_MAX = 1.01      # Vehtari et al. (2021), rank-normalised split R-hat
 ESS_PER_CHAIN = 100   # bulk and tail ESS of at least 100 per chain (Vehtari et al. 2021)
@@ -48,7 +48,7 @@ class Diagnostics:
     def line(self) -> str:
         worst = self.table["r_hat"].idxmax()
         return (
-            f"R-hat max {self.r_hat_max:.3f} ({worst}; need <= {R_HAT_MAX}), bulk ESS min {self.ess_bulk_min:.0f}, "
+            f"R-hat max {self.r_hat_max:.4f} ({worst}; must not exceed {R_HAT_MAX}), bulk ESS min {self.ess_bulk_min:.0f}, "
             f"tail ESS min {self.ess_tail_min:.0f} (need >= {self.ess_required:.0f}), "
             f"{self.divergences} divergent transitions"
         )
@@ -84,9 +84,9 @@ def diagnose(idata, var_names: list[str]) -> Diagnostics:
 
 def require_convergence(diagnostics: Diagnostics, allow_unconverged: bool) -> None:
     if not diagnostics.converged and not allow_unconverged:
-        raise BayesreproError(
+        raise NotConvergedError(
             f"sampling did not converge: {diagnostics.line()}; run more --draws/--tune, "
-            "or pass --allow-unconverged (allow_unconverged=True) to keep the draws anyway"
+            "or pass --allow-unconverged to keep the draws anyway"
         )
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from ..design import ModelFrame, build_model_frame
+from ..design import ModelFrame, model_frame
 from ..reliability import RESIDUAL, default_object
 from .diagnostics import Diagnostics, diagnose, require_convergence
 from .posterior import (
@@ -21,6 +21,7 @@ from .posterior import (
     reliability_summary,
 )
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
+from .sampling import SamplingSettings
 
 BACKENDS = ("auto", "fast", "bambi")
 LOGISTIC_RESIDUAL = float(np.pi**2 / 3)  # latent-scale residual variance of a logit model
@@ -113,44 +114,42 @@ class BayesFit:
 
 
 def fit_bayes(
-    formula: str,
-    data: pd.DataFrame,
+    formula,
+    data=None,
     *,
     object: str | None = None,
     family: str = "auto",
     backend: str = "auto",
     prior: str | PriorSpec | None = None,
     prior_overrides: dict | None = None,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    seed: int | None = None,
-    cores: int | None = None,
-    sampler: str = "pymc",
-    target_accept: float = 0.95,
     effects: bool = True,
-    allow_unconverged: bool = False,
-    progressbar: bool = False,
+    where: str | None = None,
     drop_missing: bool = False,
     bambi_noncentered: bool = True,
+    sampling: SamplingSettings | None = None,
+    **settings,
 ) -> BayesFit:
     """Fit ``formula`` to ``data`` and return posterior draws of every variance component and of φ.
 
+    ``formula`` is a formula string (then ``data`` is a DataFrame, a path or a
+    bundled dataset name, filtered by ``where``) or a ModelFrame already built.
     ``backend="auto"`` takes the exact fast path for Gaussian models and
     Bambi's own model otherwise. ``prior`` is a family name ("scaled", the
     default for Gaussian models, "bambi" or "r2d2"; see ``priors``) or a
     ``PriorSpec``; Bernoulli models take Bambi's default priors; ``prior_overrides`` changes single scales by
     name. With ``effects=True`` (fast path) fixed and level effects are drawn
     afterwards from their exact conditional, giving the finite-population
-    components and contrasts. Raises ``BayesreproError`` if the run did not
-    converge, unless ``allow_unconverged``. ``bambi_noncentered`` chooses the
-    parameterisation of Bambi's own model (centred mixes better with many
-    observations per level).
+    components and contrasts. ``sampling`` (a ``SamplingSettings``) and keyword
+    settings (``draws=2000, chains=4, seed=1, ...``) say how NUTS runs. Raises
+    ``NotConvergedError`` if the run did not converge, unless the settings allow
+    it. ``bambi_noncentered`` chooses the parameterisation of Bambi's own model
+    (centred mixes better with many observations per level).
     """
+    settings = SamplingSettings.of(sampling, **settings)
     start = time.perf_counter()
     if backend not in BACKENDS:
         raise BayesreproError(f"backend '{backend}' is unknown; choose one of: {', '.join(BACKENDS)}")
-    frame = build_model_frame(formula, data, drop_missing)
+    frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     family = _family(frame, family)
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
@@ -168,18 +167,16 @@ def fit_bayes(
         )
     notes = list(frame.notes)
     if backend == "fast":
-        idata, prior_table = _fit_fast(frame, spec, object, draws, tune, chains, seed, cores, sampler,
-                                        target_accept, effects, progressbar)
+        idata, prior_table = _fit_fast(frame, spec, object, settings, effects)
     else:
-        idata, prior_table = _fit_bambi(frame, spec, family, object, draws, tune, chains, seed, cores, sampler,
-                                         target_accept, progressbar, bambi_noncentered)
+        idata, prior_table = _fit_bambi(frame, spec, family, object, settings, bambi_noncentered)
         if family == "bernoulli":
             notes.append("Bernoulli model: the residual is the logistic latent-scale variance pi^2/3")
     sd_vars = [v for v in idata.posterior.data_vars if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
     diagnostics = diagnose(idata, sd_vars + ["phi"])
     fit = BayesFit(idata, diagnostics, frame, spec, prior_table, family, backend, object,
                    time.perf_counter() - start, notes)
-    require_convergence(diagnostics, allow_unconverged)
+    require_convergence(diagnostics, settings.allow_unconverged)
     return fit
 
 
@@ -214,7 +211,7 @@ def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
     return spec.with_overrides(overrides)
 
 
-def _fit_fast(frame, spec, object, draws, tune, chains, seed, cores, sampler, target_accept, effects, progressbar):
+def _fit_fast(frame, spec, object, settings, effects):
     from .effects import draw_effects, finite_population_variances
     from .fast_model import build_fast_model, sd_name
     from .marginal import marginal_stats
@@ -222,13 +219,12 @@ def _fit_fast(frame, spec, object, draws, tune, chains, seed, cores, sampler, ta
 
     stats = marginal_stats(frame, spec)
     model = build_fast_model(stats, spec)
-    idata = run_nuts(model, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, sampler=sampler,
-                     target_accept=target_accept, progressbar=progressbar)
+    idata = run_nuts(model, settings)
     post = idata.posterior
     sd = {name: post[sd_name(name)].values for name in [*stats.group_names, RESIDUAL]}
     add_reliability(idata, {name: sd[name] ** 2 for name in sd}, object)
     if effects:
-        _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, finite_population_variances)
+        _add_effects(idata, frame, stats, spec, sd, object, settings.seed, draw_effects, finite_population_variances)
     return idata, spec.table()
 
 
@@ -256,13 +252,11 @@ def _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, fini
     add_reliability(idata, {name: value.reshape(shape) for name, value in fp.items()}, object, prefix="fp_")
 
 
-def _fit_bambi(frame, spec, family, object, draws, tune, chains, seed, cores, sampler, target_accept, progressbar,
-               noncentered):
+def _fit_bambi(frame, spec, family, object, settings, noncentered):
     from .bambi_model import bambi_prior_table, build_bambi_model, fit_bambi, level_effects
 
     model = build_bambi_model(frame, family, spec, noncentered)
-    idata = fit_bambi(model, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, sampler=sampler,
-                      target_accept=target_accept, progressbar=progressbar)
+    idata = fit_bambi(model, settings)
     post = idata.posterior
     variances = {g.name: post[f"1|{g.name}_sigma"].values ** 2 for g in frame.groups}
     if family == "gaussian":

@@ -1,54 +1,127 @@
-"""NUTS runs, reproducible from a seed, with BLAS kept single-threaded.
+"""How posteriors are sampled: one settings object, validated before any work, and one guarded NUTS run.
 
-The models sampled here evaluate small dense matrices thousands of times; a
-multithreaded BLAS spends far more time synchronising threads than computing
-on them (measured: a 3×3 triangular solve 17 µs single-threaded, 2.4 ms with
-two OpenBLAS threads), so every run limits BLAS to one thread per process.
-Parallelism comes from running chains in separate processes instead.
+Every run is reproducible from its seed and runs under ``runtime.numerical_work``
+(one BLAS thread per process; chains run in separate processes). PyMC ends a
+run quietly when Ctrl-C arrives and returns the draws made so far; a truncated
+posterior must never pass for a finished one, so an interrupt is re-raised
+after PyMC returns and a run with fewer draws than asked is refused.
 """
 
 from __future__ import annotations
 
-import warnings
+import contextlib
+import dataclasses
+import signal
+from dataclasses import dataclass
 
 from ..errors import BayesreproError
+from ..runtime import numerical_work
 
 SAMPLERS = ("pymc", "nutpie")
+# R-hat compares chains and ESS estimates need draws enough to see autocorrelation:
+# below these the convergence diagnostics that every result carries are meaningless.
+MIN_CHAINS = 2
+MIN_DRAWS = 100
 
 
-def run_nuts(model, *, draws: int, tune: int, chains: int, seed: int | None, cores: int | None = None,
-             sampler: str = "pymc", target_accept: float = 0.9, progressbar: bool = False):
-    """Sample a PyMC model with NUTS; returns an ``arviz.InferenceData``."""
+@dataclass(frozen=True)
+class SamplingSettings:
+    """NUTS settings shared by every Bayesian fit: ``SamplingSettings(draws=2000, seed=1)``."""
+
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    seed: int | None = None
+    cores: int | None = None
+    sampler: str = "pymc"
+    target_accept: float = 0.95
+    progress: bool = False
+    allow_unconverged: bool = False
+
+    def __post_init__(self):
+        for name, low in (("draws", MIN_DRAWS), ("chains", MIN_CHAINS), ("tune", 0)):
+            value = getattr(self, name)
+            if not _is_int(value) or value < low:
+                raise BayesreproError(
+                    f"--{name} must be a whole number of at least {low}, got {value!r}"
+                    + ("; R-hat needs two chains to compare" if name == "chains" else "")
+                    + ("; ESS and R-hat need at least that many draws per chain" if name == "draws" else "")
+                )
+        if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed < 2**32):
+            raise BayesreproError(f"--seed must be a whole number from 0 to 4294967295, got {self.seed!r}")
+        if self.cores is not None and (not _is_int(self.cores) or self.cores < 1):
+            raise BayesreproError(f"--cores must be a whole number of at least 1, got {self.cores!r}")
+        if self.sampler not in SAMPLERS:
+            raise BayesreproError(f"--sampler '{self.sampler}' is unknown; choose one of: {', '.join(SAMPLERS)}")
+        if not 0.5 <= self.target_accept < 1:
+            raise BayesreproError(f"--target-accept must lie in [0.5, 1), got {self.target_accept!r}")
+
+    @classmethod
+    def of(cls, settings: "SamplingSettings | None" = None, **overrides) -> "SamplingSettings":
+        """``settings`` (default settings if None) with keyword overrides; unknown names are refused."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise BayesreproError(
+                f"unknown sampling setting '{unknown[0]}'; the settings are: {', '.join(sorted(known))}"
+            )
+        return dataclasses.replace(settings or cls(), **overrides)
+
+    @property
+    def n_cores(self) -> int:
+        return self.cores if self.cores is not None else min(self.chains, 2)
+
+
+def run_nuts(model, settings: SamplingSettings):
+    """Sample a PyMC model with NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
     import pymc as pm
-    from threadpoolctl import threadpool_limits
 
-    check_sampling_options(draws, tune, chains, sampler)
-    with threadpool_limits(limits=1), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*BLAS.*")
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        # Early tuning steps may overflow before the step size adapts; such proposals are rejected.
-        warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
-        return pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores if cores is not None else min(chains, 2),
-            random_seed=seed,
+    with numerical_work(), interrupts_raised():
+        idata = pm.sample(
+            draws=settings.draws,
+            tune=settings.tune,
+            chains=settings.chains,
+            cores=settings.n_cores,
+            random_seed=settings.seed,
             model=model,
-            nuts_sampler=sampler,
-            target_accept=target_accept,
-            progressbar=progressbar,
+            nuts_sampler=settings.sampler,
+            target_accept=settings.target_accept,
+            progressbar=settings.progress,
             compute_convergence_checks=False,
             mp_ctx="fork",  # children inherit the BLAS thread limit and warning filters
         )
+    require_complete(idata, settings)
+    return idata
 
 
-def check_sampling_options(draws: int, tune: int, chains: int, sampler: str) -> None:
-    if int(draws) < 1:
-        raise BayesreproError(f"--draws must be at least 1, got {draws}")
-    if int(tune) < 0:
-        raise BayesreproError(f"--tune must be non-negative, got {tune}")
-    if int(chains) < 1:
-        raise BayesreproError(f"--chains must be at least 1, got {chains}")
-    if sampler not in SAMPLERS:
-        raise BayesreproError(f"sampler '{sampler}' is unknown; choose one of: {', '.join(SAMPLERS)}")
+@contextlib.contextmanager
+def interrupts_raised():
+    """Re-raise a Ctrl-C that a library caught and swallowed inside the block."""
+    interrupted = []
+
+    def handler(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def require_complete(idata, settings: SamplingSettings) -> None:
+    """Refuse a posterior with fewer chains or draws than asked for (a run stopped early)."""
+    sizes = idata.posterior.sizes
+    if sizes.get("chain") != settings.chains or sizes.get("draw") != settings.draws:
+        raise KeyboardInterrupt
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -60,7 +60,7 @@ def run(args) -> int:
         seed=args.seed,
         sampler=args.sampler,
         allow_unconverged=args.allow_unconverged,
-        progressbar=args.progress or sys.stderr.isatty(),
+        progress=args.progress or sys.stderr.isatty(),
         drop_missing=args.drop_missing,
     )
     if args.json:

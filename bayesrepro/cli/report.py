@@ -17,14 +17,16 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..bayes.sampling import SamplingSettings
     from ..errors import BayesreproError
     from ..report import ReportOptions, write_report
     from ..specs import parse_column_options
 
     if args.drop_missing:
         raise BayesreproError("--drop-missing is not available for reports; filter the rows with --where instead")
-    options = ReportOptions(n_boot=args.bootstrap, draws=args.draws, tune=args.tune, chains=args.chains,
-                            seed=args.seed, allow_unconverged=args.allow_unconverged)
+    sampling = SamplingSettings(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
+                                allow_unconverged=args.allow_unconverged)
+    options = ReportOptions(n_boot=args.bootstrap, sampling=sampling)
     summary = write_report(args.data, args.spec, args.out, columns=parse_column_options(args.column),
                            where=args.where, categorical=categorical_columns(args), options=options)
     if args.json:

@@ -1,7 +1,7 @@
 """The design layer both engines sit on: formula → model frame → sufficient statistics."""
 
 from .formula import FormulaSpec, parse_formula
-from .frame import GroupingFactor, ModelFrame, build_model_frame
+from .frame import GroupingFactor, ModelFrame, build_model_frame, model_frame
 from .gaussian import GaussianStats, gaussian_stats
 
 __all__ = [
@@ -11,5 +11,6 @@ __all__ = [
     "ModelFrame",
     "build_model_frame",
     "gaussian_stats",
+    "model_frame",
     "parse_formula",
 ]

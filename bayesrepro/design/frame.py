@@ -69,6 +69,13 @@ class ModelFrame:
         return len(self.y)
 
 
+def model_frame(formula, data, where: str | None = None, drop_missing: bool = False) -> ModelFrame:
+    """Read ``data`` (a DataFrame, a file path or a bundled dataset name), filter it by ``where`` and build the frame."""
+    if data is None:
+        raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
+    return build_model_frame(formula, read_table(data, where=where), drop_missing_rows=drop_missing)
+
+
 def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing_rows: bool = False) -> ModelFrame:
     """Evaluate a formula on validated data."""
     spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)

@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import scipy.optimize
-from threadpoolctl import threadpool_limits
 
-from ..data import read_table
 from ..errors import BayesreproError
-from ..design import ModelFrame, build_model_frame, gaussian_stats
+from ..runtime import numerical_work
+from ..design import ModelFrame, gaussian_stats, model_frame
 from .deviance import ProfiledDeviance, Solution
 
 METHODS = ("reml", "ml")
@@ -119,7 +118,7 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
     bundled dataset name) or an already built ModelFrame.
     """
     method = _check_method(method)
-    frame = formula if isinstance(formula, ModelFrame) else _model_frame(formula, data, where, drop_missing)
+    frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     return fit_model_frame(frame, method)
 
 
@@ -129,10 +128,7 @@ def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
             f"{frame.n_obs} observations cannot estimate {frame.X.shape[1]} fixed effects of {frame.formula!r}"
         )
     objective = ProfiledDeviance(gaussian_stats(frame), reml=(method == "reml"))
-    # The systems are small (≤ a few thousand rows): multithreaded BLAS buys
-    # nothing there and, on a busy machine, its spinning threads made a
-    # 1,144-row Cholesky 30× slower than one thread.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with numerical_work():
         theta, converged, message = _optimise(objective)
         solution = objective.solve(theta)
     sigma2 = objective.sigma2(solution)
@@ -277,12 +273,6 @@ def _snap_to_boundary(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndar
         if trial_value <= value + 1e-10:
             theta, value = trial, trial_value
     return theta
-
-
-def _model_frame(formula, data, where, drop_missing) -> ModelFrame:
-    if data is None:
-        raise BayesreproError("fit_lmm needs data: a DataFrame, a file path or a bundled dataset name")
-    return build_model_frame(formula, read_table(data, where=where), drop_missing_rows=drop_missing)
 
 
 def _check_method(method: str) -> str:
