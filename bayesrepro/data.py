@@ -130,7 +130,7 @@ def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
     return scores
 
 
-def drop_missing(frame: pd.DataFrame, columns: Sequence[str], allowed: bool) -> tuple[pd.DataFrame, str]:
+def remove_missing(frame: pd.DataFrame, columns: Sequence[str], allowed: bool) -> tuple[pd.DataFrame, str]:
     """Drop rows with missing values in ``columns`` when allowed; say how many and why.
 
     Returns the kept rows and a note ('' when nothing was dropped). When not

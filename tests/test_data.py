@@ -64,7 +64,7 @@ def test_missing_scores_fail_unless_dropping_is_asked_for():
     frame = small_frame().assign(score=[0.1, np.nan, 0.3, 0.5, 0.2, 0.4])
     with pytest.raises(BayesreproError, match=r"missing values in 'score' \(1\)"):
         build_model_frame("score ~ system + (1|item)", frame)
-    model = build_model_frame("score ~ system + (1|item)", frame, drop_missing_rows=True)
+    model = build_model_frame("score ~ system + (1|item)", frame, drop_missing=True)
     assert model.n_obs == 5
     assert model.notes == ["dropped 1 of 6 rows with missing values in 'score' (1)"]
 

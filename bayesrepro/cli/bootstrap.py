@@ -48,11 +48,11 @@ def select_pair(args):
 
 def read_rows(args, columns):
     """The data with the --where filter, categories and missing-value policy applied."""
-    from ..data import drop_missing, read_table, require_columns
+    from ..data import read_table, remove_missing, require_columns
 
     frame = read_table(args.data, where=args.where, categorical=categorical_columns(args))
     require_columns(frame, columns, "column")
-    frame, note = drop_missing(frame, columns, args.drop_missing)
+    frame, note = remove_missing(frame, columns, args.drop_missing)
     if note:
         print(f"bayesrepro: {note}", file=sys.stderr)
     return frame

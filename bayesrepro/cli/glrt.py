@@ -18,7 +18,7 @@ def run(args) -> int:
     from ..frequentist import glrt
 
     data = read_table(args.data, where=args.where, categorical=categorical_columns(args))
-    result = glrt(args.h0, args.h1, data, drop_missing_rows=args.drop_missing)
+    result = glrt(args.h0, args.h1, data, drop_missing=args.drop_missing)
     if args.json:
         print_json(result.to_dict())
     else:

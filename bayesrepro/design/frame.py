@@ -13,7 +13,7 @@ import formulae
 import numpy as np
 import pandas as pd
 
-from ..data import as_factor, check_score, drop_missing, is_categorical, read_table, require_columns
+from ..data import as_factor, check_score, is_categorical, read_table, remove_missing, require_columns
 from ..errors import BayesreproError, first_line
 from .formula import FormulaSpec, parse_formula
 
@@ -73,17 +73,17 @@ def model_frame(formula, data, where: str | None = None, drop_missing: bool = Fa
     """Read ``data`` (a DataFrame, a file path or a bundled dataset name), filter it by ``where`` and build the frame."""
     if data is None:
         raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
-    return build_model_frame(formula, read_table(data, where=where), drop_missing_rows=drop_missing)
+    return build_model_frame(formula, read_table(data, where=where), drop_missing=drop_missing)
 
 
-def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing_rows: bool = False) -> ModelFrame:
+def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing: bool = False) -> ModelFrame:
     """Evaluate a formula on validated data."""
     spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
     if not isinstance(data, pd.DataFrame):
         data = read_table(data)
     require_columns(data, [spec.response], "response (left of '~')")
     require_columns(data, spec.variables[1:], f"formula term in {spec.formula!r},")
-    frame, note = drop_missing(data, spec.variables, drop_missing_rows)
+    frame, note = remove_missing(data, spec.variables, drop_missing)
     notes = [note] if note else []
     y = check_score(frame, spec.response)
     design = _fixed_design(spec, frame)

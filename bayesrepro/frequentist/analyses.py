@@ -96,7 +96,7 @@ def variance_component_test(h1: str, component: str, data, where: str | None = N
             f"'{component}' is not a random intercept of {h1!r}; its groupings are: {', '.join(spec.group_names) or 'none'}"
         )
     h0 = spec.rewritten(drop_group=lambda columns: ":".join(columns) == component)
-    return glrt(h0, h1, data, where=where, drop_missing_rows=drop_missing)
+    return glrt(h0, h1, data, where=where, drop_missing=drop_missing)
 
 
 @dataclass

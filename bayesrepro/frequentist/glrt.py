@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 s to every start-up
 
-from ..data import drop_missing, read_table, require_columns
+from ..data import read_table, remove_missing, require_columns
 from ..errors import BayesreproError
 from ..design import ModelFrame, build_model_frame, parse_formula
 from .lmm import LmmFit, fit_model_frame
@@ -66,9 +66,9 @@ class GlrtResult:
         )
 
 
-def glrt(h0: str, h1: str, data, where: str | None = None, drop_missing_rows: bool = False) -> GlrtResult:
+def glrt(h0: str, h1: str, data, where: str | None = None, drop_missing: bool = False) -> GlrtResult:
     """Test H0 against the larger H1 by the likelihood ratio of ML fits."""
-    frame0, frame1 = nested_frames(h0, h1, read_table(data, where=where), drop_missing_rows)
+    frame0, frame1 = nested_frames(h0, h1, read_table(data, where=where), drop_missing)
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
     return compare_fits(fit0, fit1, variance_component_only=_fixed_parts_equal(frame0, frame1))
 
@@ -92,7 +92,7 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
     return GlrtResult(fit0, fit1, statistic, df, float(p), reference)
 
 
-def nested_frames(h0: str, h1: str, data: pd.DataFrame, drop_missing_rows: bool) -> tuple[ModelFrame, ModelFrame]:
+def nested_frames(h0: str, h1: str, data: pd.DataFrame, drop_missing: bool) -> tuple[ModelFrame, ModelFrame]:
     """Build both models on the same rows and check that H0 is nested in H1."""
     spec0, spec1 = parse_formula(h0), parse_formula(h1)
     if spec0.response != spec1.response:
@@ -102,7 +102,7 @@ def nested_frames(h0: str, h1: str, data: pd.DataFrame, drop_missing_rows: bool)
     for spec in (spec0, spec1):
         require_columns(data, spec.variables, f"formula term in {spec.formula!r},")
     variables = list(dict.fromkeys(spec1.variables + spec0.variables))
-    rows, _ = drop_missing(data, variables, drop_missing_rows)
+    rows, _ = remove_missing(data, variables, drop_missing)
     frame0, frame1 = build_model_frame(spec0, rows), build_model_frame(spec1, rows)
     groups0 = {frozenset(g.columns) for g in frame0.groups}
     groups1 = {frozenset(g.columns) for g in frame1.groups}

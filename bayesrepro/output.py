@@ -1,0 +1,59 @@
+"""Files the package writes: checked before the work, written whole or not at all.
+
+An analysis can take minutes; an unwritable ``--out`` must fail before it
+starts, not after. A file is written to a temporary sibling and renamed over
+the target only once complete, so a failed or interrupted write leaves the
+previous file as it was and no partial file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import BayesreproError
+
+
+def check_writable(path: str | Path, suffixes: tuple[str, ...] = (), option: str = "--out") -> Path:
+    """The target as a Path, after checking that a file can be created or replaced there."""
+    path = Path(path)
+    if suffixes and not path.name.lower().endswith(suffixes):
+        raise BayesreproError(f"{option} '{path}' should end in {' or '.join(suffixes)}")
+    if path.is_dir():
+        raise BayesreproError(f"{option} '{path}' is a directory; name a file inside it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise BayesreproError(f"directory '{parent}' of {option} does not exist; create it first")
+    if not parent.is_dir():
+        raise BayesreproError(f"'{parent}' in {option} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BayesreproError(f"directory '{parent}' of {option} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise BayesreproError(f"{option} '{path}' exists and is not writable")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, on failure it is removed."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def write_atomic(path: str | Path, content: str | bytes) -> None:
+    """Write ``content`` to ``path`` whole, or leave ``path`` as it was."""
+    with atomic_path(path) as temporary:
+        if isinstance(content, str):
+            temporary.write_text(content, encoding="utf-8")
+        else:
+            temporary.write_bytes(content)
