@@ -15,7 +15,6 @@ estimate exactly the same linear combination.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import math
@@ -28,6 +27,7 @@ from .data import read_table
 from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
 from .design import ModelFrame, build_model_frame
+from .design.cells import mean_of
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
 
@@ -196,13 +196,14 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     Each replicate draws new level effects of every grouping factor and new
     residuals from the fitted variances, keeps Xβ̂, and refits by REML.
     """
+    frame.require_rows("a parametric bootstrap")
     mean = frame.X @ fit.beta
     rows, unconverged = [], 0
     for _ in range(n_boot):
         y = mean + rng.normal(0.0, math.sqrt(fit.variances[RESIDUAL]), frame.n_obs)
         for group in frame.groups:
             y = y + rng.normal(0.0, math.sqrt(fit.variances[group.name]), group.n_levels)[group.codes]
-        refit = fit_model_frame(dataclasses.replace(frame, y=y), "reml")
+        refit = fit_model_frame(frame.with_response(y), "reml")
         unconverged += not refit.converged
         rows.append(refit.variances)
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
@@ -237,10 +238,10 @@ def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tup
             raise BayesreproError(f"{role} '{name}' is not a fixed effect of {spec.formula!r}; add it to the formula")
     if by is not None and factor is None:
         raise BayesreproError("'by' needs a 'factor' whose levels are compared within the levels of the data property")
-    categorical = [v for v in spec.fixed_variables if not _is_numeric(frame.data[v])]
+    categorical = [v for v in spec.fixed_variables if not _is_numeric(frame.cells[v])]
     if factor is None and categorical:
         factor = categorical[0]
-    if factor is not None and _is_numeric(frame.data[factor]):
+    if factor is not None and _is_numeric(frame.cells[factor]):
         raise BayesreproError(f"factor '{factor}' is numeric; contrasts compare the levels of a categorical column")
     if factor is not None and by is None:
         partners = [v for used in spec.term_variables if factor in used and len(used) > 1 for v in sorted(used - {factor})]
@@ -284,7 +285,7 @@ def _bayes_contrasts(comparison, frame: ModelFrame, bayes, factor: str, by: str 
     draws = bayes.idata.posterior["fixed"].values.reshape(-1, len(frame.fixed_names))
     keys = ["contrast"] + ([by] if by and comparison.slopes is None else [])
     if comparison.slopes is not None:
-        centre = float(frame.data[by].mean())
+        centre = mean_of(frame.cells, by)
         low, labels = averaging_weights(frame, factor, None, {by: centre})
         high, _ = averaging_weights(frame, factor, None, {by: centre + 1.0})
         cell = high - low

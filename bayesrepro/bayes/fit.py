@@ -58,8 +58,8 @@ class BayesFit:
     def contrasts(self, term: str, prob: float = 0.95, rope: tuple[float, float] | None = None) -> pd.DataFrame:
         """Posterior differences of the level means of a categorical fixed term."""
         reference = "(reference)"
-        if term in self.frame.data:
-            levels = [str(v) for v in pd.unique(self.frame.data[term].astype(str))]
+        if term in self.frame.cells:
+            levels = [str(v) for v in pd.unique(self.frame.cells[term].astype(str))]
             present = {n[len(term) + 1 : -1] for n in self.frame.fixed_names if n.startswith(f"{term}[")}
             missing = sorted(set(levels) - present)
             reference = missing[0] if len(missing) == 1 else reference

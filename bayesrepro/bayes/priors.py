@@ -136,24 +136,23 @@ def default_priors(frame: ModelFrame, family: str = DEFAULT_PRIOR, concentration
     """Data-scaled default priors for a Gaussian random-intercept model (see module text)."""
     if family not in PRIOR_FAMILIES:
         raise BayesreproError(f"prior family '{family}' is unknown; choose one of: {', '.join(PRIOR_FAMILIES)}")
-    y_sd = float(np.std(frame.y))
+    moments = response_moments(frame)
+    y_sd = moments.y_sd
     if not y_sd > 0:
         raise BayesreproError(f"response '{frame.response}' is constant; there is no variance to decompose")
-    X = frame.X
-    intercept = _intercept_index(X)
-    p = X.shape[1]
-    x_means = X.mean(axis=0)
+    intercept = _intercept_index(frame.X_cells)
+    p = frame.n_fixed
+    x_means = moments.x_means.copy()
     fixed_mu = np.zeros(p)
     fixed_sigma = np.zeros(p)
     slopes = [j for j in range(p) if j != intercept]
     for j in slopes:
-        x_sd = float(np.std(X[:, j]))
-        fixed_sigma[j] = BAMBI_SD_MULTIPLIER * y_sd / x_sd
+        fixed_sigma[j] = BAMBI_SD_MULTIPLIER * y_sd / moments.x_sds[j]
     base = BAMBI_SD_MULTIPLIER * y_sd
     intercept_sigma = float(np.sqrt(base**2 + np.sum(fixed_sigma[slopes] ** 2 * x_means[slopes] ** 2)))
     if intercept is not None:
         x_means[intercept] = 0.0
-        fixed_mu[intercept] = float(np.mean(frame.y))
+        fixed_mu[intercept] = moments.y_mean
         fixed_sigma[intercept] = intercept_sigma
     else:
         x_means[:] = 0.0  # Bambi centres only when the model has an intercept
@@ -170,6 +169,30 @@ def default_priors(frame: ModelFrame, family: str = DEFAULT_PRIOR, concentration
         total_nu=STUDENT_NU,
         total_sigma=y_sd,
         concentration=concentration,
+    )
+
+
+@dataclass(frozen=True)
+class ResponseMoments:
+    """Means and SDs (population, as NumPy's default) of the response and of each fixed-design column."""
+
+    y_mean: float
+    y_sd: float
+    x_means: np.ndarray
+    x_sds: np.ndarray
+
+
+def response_moments(frame: ModelFrame) -> ResponseMoments:
+    """The moments the data-scaled priors need, from the frame's sufficient statistics."""
+    stats = frame.stats()
+    n = stats.n_obs
+    x_means = stats.x_sum / n
+    shifted_mean = stats.y_sum / n
+    return ResponseMoments(
+        y_mean=stats.y_shift + shifted_mean,
+        y_sd=float(np.sqrt(max(stats.yty / n - shifted_mean**2, 0.0))),
+        x_means=x_means,
+        x_sds=np.sqrt(np.maximum(np.diag(stats.xtx) / n - x_means**2, 0.0)),
     )
 
 

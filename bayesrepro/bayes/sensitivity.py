@@ -9,7 +9,7 @@ from ..errors import BayesreproError
 from ..design import build_model_frame
 from ..reliability import RESIDUAL, default_object, phi
 from .posterior import interval
-from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
+from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors, response_moments
 
 
 def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = DEFAULT_PRIOR, object: str | None = None,
@@ -34,7 +34,7 @@ def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = DEFAU
     rows.append(("total sd", *interval(np.sqrt(sum(variances.values())), prob)))
     rows.append((f"phi ({object})", *interval(phi(variances, object), prob)))
     table = pd.DataFrame(rows, columns=["quantity", "prior_median", "prior_low", "prior_high"]).set_index("quantity")
-    table.attrs["observed_sd"] = float(np.std(frame.y))
+    table.attrs["observed_sd"] = response_moments(frame).y_sd
     return table
 
 

@@ -7,7 +7,7 @@ factors with thousands of levels and hundreds of thousands of rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import formulae
 import numpy as np
@@ -15,16 +15,19 @@ import pandas as pd
 
 from ..data import as_factor, check_score, is_categorical, read_table, remove_missing, require_columns
 from ..errors import BayesreproError, first_line
+from .cells import fixed_cells
 from .formula import FormulaSpec, parse_formula
+from .gaussian import stats_from_sums
+from .sums import GroupedSums, sums_from_rows
 
 
 @dataclass(frozen=True)
 class GroupingFactor:
-    """A random-intercept grouping: one integer code per row."""
+    """A random-intercept grouping: its levels and, with rows in memory, one integer code per row."""
 
     name: str
     columns: tuple[str, ...]
-    codes: np.ndarray
+    codes: np.ndarray | None
     levels: pd.Index
 
     @property
@@ -34,27 +37,71 @@ class GroupingFactor:
 
 @dataclass(frozen=True)
 class ModelFrame:
-    """A formula evaluated on data: response, fixed design and grouping factors."""
+    """A formula evaluated on data: fixed design, grouping factors and the statistics of the response.
+
+    A frame built from rows in memory holds them (``y``, ``X``, the factors'
+    codes, ``data``); a frame built by a producer from grouped sums (DuckDB,
+    Spark) holds only the cells, levels and statistics, and ``has_rows`` is
+    False. Engines need only ``stats()``; resampling and Bambi's model need rows.
+    """
 
     spec: FormulaSpec
-    y: np.ndarray
-    X: np.ndarray
+    y: np.ndarray | None
+    X: np.ndarray | None
     fixed_names: list[str]
     fixed_term_columns: dict[str, slice]
     groups: list[GroupingFactor]
-    data: pd.DataFrame
+    data: pd.DataFrame | None
     fixed_design: object = None          # formulae's design, to evaluate new rows
     fixed_kept: list[int] | None = None  # its columns kept after dropping aliased ones
     notes: list[str] = field(default_factory=list)
+    cells: pd.DataFrame | None = None    # distinct combinations of the fixed variables, with row counts
+    cell_codes: np.ndarray | None = None  # cell of every row (rows in memory)
+    X_cells: np.ndarray | None = None    # the fixed design row of every cell
+    n_rows: int | None = None            # observations, when the rows are not held
+    # statistics computed once; not an init field, so dataclasses.replace gives a copy without them
+    _computed: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def design_rows(self, new_data: pd.DataFrame) -> np.ndarray:
         """Fixed-effects design rows for new data (a reference grid), coded as in the fit."""
         frame = new_data.copy()
         for column in frame.columns:
-            if column in self.data.columns and isinstance(self.data[column].dtype, pd.CategoricalDtype):
-                frame[column] = pd.Categorical(frame[column], categories=self.data[column].cat.categories)
+            if column in self.cells.columns and isinstance(self.cells[column].dtype, pd.CategoricalDtype):
+                frame[column] = pd.Categorical(frame[column], categories=self.cells[column].cat.categories)
         rows = np.asarray(self.fixed_design.evaluate_new_data(frame).design_matrix, dtype=float)
         return rows[:, self.fixed_kept]
+
+    def stats(self):
+        """The Gaussian sufficient statistics (``design.gaussian.GaussianStats``), computed once."""
+        if "gaussian" not in self._computed:
+            self._computed["gaussian"] = stats_from_sums(self.sums(), self.X_cells, self.group_names,
+                                                         self.spec.intercept)
+        return self._computed["gaussian"]
+
+    def sums(self) -> GroupedSums:
+        """The grouped sums of the response, computed once from the rows (or given by a producer)."""
+        if "sums" not in self._computed:
+            self.require_rows("grouped sums")
+            self._computed["sums"] = sums_from_rows(
+                self.y, self.cell_codes, len(self.cells), [g.codes for g in self.groups],
+                [g.n_levels for g in self.groups],
+            )
+        return self._computed["sums"]
+
+    def with_response(self, y: np.ndarray) -> "ModelFrame":
+        """The same design with another response (resampling): nothing of the design is recomputed."""
+        self.require_rows("a new response")
+        return replace(self, y=y)
+
+    def require_rows(self, purpose: str) -> None:
+        if not self.has_rows:
+            raise BayesreproError(
+                f"{purpose} needs the rows in memory, but this model was built from grouped sums; use --engine memory"
+            )
+
+    @property
+    def has_rows(self) -> bool:
+        return self.y is not None
 
     @property
     def formula(self) -> str:
@@ -65,8 +112,16 @@ class ModelFrame:
         return self.spec.response
 
     @property
+    def group_names(self) -> list[str]:
+        return [g.name for g in self.groups]
+
+    @property
     def n_obs(self) -> int:
-        return len(self.y)
+        return len(self.y) if self.y is not None else int(self.n_rows)
+
+    @property
+    def n_fixed(self) -> int:
+        return len(self.fixed_names)
 
 
 def model_frame(formula, data, where: str | None = None, drop_missing: bool = False) -> ModelFrame:
@@ -110,7 +165,9 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
                 f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
             )
     notes += _confounded_groups(groups)
-    return ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes)
+    cell_codes, cells = fixed_cells(frame, spec.fixed_variables)
+    X_cells = X[np.unique(cell_codes, return_index=True)[1]]
+    return ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes, cells, cell_codes, X_cells)
 
 
 def _confounded_groups(groups: list[GroupingFactor]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .frame import ModelFrame
+from .sums import GroupedSums, LevelCellSums
 
 # A contingency table between the dominant factor and the others is kept
 # sparse when it is large and mostly empty (two crossed factors with thousands
@@ -41,6 +41,8 @@ class GaussianStats:
     xty: np.ndarray
     yty: float
     y_shift: float                  # subtracted from y (absorbed by the intercept) for accuracy
+    y_sum: float                    # 1'y of the shifted response
+    x_sum: np.ndarray               # (p,) 1'X
 
     @property
     def n_fixed(self) -> int:
@@ -52,39 +54,50 @@ class GaussianStats:
 
 
 def gaussian_stats(frame: ModelFrame) -> GaussianStats:
-    y_shift = float(frame.y.mean()) if frame.spec.intercept else 0.0
-    y = frame.y - y_shift
-    X = frame.X
-    groups = frame.groups
-    order = sorted(range(len(groups)), key=lambda k: -groups[k].n_levels)
-    if groups:
-        dominant = groups[order[0]]
-        counts, zy, zx = _level_sums(dominant.codes, dominant.n_levels, y, X)
+    """The frame's statistics: computed once from its rows, or given by the producer that built it."""
+    return frame.stats()
+
+
+def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[str], intercept: bool) -> GaussianStats:
+    """Every cross-product of the model from the grouped sums and the fixed design of each cell.
+
+    With the response shifted by its mean (absorbed by the intercept) for
+    accuracy: Z_k'y and X'y are sums of cell totals, y'y adds each cell's
+    within-cell sum of squares to its share of the between-cell one, and
+    Z_k'X, X'X, Z_k'Z_l are counts times design rows.
+    """
+    n_cells, p = X_cells.shape
+    n = sums.n_obs
+    y_shift = float(sums.cell_total.sum() / n) if intercept else 0.0
+    cell_mean = sums.cell_total / np.maximum(sums.cell_n, 1.0)
+    shifted_total = sums.cell_total - sums.cell_n * y_shift
+    order = sorted(range(len(sums.sizes)), key=lambda k: -sums.sizes[k])
+    level_sums = [_level_sums(part, size, X_cells, y_shift) for part, size in zip(sums.factors, sums.sizes)]
+    if order:
+        counts, zy, zx = level_sums[order[0]]
     else:
-        counts, zy, zx = np.zeros(0), np.zeros(0), np.zeros((0, X.shape[1]))
-    rest = [groups[k] for k in order[1:]]
-    sizes = np.array([g.n_levels for g in rest], dtype=int)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
+        counts, zy, zx = np.zeros(0), np.zeros(0), np.zeros((0, p))
+    rest = order[1:]
+    sizes = np.array([sums.sizes[k] for k in rest], dtype=int)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     q_rest = int(offsets[-1])
     gram = np.zeros((q_rest, q_rest))
     rest_zy = np.zeros(q_rest)
-    rest_zx = np.zeros((q_rest, X.shape[1]))
-    for i, g in enumerate(rest):
+    rest_zx = np.zeros((q_rest, p))
+    for i, k in enumerate(rest):
         block = slice(offsets[i], offsets[i + 1])
-        c, rest_zy[block], rest_zx[block] = _level_sums(g.codes, g.n_levels, y, X)
+        c, rest_zy[block], rest_zx[block] = level_sums[k]
         gram[block, block] = np.diag(c)
         for j in range(i + 1, len(rest)):
+            table = _contingency(sums, k, rest[j])
             other = slice(offsets[j], offsets[j + 1])
-            table = _contingency(g.codes, g.n_levels, rest[j].codes, rest[j].n_levels)
             gram[block, other] = table
             gram[other, block] = table.T
-    if rest:
-        cross = _dominant_cross(dominant, rest, offsets)
-    else:
-        cross = np.zeros((len(counts), 0))
+    cross = _dominant_cross(sums, order[0], rest, offsets) if rest else np.zeros((len(counts), 0))
+    weighted = X_cells * sums.cell_n[:, None]
     return GaussianStats(
-        n_obs=len(y),
-        group_names=[g.name for g in groups],
+        n_obs=n,
+        group_names=list(group_names),
         order=order,
         dominant_counts=counts,
         dominant_zy=zy,
@@ -94,32 +107,43 @@ def gaussian_stats(frame: ModelFrame) -> GaussianStats:
         cross=cross,
         rest_zy=rest_zy,
         rest_zx=rest_zx,
-        xtx=X.T @ X,
-        xty=X.T @ y,
-        yty=float(y @ y),
+        xtx=X_cells.T @ weighted,
+        xty=X_cells.T @ shifted_total,
+        yty=float(sums.cell_m2.sum() + sums.cell_n @ (cell_mean - y_shift) ** 2),
         y_shift=y_shift,
+        y_sum=float(shifted_total.sum()),
+        x_sum=weighted.sum(axis=0),
     )
 
 
-def _level_sums(codes, n_levels, y, X):
-    counts = np.bincount(codes, minlength=n_levels).astype(float)
-    zy = np.bincount(codes, weights=y, minlength=n_levels)
-    zx = np.column_stack([np.bincount(codes, weights=X[:, j], minlength=n_levels) for j in range(X.shape[1])]) \
-        if X.shape[1] else np.zeros((n_levels, 0))
-    return counts, zy, zx
+def _level_sums(part: LevelCellSums, size: int, X_cells: np.ndarray, y_shift: float):
+    """Counts, Z'y (shifted) and Z'X of one factor's levels."""
+    counts = np.bincount(part.level, weights=part.n, minlength=size)
+    zy = np.bincount(part.level, weights=part.total - part.n * y_shift, minlength=size)
+    incidence = sp.csr_matrix((part.n, (part.level, part.cell)), shape=(size, X_cells.shape[0]))
+    return counts, zy, np.asarray(incidence @ X_cells)
 
 
-def _contingency(codes_a, n_a, codes_b, n_b) -> np.ndarray:
-    return np.bincount(codes_a * n_b + codes_b, minlength=n_a * n_b).reshape(n_a, n_b).astype(float)
+def _contingency(sums: GroupedSums, a: int, b: int) -> np.ndarray:
+    """Z_a'Z_b as a dense table."""
+    pair = sums.pairs[(min(a, b), max(a, b))]
+    first, second = (pair.first, pair.second) if a < b else (pair.second, pair.first)
+    table = np.zeros((sums.sizes[a], sums.sizes[b]))
+    table[first, second] = pair.n
+    return table
 
 
-def _dominant_cross(dominant, rest, offsets):
-    n1 = dominant.n_levels
-    q_rest = int(offsets[-1])
-    rows = np.concatenate([dominant.codes for _ in rest])
-    cols = np.concatenate([g.codes + offsets[i] for i, g in enumerate(rest)])
-    table = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n1, q_rest))
-    table.sum_duplicates()
+def _dominant_cross(sums: GroupedSums, dominant: int, rest: list[int], offsets: np.ndarray):
+    """Z_dominant'Z_rest, sparse when large and mostly empty."""
+    rows, cols, counts = [], [], []
+    for i, k in enumerate(rest):
+        pair = sums.pairs[(min(dominant, k), max(dominant, k))]
+        first, second = (pair.first, pair.second) if dominant < k else (pair.second, pair.first)
+        rows.append(first)
+        cols.append(second + offsets[i])
+        counts.append(pair.n)
+    n1, q_rest = sums.sizes[dominant], int(offsets[-1])
+    table = sp.csr_matrix((np.concatenate(counts), (np.concatenate(rows), np.concatenate(cols))), shape=(n1, q_rest))
     if n1 * q_rest <= DENSE_CELL_LIMIT or table.nnz > SPARSE_DENSITY * n1 * q_rest:
         return table.toarray()
     return table

@@ -80,7 +80,7 @@ def compare_conditional(h1: str, data, factor: str, by: str, where: str | None =
         raise BayesreproError(f"H1 {h1!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
     h0 = spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
     test, frame1 = _ml_test(h0, h1, data, where, drop_missing)
-    if _is_numeric(frame1.data[by]):
+    if _is_numeric(frame1.cells[by]):
         per_level, differences = slopes(test.h1, frame1, by, factor)
         return Comparison(test, None, differences, factor, by, slopes=per_level)
     means = estimated_means(test.h1, frame1, factor, by=by)

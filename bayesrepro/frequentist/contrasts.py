@@ -20,6 +20,7 @@ import scipy.stats
 from ..data import is_categorical
 from ..errors import BayesreproError
 from ..design import ModelFrame
+from ..design.cells import levels_of, mean_of
 from .lmm import LmmFit
 
 Z_95 = scipy.stats.norm.ppf(0.975)
@@ -27,24 +28,24 @@ Z_95 = scipy.stats.norm.ppf(0.975)
 
 def reference_grid(frame: ModelFrame, factor: str, by: str | None = None, at: dict | None = None) -> pd.DataFrame:
     """One row per level of ``factor`` (× level of ``by``) with all other fixed variables set."""
-    data = frame.data
+    cells = frame.cells
     for column in [factor] + ([by] if by else []):
         if column not in frame.spec.fixed_variables:
             raise BayesreproError(f"'{column}' is not a fixed effect of {frame.formula!r}; add it to the formula")
-        if not is_categorical(data[column]):
+        if not is_categorical(cells[column]):
             raise BayesreproError(f"'{column}' must be categorical to compare its levels; numeric properties give slopes")
-    axes = {factor: _levels(data[factor])}
+    axes = {factor: levels_of(cells, factor)}
     if by:
-        axes[by] = _levels(data[by])
+        axes[by] = levels_of(cells, by)
     for column in frame.spec.fixed_variables:
         if column in axes:
             continue
         if at and column in at:
             axes[column] = [at[column]]
-        elif is_categorical(data[column]):
-            axes[column] = _levels(data[column])  # averaged over below
+        elif is_categorical(cells[column]):
+            axes[column] = levels_of(cells, column)  # averaged over below
         else:
-            axes[column] = [float(data[column].mean())]
+            axes[column] = [mean_of(cells, column)]
     return pd.DataFrame(list(itertools.product(*axes.values())), columns=list(axes))
 
 
@@ -83,9 +84,9 @@ def slopes(fit: LmmFit, frame: ModelFrame, covariate: str, factor: str) -> tuple
     covariate at its mean; for models linear in the covariate (also through
     ``scale()``) that is the exact derivative.
     """
-    if covariate not in frame.spec.fixed_variables or is_categorical(frame.data[covariate]):
+    if covariate not in frame.spec.fixed_variables or is_categorical(frame.cells[covariate]):
         raise BayesreproError(f"'{covariate}' must be a numeric fixed effect of {frame.formula!r} to have a slope")
-    centre = float(frame.data[covariate].mean())
+    centre = mean_of(frame.cells, covariate)
     low, labels = averaging_weights(frame, factor, None, {covariate: centre})
     high, _ = averaging_weights(frame, factor, None, {covariate: centre + 1.0})
     per_level = _linear_summary(fit, high - low, labels, [factor])
@@ -132,9 +133,3 @@ def _linear_summary(fit: LmmFit, matrix: np.ndarray, labels: pd.DataFrame, keys:
     table["z"] = z
     table["p"] = 2 * scipy.stats.norm.sf(np.abs(z))
     return table
-
-
-def _levels(values: pd.Series) -> list:
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        return list(values.cat.remove_unused_categories().cat.categories)
-    return sorted(values.astype(str).unique())

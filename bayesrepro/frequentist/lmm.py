@@ -10,7 +10,7 @@ import scipy.optimize
 
 from ..errors import BayesreproError
 from ..runtime import numerical_work
-from ..design import ModelFrame, gaussian_stats, model_frame
+from ..design import ModelFrame, model_frame
 from .deviance import ProfiledDeviance, Solution
 
 METHODS = ("reml", "ml")
@@ -123,11 +123,11 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
 
 
 def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
-    if frame.n_obs <= frame.X.shape[1]:
+    if frame.n_obs <= frame.n_fixed:
         raise BayesreproError(
-            f"{frame.n_obs} observations cannot estimate {frame.X.shape[1]} fixed effects of {frame.formula!r}"
+            f"{frame.n_obs} observations cannot estimate {frame.n_fixed} fixed effects of {frame.formula!r}"
         )
-    objective = ProfiledDeviance(gaussian_stats(frame), reml=(method == "reml"))
+    objective = ProfiledDeviance(frame.stats(), reml=(method == "reml"))
     with numerical_work():
         theta, converged, message = _optimise(objective)
         solution = objective.solve(theta)
