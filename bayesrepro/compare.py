@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .data import read_table
 from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
-from .design import ModelFrame, build_model_frame
+from .design import ModelFrame, model_frame
 from .design.cells import mean_of
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
@@ -122,14 +121,16 @@ class SideBySide:
         return "\n".join(lines)
 
 
-def compare(formula: str, data, object: str | None = None, *, factor: str | None = None, by: str | None = None,
+def compare(formula, data=None, object: str | None = None, *, factor: str | None = None, by: str | None = None,
             h0: str | None = None, reliability: bool = True, where: str | None = None,
             n_boot: int = DEFAULT_BOOTSTRAP, prob: float = 0.95, prior: str | None = None,
             drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None,
             sampling: SamplingSettings | None = None, **settings) -> SideBySide:
     """Fit ``formula`` with both engines and set their answers side by side.
 
-    ``object`` is the object of measurement of φ (default: the grouping factor
+    ``formula`` is a formula (then ``data`` is read and filtered by ``where``)
+    or a model frame already built; the frame, its statistics and the null
+    model's frame are built once and shared by both engines. ``object`` is the object of measurement of φ (default: the grouping factor
     with most levels; ``reliability=False`` omits φ, e.g. for a pure
     meta-parameter-importance design). ``factor`` is the categorical fixed
     effect whose levels are compared (default: the first categorical fixed
@@ -151,17 +152,17 @@ def compare(formula: str, data, object: str | None = None, *, factor: str | None
         raise BayesreproError(f"prob must lie in (0, 1), got {prob}")
     if int(n_boot) < 20:
         raise BayesreproError(f"n_boot={n_boot} is too few for a {100 * prob:g} % bootstrap interval; use at least 100")
-    frame = build_model_frame(formula, read_table(data, where=where), drop_missing)
-    rows = frame.data
+    frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     if not frame.groups:
-        raise BayesreproError(f"formula {formula!r} has no (1|g) term; there are no variance components to compare")
+        raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
     reml = fit_model_frame(frame, "reml")
     n_levels = {g.name: g.n_levels for g in frame.groups}
     if reliability:
         object = object or default_object(reml.variances, n_levels)
         if object not in n_levels:
             raise BayesreproError(
-                f"object of measurement '{object}' is not a grouping factor of {formula!r}; choose one of: {', '.join(n_levels)}"
+                f"object of measurement '{object}' is not a grouping factor of {frame.formula!r}; "
+                f"choose one of: {', '.join(n_levels)}"
             )
     else:
         object = None
@@ -169,16 +170,16 @@ def compare(formula: str, data, object: str | None = None, *, factor: str | None
 
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     boot, unconverged = parametric_bootstrap(reml, frame, int(n_boot), rng)
-    bayes = fit_bayes(formula, rows, object=object or frame.groups[0].name, family="gaussian", prior=prior,
+    bayes = fit_bayes(frame, object=object or frame.groups[0].name, family="gaussian", prior=prior,
                       sampling=settings, **(bayes_options or {}))
     estimates = _estimates(reml, boot, bayes, object, prob)
 
     tests, contrasts, means, notes = [], None, None, list(frame.notes)
     if factor:
-        comparison = _frequentist_comparison(formula, rows, factor, by, h0)
+        comparison = _frequentist_comparison(frame, factor, by, h0)
         test = comparison.test.to_dict()
         if loo:
-            h0_fit = fit_bayes(test["h0"], rows, object=bayes.object, family="gaussian", prior=prior,
+            h0_fit = fit_bayes(comparison.null_frame, object=bayes.object, family="gaussian", prior=prior,
                                sampling=settings, **(bayes_options or {}))
             test |= _loo_difference(bayes, h0_fit, notes)
         tests.append(test)
@@ -186,7 +187,7 @@ def compare(formula: str, data, object: str | None = None, *, factor: str | None
     flags = _flags(estimates, contrasts, reml, bayes, object, prob) + _test_flags(tests)
     if unconverged:
         notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
-    return SideBySide(formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, reml, bayes,
+    return SideBySide(frame.formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, reml, bayes,
                       boot, unconverged, factor, by, seed, notes)
 
 
@@ -249,23 +250,23 @@ def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tup
     return factor, by
 
 
-def _frequentist_comparison(formula, rows, factor, by, h0):
-    from .frequentist import glrt
+def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: str | None):
     from .frequentist.analyses import compare_conditional, compare_levels
+    from .frequentist.glrt import compare_fits, fixed_parts_equal, nested_frames
 
-    comparison = compare_conditional(formula, rows, factor, by) if by else compare_levels(formula, rows, factor)
+    comparison = compare_conditional(frame, factor=factor, by=by) if by else compare_levels(frame, factor=factor)
     if h0 is not None:
-        comparison.test = glrt(h0, formula, rows)
+        frame0, _ = nested_frames(h0, frame)
+        comparison.test = compare_fits(fit_model_frame(frame0, "ml"), comparison.test.h1,
+                                       variance_component_only=fixed_parts_equal(frame0, frame))
+        comparison.null_frame = frame0
     return comparison
 
 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:
     """elpd(H1) − elpd(H0) by leave-one-item-out PSIS-LOO, with the standard error of the difference."""
-    try:
-        from .bayes.loo import compare_models
-    except ImportError:
-        notes.append("this Bayesian engine offers no LOO comparison; the GLRT stands alone")
-        return {}
+    from .bayes.loo import compare_models
+
     table = compare_models({"h1": h1_fit, "h0": h0_fit})
     difference = float(table.loc["h1", "elpd_loo"] - table.loc["h0", "elpd_loo"])
     se = float(table["dse"].max())  # dse is 0 for the better model and the SE of the difference for the other
@@ -280,8 +281,6 @@ def _bayes_contrasts(comparison, frame: ModelFrame, bayes, factor: str, by: str 
 
     if "fixed" not in bayes.idata.posterior:
         raise BayesreproError("the Bayesian fit has no fixed-effect draws; use the fast backend with effects=True")
-    if list(bayes.frame.fixed_names) != list(frame.fixed_names):
-        raise BayesreproError("the two engines coded the fixed effects differently; report this formula as a bug")
     draws = bayes.idata.posterior["fixed"].values.reshape(-1, len(frame.fixed_names))
     keys = ["contrast"] + ([by] if by and comparison.slopes is None else [])
     if comparison.slopes is not None:

@@ -145,3 +145,27 @@ def test_cli_compare_json_and_error_line(monkeypatch, capsys):
     code = cli.main(["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--factor", "sytem"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "factor 'sytem'" in err[0]
+
+
+def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch):
+    # H1 and the GLRT's H0 are each parsed, framed and summed once, though REML, ML,
+    # the bootstrap, NUTS and LOO all use them
+    from bayesrepro.design import frame as frame_module
+
+    calls = {"frames": 0, "sums": 0}
+    build, sums = frame_module.build_model_frame, frame_module.sums_from_rows
+
+    def counting_build(*args, **kwargs):
+        calls["frames"] += 1
+        return build(*args, **kwargs)
+
+    def counting_sums(*args, **kwargs):
+        calls["sums"] += 1
+        return sums(*args, **kwargs)
+
+    monkeypatch.setattr(frame_module, "build_model_frame", counting_build)
+    monkeypatch.setattr(frame_module, "sums_from_rows", counting_sums)
+    small = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]
+    cmp.compare("ter ~ system + (1|sentence_id)", small, n_boot=20, draws=100, tune=100, chains=2, seed=1,
+                allow_unconverged=True)
+    assert calls == {"frames": 2, "sums": 2 + 20}   # the bootstrap's refits sum their new responses

@@ -59,6 +59,7 @@ class ModelFrame:
     cell_codes: np.ndarray | None = None  # cell of every row (rows in memory)
     X_cells: np.ndarray | None = None    # the fixed design row of every cell
     n_rows: int | None = None            # observations, when the rows are not held
+    source: object = None                # the producer that built a frame without rows: source.frame(formula)
     # statistics computed once; not an init field, so dataclasses.replace gives a copy without them
     _computed: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -92,6 +93,13 @@ class ModelFrame:
         """The same design with another response (resampling): nothing of the design is recomputed."""
         self.require_rows("a new response")
         return replace(self, y=y)
+
+    def sibling(self, formula) -> "ModelFrame":
+        """The frame of another formula on the same rows (the null model of a test, say)."""
+        if self.source is not None:
+            return self.source.frame(formula)
+        self.require_rows("another model on the same rows")
+        return build_model_frame(formula, self.data)
 
     def require_rows(self, purpose: str) -> None:
         if not self.has_rows:

@@ -19,7 +19,7 @@ import scipy.stats
 
 from ..data import read_table, require_columns
 from ..errors import BayesreproError
-from ..design import build_model_frame, parse_formula
+from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula
 from .contrasts import estimated_means, pairwise_contrasts, slopes
 from .glrt import GlrtResult, compare_fits, glrt, nested_frames
 from .lmm import fit_model_frame
@@ -35,6 +35,7 @@ class Comparison:
     factor: str
     by: str | None = None
     slopes: pd.DataFrame | None = None
+    null_frame: ModelFrame | None = None   # H0 of the test, on the same rows
 
     def to_dict(self) -> dict:
         payload = {"test": self.test.to_dict(), "factor": self.factor, "by": self.by,
@@ -55,45 +56,53 @@ class Comparison:
         return "\n".join(parts)
 
 
-def compare_levels(h1: str, data, factor: str = "system", where: str | None = None, drop_missing: bool = False) -> Comparison:
-    """Do the levels of ``factor`` differ? H0 drops every fixed term involving it."""
-    spec = parse_formula(h1)
+def compare_levels(h1, data=None, factor: str = "system", where: str | None = None,
+                   drop_missing: bool = False) -> Comparison:
+    """Do the levels of ``factor`` differ? H0 drops every fixed term involving it.
+
+    ``h1`` is a formula (then ``data`` is read and filtered by ``where``) or a model frame already built.
+    """
+    spec = _spec(h1)
     _require_fixed(spec, factor)
     h0 = spec.rewritten(drop_fixed=lambda used: factor in used)
-    test, frame1 = _ml_test(h0, h1, data, where, drop_missing)
+    test, frame0, frame1 = _ml_test(h0, h1, data, where, drop_missing)
     means = estimated_means(test.h1, frame1, factor)
     contrasts = pairwise_contrasts(test.h1, frame1, factor)
-    return Comparison(test, means, contrasts, factor)
+    return Comparison(test, means, contrasts, factor, null_frame=frame0)
 
 
-def compare_conditional(h1: str, data, factor: str, by: str, where: str | None = None, drop_missing: bool = False) -> Comparison:
+def compare_conditional(h1, data=None, factor: str = "system", by: str | None = None, where: str | None = None,
+                        drop_missing: bool = False) -> Comparison:
     """Does the difference between levels of ``factor`` depend on the data property ``by``?
 
     H0 drops the interaction terms of ``factor`` and ``by``. For a categorical
     property, levels are compared within each of its levels; for a numeric
     one, the slope of the score in it is estimated per level and compared.
     """
-    spec = parse_formula(h1)
+    spec = _spec(h1)
+    if by is None:
+        raise BayesreproError("a conditional comparison needs 'by', the data property the factor interacts with")
     _require_fixed(spec, factor)
     _require_fixed(spec, by)
     if not any({factor, by} <= used for used in spec.term_variables):
-        raise BayesreproError(f"H1 {h1!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
+        raise BayesreproError(f"H1 {spec.formula!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
     h0 = spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
-    test, frame1 = _ml_test(h0, h1, data, where, drop_missing)
+    test, frame0, frame1 = _ml_test(h0, h1, data, where, drop_missing)
     if _is_numeric(frame1.cells[by]):
         per_level, differences = slopes(test.h1, frame1, by, factor)
-        return Comparison(test, None, differences, factor, by, slopes=per_level)
+        return Comparison(test, None, differences, factor, by, slopes=per_level, null_frame=frame0)
     means = estimated_means(test.h1, frame1, factor, by=by)
     contrasts = pairwise_contrasts(test.h1, frame1, factor, by=by)
-    return Comparison(test, means, contrasts, factor, by)
+    return Comparison(test, means, contrasts, factor, by, null_frame=frame0)
 
 
-def variance_component_test(h1: str, component: str, data, where: str | None = None, drop_missing: bool = False) -> GlrtResult:
+def variance_component_test(h1, component: str, data=None, where: str | None = None,
+                            drop_missing: bool = False) -> GlrtResult:
     """Does the variance of ``component`` differ from zero? (boundary-corrected GLRT)"""
-    spec = parse_formula(h1)
+    spec = _spec(h1)
     if component not in spec.group_names:
         raise BayesreproError(
-            f"'{component}' is not a random intercept of {h1!r}; its groupings are: {', '.join(spec.group_names) or 'none'}"
+            f"'{component}' is not a random intercept of {spec.formula!r}; its groupings are: {', '.join(spec.group_names) or 'none'}"
         )
     h0 = spec.rewritten(drop_group=lambda columns: ":".join(columns) == component)
     return glrt(h0, h1, data, where=where, drop_missing=drop_missing)
@@ -154,9 +163,13 @@ def averaged_comparison(data, score: str, factor: str, item: str, where: str | N
 
 
 def _ml_test(h0, h1, data, where, drop_missing):
-    frame0, frame1 = nested_frames(h0, h1, read_table(data, where=where), drop_missing)
+    frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    return compare_fits(fit0, fit1, variance_component_only=False), frame1
+    return compare_fits(fit0, fit1, variance_component_only=False), frame0, frame1
+
+
+def _spec(h1) -> FormulaSpec:
+    return h1.spec if isinstance(h1, ModelFrame) else parse_formula(h1)
 
 
 def _rss(X: np.ndarray, y: np.ndarray) -> float:

@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 s to every start-up
 
 from ..data import read_table, remove_missing, require_columns
 from ..errors import BayesreproError
-from ..design import ModelFrame, build_model_frame, parse_formula
+from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula
 from .lmm import LmmFit, fit_model_frame
 
 CHI2 = "chi2"
@@ -66,11 +65,15 @@ class GlrtResult:
         )
 
 
-def glrt(h0: str, h1: str, data, where: str | None = None, drop_missing: bool = False) -> GlrtResult:
-    """Test H0 against the larger H1 by the likelihood ratio of ML fits."""
-    frame0, frame1 = nested_frames(h0, h1, read_table(data, where=where), drop_missing)
+def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False) -> GlrtResult:
+    """Test H0 against the larger H1 by the likelihood ratio of ML fits.
+
+    ``h0`` and ``h1`` are formulas (then ``data`` is read and filtered by
+    ``where``), or ``h1`` is a model frame already built and H0 is built on its rows.
+    """
+    frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    return compare_fits(fit0, fit1, variance_component_only=_fixed_parts_equal(frame0, frame1))
+    return compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
 
 
 def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> GlrtResult:
@@ -92,35 +95,62 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
     return GlrtResult(fit0, fit1, statistic, df, float(p), reference)
 
 
-def nested_frames(h0: str, h1: str, data: pd.DataFrame, drop_missing: bool) -> tuple[ModelFrame, ModelFrame]:
-    """Build both models on the same rows and check that H0 is nested in H1."""
-    spec0, spec1 = parse_formula(h0), parse_formula(h1)
+def nested_frames(h0, h1, data=None, drop_missing: bool = False, where: str | None = None) -> tuple[ModelFrame, ModelFrame]:
+    """Both models on the same rows, H0 checked to be nested in H1; ``h1`` may be a frame already built."""
+    if isinstance(h1, ModelFrame):
+        frame1 = h1
+        frame0 = h0 if isinstance(h0, ModelFrame) else frame1.sibling(parse_formula(h0))
+        _check_same_response(frame0.spec, frame1.spec)
+    else:
+        spec0, spec1 = parse_formula(h0), parse_formula(h1)
+        _check_same_response(spec0, spec1)
+        rows = read_table(data, where=where)
+        for spec in (spec0, spec1):
+            require_columns(rows, spec.variables, f"formula term in {spec.formula!r},")
+        rows, _ = remove_missing(rows, list(dict.fromkeys(spec1.variables + spec0.variables)), drop_missing)
+        frame0, frame1 = build_model_frame(spec0, rows), build_model_frame(spec1, rows)
+    _check_nested(frame0, frame1)
+    return frame0, frame1
+
+
+def _check_same_response(spec0: FormulaSpec, spec1: FormulaSpec) -> None:
     if spec0.response != spec1.response:
         raise BayesreproError(
             f"H0 and H1 model different responses ('{spec0.response}' and '{spec1.response}'); use the same score column"
         )
-    for spec in (spec0, spec1):
-        require_columns(data, spec.variables, f"formula term in {spec.formula!r},")
-    variables = list(dict.fromkeys(spec1.variables + spec0.variables))
-    rows, _ = remove_missing(data, variables, drop_missing)
-    frame0, frame1 = build_model_frame(spec0, rows), build_model_frame(spec1, rows)
+
+
+def _check_nested(frame0: ModelFrame, frame1: ModelFrame) -> None:
     groups0 = {frozenset(g.columns) for g in frame0.groups}
     groups1 = {frozenset(g.columns) for g in frame1.groups}
     extra = groups0 - groups1
     if extra:
         names = ", ".join(":".join(sorted(g)) for g in extra)
         raise BayesreproError(f"models are not nested: H0 has random intercepts for {names} that H1 lacks")
-    if not _column_space_contains(frame1.X, frame0.X):
+    if not _column_space_contains(frame1.X_cells, _h0_design_on_h1_cells(frame0, frame1)):
         raise BayesreproError(
-            f"models are not nested: the fixed effects of H0 {h0!r} are not contained in those of H1 {h1!r}"
+            f"models are not nested: the fixed effects of H0 {frame0.formula!r} are not contained in those of "
+            f"H1 {frame1.formula!r}"
         )
-    if groups0 == groups1 and frame0.X.shape[1] == frame1.X.shape[1]:
+    if groups0 == groups1 and frame0.n_fixed == frame1.n_fixed:
         raise BayesreproError("H0 and H1 are the same model; H1 needs extra fixed effects or variance components")
-    return frame0, frame1
 
 
-def _fixed_parts_equal(frame0: ModelFrame, frame1: ModelFrame) -> bool:
-    return frame0.X.shape[1] == frame1.X.shape[1] and _column_space_contains(frame0.X, frame1.X)
+def _h0_design_on_h1_cells(frame0: ModelFrame, frame1: ModelFrame) -> np.ndarray:
+    """H0's fixed design evaluated on H1's cells (equal rows give equal spans, so cells stand for rows)."""
+    missing = [v for v in frame0.spec.fixed_variables if v not in frame1.cells.columns]
+    if missing:
+        raise BayesreproError(
+            f"models are not nested: H0 {frame0.formula!r} uses '{missing[0]}', which H1 {frame1.formula!r} does not"
+        )
+    if not frame0.spec.fixed_variables:
+        return frame0.X_cells[np.zeros(len(frame1.cells), dtype=int)]
+    return frame0.design_rows(frame1.cells[list(frame0.spec.fixed_variables)])
+
+
+def fixed_parts_equal(frame0: ModelFrame, frame1: ModelFrame) -> bool:
+    return frame0.n_fixed == frame1.n_fixed and _column_space_contains(_h0_design_on_h1_cells(frame0, frame1),
+                                                                       frame1.X_cells)
 
 
 def _column_space_contains(big: np.ndarray, small: np.ndarray) -> bool:
