@@ -8,6 +8,7 @@ factors with thousands of levels and hundreds of thousands of rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import formulae
 import numpy as np
@@ -132,11 +133,34 @@ class ModelFrame:
         return len(self.fixed_names)
 
 
-def model_frame(formula, data, where: str | None = None, drop_missing: bool = False) -> ModelFrame:
-    """Read ``data`` (a DataFrame, a file path or a bundled dataset name), filter it by ``where`` and build the frame."""
+def model_frame(formula, data, where: str | None = None, drop_missing: bool = False, engine: str = "auto",
+                spark_master: str | None = None) -> ModelFrame:
+    """The frame of ``formula`` over ``data`` (a DataFrame, a file path, a glob, a bundled dataset name or a
+    Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names (see ``producers``)."""
+    from .producers import choose_engine
+
     if data is None:
         raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
-    return build_model_frame(formula, read_table(data, where=where), drop_missing=drop_missing)
+    chosen = choose_engine(data, engine)
+    if chosen == "memory":
+        return build_model_frame(formula, read_table(data, where=where), drop_missing=drop_missing)
+    if where:
+        raise BayesreproError(f"--where is applied in memory for now; filter the files first or use --engine memory")
+    if chosen == "duckdb":
+        from .producers.duckdb_source import duckdb_source
+
+        return duckdb_source(_data_path(data), None, drop_missing).frame(formula)
+    from .producers.spark_source import spark_source
+
+    return spark_source(data, None, drop_missing, spark_master).frame(formula)
+
+
+def _data_path(data) -> str:
+    from ..datasets import DATASETS, dataset_path
+
+    if str(data) in DATASETS and not Path(str(data)).exists():
+        return str(dataset_path(str(data)))
+    return str(data)
 
 
 def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing: bool = False) -> ModelFrame:

@@ -1,0 +1,40 @@
+"""Producers of model frames: one currency (grouped sums) from rows in memory, from files through DuckDB, or from Spark.
+
+``--engine auto`` keeps small inputs in memory, hands directories, globs and
+large files to DuckDB (out of core, only grouped results reach Python) and a
+Spark DataFrame to Spark. DuckDB and Spark are imported only when used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import BayesreproError
+
+ENGINES = ("auto", "memory", "duckdb", "spark")
+# Files larger than this on disk are summed by DuckDB: read into pandas they
+# would take several times their size in memory.
+LARGE_FILE_BYTES = 256 * 2**20
+
+
+def choose_engine(data, engine: str) -> str:
+    """The engine ``auto`` stands for, given the data; a named engine is checked against the data."""
+    from .spark_source import is_spark_dataframe
+
+    if engine not in ENGINES:
+        raise BayesreproError(f"--engine '{engine}' is unknown; choose one of: {', '.join(ENGINES)}")
+    if is_spark_dataframe(data):
+        if engine not in ("auto", "spark"):
+            raise BayesreproError(f"a Spark DataFrame is summed by Spark; use --engine spark, not '{engine}'")
+        return "spark"
+    if engine == "duckdb" and not isinstance(data, (str, Path)):
+        raise BayesreproError("--engine duckdb reads files; give a file path, a directory or a glob")
+    if engine != "auto":
+        return engine
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        if path.is_dir() or any(ch in str(data) for ch in "*?["):
+            return "duckdb"
+        if path.is_file() and path.stat().st_size > LARGE_FILE_BYTES:
+            return "duckdb"
+    return "memory"

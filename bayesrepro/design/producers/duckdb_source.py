@@ -1,0 +1,89 @@
+"""DuckDB over files: CSV/TSV (optionally gzipped), Parquet or JSON Lines, one file, many, or a glob.
+
+DuckDB runs the grouped sums out of core over the files; only the grouped
+results reach Python. CSV and TSV files are read with every column as text,
+so identifiers keep the text as written and only an empty field is missing;
+Parquet and JSON keep their own types, and their grouping columns are cast to
+text.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+from ...errors import BayesreproError, first_line
+from .grouped import DUCKDB, GroupedSource
+
+READERS = {
+    (".csv", ".csv.gz"): "read_csv($files, all_varchar = true, header = true, delim = ',', quote = '\"')",
+    (".tsv", ".tsv.gz"): "read_csv($files, all_varchar = true, header = true, delim = '\t', quote = '\"')",
+    (".parquet",): "read_parquet($files)",
+    (".jsonl", ".jsonl.gz", ".ndjson"): "read_json($files, format = 'newline_delimited')",
+}
+TEXT_TYPES = ("VARCHAR",)
+
+
+def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: int | None = None) -> GroupedSource:
+    """A source of model frames over the files ``path`` names (a file, a directory of one kind, or a glob)."""
+    import duckdb
+
+    files = _files(path)
+    reader = _reader(files)
+    connection = duckdb.connect()
+    if threads:
+        connection.execute(f"SET threads = {int(threads)}")
+    params = {"files": files}
+
+    def run(sql, parameters=None):
+        try:
+            return connection.execute(sql, parameters or {}).fetchdf()
+        except duckdb.Error as exc:
+            raise BayesreproError(f"DuckDB could not read '{path}': {first_line(exc)}") from None
+
+    if reader.startswith("read_csv"):
+        _refuse_duplicate_headers(run, files, reader)
+    described = run(f"DESCRIBE SELECT * FROM {reader}", params)
+    schema = {name: str(kind).upper() in TEXT_TYPES for name, kind in zip(described["column_name"], described["column_type"])}
+    row_filter = where.to_sql(DUCKDB.quote) if where is not None else None
+    return GroupedSource(run, reader, schema, DUCKDB, f"'{path}'", row_filter, drop_missing, params)
+
+
+def _files(path: str) -> list[str]:
+    target = Path(path)
+    if target.is_dir():
+        files = sorted(str(p) for p in target.rglob("*") if p.is_file() and _suffix(p.name))
+    elif any(ch in str(path) for ch in "*?["):
+        files = sorted(glob.glob(str(path), recursive=True))
+    else:
+        files = [str(target)] if target.is_file() else []
+    if not files:
+        raise BayesreproError(f"no data files match '{path}'")
+    return files
+
+
+def _suffix(name: str) -> str | None:
+    lower = name.lower()
+    return next((s for suffixes in READERS for s in suffixes if lower.endswith(s)), None)
+
+
+def _reader(files: list[str]) -> str:
+    kinds = {next((r for suffixes, r in READERS.items() if _suffix(f) in suffixes), None) for f in files}
+    if None in kinds:
+        unknown = next(f for f in files if _suffix(f) is None)
+        known = ", ".join(s for suffixes in READERS for s in suffixes)
+        raise BayesreproError(f"data file '{unknown}' has an unknown type; use one of {known}")
+    if len(kinds) > 1:
+        raise BayesreproError("the data files mix formats; give files of one kind (CSV, TSV, Parquet or JSON Lines)")
+    return kinds.pop()
+
+
+def _refuse_duplicate_headers(run, files: list[str], reader: str) -> None:
+    """DuckDB renames a repeated header to name_1; a table with two columns of one name is refused instead."""
+    header_reader = reader.replace("header = true", "header = false")
+    for file in files:
+        header = run(f"SELECT * FROM {header_reader} LIMIT 1", {"files": [file]})
+        names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise BayesreproError(f"data file '{file}' has the column '{repeated[0]}' more than once; rename one of them")

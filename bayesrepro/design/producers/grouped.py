@@ -1,0 +1,298 @@
+"""Model frames from a SQL engine: the grouped sums computed where the data live, never rows in Python.
+
+One validation pass counts rows, missing values and non-numeric or
+non-finite scores and decides which fixed variables are numbers; one
+``GROUP BY GROUPING SETS`` pass then returns n, Σy and Σ(y − ȳ)² per fixed
+cell, per (level, cell) of each grouping factor and per pair of levels. The
+result is assembled into the same ``GroupedSums`` and ``ModelFrame`` that rows
+in memory give, with the same level order, so both engines see identical
+statistics whatever produced them. DuckDB and Spark differ only in their
+``Dialect`` and in how they run a query.
+
+Typing follows the reader's rule for text files: grouping columns are always
+text as written; a text column is a number only if every value parses and no
+two distinct texts give the same number.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ...errors import BayesreproError
+from ..cells import COUNT
+from ..formula import FormulaSpec, parse_formula
+from ..frame import GroupingFactor, ModelFrame, _aliasing, _fixed_design, _independent_columns
+from ..sums import GroupedSums, LevelCellSums, PairCounts
+
+# Transforms whose result depends on the whole column (formulae's stateful
+# transforms): evaluated on distinct cells instead of rows they would differ.
+STATEFUL = re.compile(r"\b(scale|center|standardize)\s*\(")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one SQL engine spells identifiers, text, a failed cast and a non-finite number."""
+
+    quote: Callable[[str], str]
+    text_type: str
+    nonfinite: Callable[[str], str]
+
+
+def quote_double(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_backtick(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})")
+SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))")
+
+
+class GroupedSource:
+    """A relation in a SQL engine that builds model frames of any formula over its rows.
+
+    ``run(sql, params)`` returns a pandas DataFrame; ``relation`` is the SQL
+    text of the rows (a table function or a view); ``schema`` maps each
+    column to True when the engine stores it as text; ``row_filter`` is a SQL
+    condition already rendered from ``--where`` (or None); ``label`` names
+    the data in messages.
+    """
+
+    def __init__(self, run, relation: str, schema: dict[str, bool], dialect: Dialect, label: str,
+                 row_filter: str | None = None, drop_missing: bool = False, params=None):
+        self.run, self.relation, self.schema, self.dialect = run, relation, schema, dialect
+        self.label, self.row_filter, self.drop_missing, self.params = label, row_filter, drop_missing, params
+
+    def frame(self, formula: str | FormulaSpec) -> ModelFrame:
+        spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
+        self._check_formula(spec)
+        numeric, conditions, notes = self._validate(spec)
+        result = self.run(self._sums_sql(spec, numeric, conditions), self.params)
+        return self._assemble(spec, numeric, result, notes)
+
+    # --- checks -------------------------------------------------------------------------------
+
+    def _check_formula(self, spec: FormulaSpec) -> None:
+        stateful = [term for term in spec.fixed_terms if STATEFUL.search(term)]
+        if stateful:
+            raise BayesreproError(
+                f"term '{stateful[0]}' of {spec.formula!r} is computed over the whole column, which needs the rows in "
+                "memory; standardise the column in the data first or use --engine memory"
+            )
+        for role, columns in (("response (left of '~')", [spec.response]),
+                              (f"formula term in {spec.formula!r},", spec.variables[1:])):
+            for column in columns:
+                if column not in self.schema:
+                    close = difflib.get_close_matches(column, list(self.schema), n=1)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    raise BayesreproError(
+                        f"{role} '{column}' is not a column of {self.label}{hint} (columns: {', '.join(self.schema)})"
+                    )
+
+    def _validate(self, spec: FormulaSpec):
+        """One pass: rows, missing values per column, the response's validity and each fixed variable's type."""
+        q, d = self.dialect.quote, self.dialect
+        y = q(spec.response)
+        y_number = f"TRY_CAST({y} AS DOUBLE)" if self.schema[spec.response] else f"CAST({y} AS DOUBLE)"
+        parts = ["COUNT(*) AS rows_"]
+        parts += [f"COUNT(*) - COUNT({q(c)}) AS {q('null_' + c)}" for c in spec.variables]
+        parts += [f"COUNT(*) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y",
+                  f"MIN({y}) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y_example",
+                  f"COUNT(*) FILTER (WHERE {d.nonfinite(y_number)}) AS nonfinite_y",
+                  f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max"]
+        text_fixed = [v for v in spec.fixed_variables if self.schema[v]]
+        for k, v in enumerate(text_fixed):
+            parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND TRY_CAST({q(v)} AS DOUBLE) IS NULL) AS nonnum_{k}",
+                      f"COUNT(DISTINCT {q(v)}) AS texts_{k}",
+                      f"COUNT(DISTINCT TRY_CAST({q(v)} AS DOUBLE)) AS numbers_{k}"]
+        counts = self.run(f"SELECT {', '.join(parts)} FROM {self._rows(None)}", self.params).iloc[0]
+        n = int(counts["rows_"])
+        if n == 0:
+            raise BayesreproError(f"{self._rows_label()} has no rows")
+        missing = {c: int(counts[f"null_{c}"]) for c in spec.variables if int(counts[f"null_{c}"])}
+        conditions, notes = [], []
+        if missing:
+            detail = ", ".join(f"'{c}' ({k})" for c, k in missing.items())
+            if not self.drop_missing:
+                raise BayesreproError(f"missing values in {detail}; remove those rows or pass --drop-missing")
+            conditions = [f"{q(c)} IS NOT NULL" for c in missing]
+            notes.append(f"dropped rows with missing values in {detail} (of {n} rows)")
+        if int(counts["bad_y"]):
+            raise BayesreproError(
+                f"score column '{spec.response}' is not numeric: it holds {counts['bad_y_example']!r}; "
+                "convert it to numbers or choose another column"
+            )
+        if int(counts["nonfinite_y"]):
+            raise BayesreproError(
+                f"score column '{spec.response}' has {int(counts['nonfinite_y'])} infinite or NaN value(s); remove them"
+            )
+        if counts["y_min"] == counts["y_max"]:
+            raise BayesreproError(
+                f"score column '{spec.response}' is constant ({counts['y_min']:g} in every row); "
+                "there is no variance to analyse"
+            )
+        numeric = {v: not self.schema[v] for v in spec.fixed_variables}
+        for k, v in enumerate(text_fixed):
+            numeric[v] = int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
+        return numeric, conditions, notes
+
+    # --- the grouped sums -----------------------------------------------------------------------
+
+    def _sums_sql(self, spec: FormulaSpec, numeric: dict[str, bool], conditions: list[str]) -> str:
+        q, d = self.dialect.quote, self.dialect
+        y = q(spec.response)
+        columns = [f"TRY_CAST({y} AS DOUBLE) AS y" if self.schema[spec.response] else f"CAST({y} AS DOUBLE) AS y"]
+        for k, v in enumerate(spec.fixed_variables):
+            cast = "DOUBLE" if numeric[v] else d.text_type
+            columns.append(f"CAST({q(v)} AS {cast}) AS f{k}")
+        grouping = _grouping_columns(spec)
+        for k, c in enumerate(grouping):
+            columns.append(f"CAST({q(c)} AS {d.text_type}) AS c{k}")
+        keys = [f"f{k}" for k in range(len(spec.fixed_variables))] + [f"c{k}" for k in range(len(grouping))]
+        sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in _grouping_sets(spec, grouping))
+        key_list = ", ".join(keys)
+        select = f"GROUPING_ID({key_list}) AS set_id, {key_list}, " if keys else ""
+        group = f"GROUP BY GROUPING SETS ({sets})" if keys else ""
+        return (f"SELECT {select}COUNT(*) AS n, SUM(y) AS total, VAR_POP(y) * COUNT(*) AS m2 "
+                f"FROM (SELECT {', '.join(columns)} FROM {self._rows(conditions)}) AS t {group}")
+
+    def _rows(self, conditions) -> str:
+        filters = ([f"({self.row_filter})"] if self.row_filter else []) + list(conditions or [])
+        return f"{self.relation}" + (f" WHERE {' AND '.join(filters)}" if filters else "")
+
+    def _rows_label(self) -> str:
+        return f"{self.label} after --where" if self.row_filter else self.label
+
+    # --- assembling the frame --------------------------------------------------------------------
+
+    def _assemble(self, spec: FormulaSpec, numeric: dict[str, bool], result: pd.DataFrame, notes: list[str]) -> ModelFrame:
+        fixed = [f"f{k}" for k in range(len(spec.fixed_variables))]
+        grouping = _grouping_columns(spec)
+        key_of = {c: f"c{k}" for k, c in enumerate(grouping)}
+        keys = fixed + [f"c{k}" for k in range(len(grouping))]
+        sets = _grouping_sets(spec, grouping)
+        by_set = {frozenset(s): result[result["set_id"] == _set_id(s, len(keys))] if keys else result for s in sets}
+        positions = {name: i for i, name in enumerate(keys)}
+
+        cell_rows = by_set[frozenset(positions[f] for f in fixed)]
+        cells = _typed_cells(cell_rows, spec, numeric)
+        order = cells.sort_values(list(spec.fixed_variables)).index if fixed else cells.index
+        cell_rows, cells = cell_rows.iloc[order], cells.loc[order].reset_index(drop=True)
+        cell_index = pd.MultiIndex.from_frame(cell_rows[fixed]) if fixed else None
+        n_obs = int(cell_rows["n"].sum())
+
+        levels, factors = [], []
+        for columns in spec.group_factors:
+            member = [key_of[c] for c in columns]
+            rows = by_set[frozenset(positions[k] for k in member + fixed)]
+            labels, codes, level_keys = _levels(rows[member])
+            cell = cell_index.get_indexer(pd.MultiIndex.from_frame(rows[fixed])) if fixed else np.zeros(len(rows), int)
+            levels.append((member, labels, level_keys))
+            factors.append(LevelCellSums(codes, cell.astype(np.int64), rows["n"].to_numpy(float),
+                                         rows["total"].to_numpy(float)))
+        pairs = {}
+        for i in range(len(levels)):
+            for j in range(i + 1, len(levels)):
+                (mi, _, li), (mj, _, lj) = levels[i], levels[j]
+                rows = by_set[frozenset(positions[k] for k in set(mi) | set(mj))]
+                pairs[(i, j)] = PairCounts(_codes_of(rows[mi], li), _codes_of(rows[mj], lj), rows["n"].to_numpy(float))
+        sums = GroupedSums(n_obs, cell_rows["n"].to_numpy(float), cell_rows["total"].to_numpy(float),
+                           np.nan_to_num(cell_rows["m2"].to_numpy(float)), tuple(len(labels) for _, labels, _ in levels),
+                           tuple(factors), pairs)
+        groups = [GroupingFactor(":".join(columns), columns, None, pd.Index(labels))
+                  for columns, (_, labels, _) in zip(spec.group_factors, levels)]
+        return self._frame(spec, cells, sums, groups, notes)
+
+    def _frame(self, spec, cells, sums, groups, notes) -> ModelFrame:
+        for group, size in zip(groups, sums.sizes):
+            if size < 2:
+                raise BayesreproError(
+                    f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
+                    f"at least 2 levels: remove (1|{group.name}) or widen --where"
+                )
+            if size >= sums.n_obs:
+                raise BayesreproError(
+                    f"grouping factor '{group.name}' has {size} levels for {sums.n_obs} observations; its variance "
+                    f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
+                )
+        notes = notes + confounded_pairs(groups, sums)
+        design_data = cells.drop(columns=COUNT).assign(**{spec.response: 0.0})
+        design = _fixed_design(spec, design_data)
+        if design is None:
+            raise BayesreproError(
+                f"formula {spec.formula!r} has no fixed part (no intercept and no fixed term); "
+                "write '1 +' before the (1|g) terms for an intercept"
+            )
+        X_cells = np.asarray(design.design_matrix, dtype=float)
+        kept = _independent_columns(X_cells)
+        names, term_columns, rank_note = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)
+        frame = ModelFrame(spec, None, None, names, term_columns, groups, None, design, kept,
+                           notes + ([rank_note] if rank_note else []), cells, None, X_cells[:, kept],
+                           n_rows=sums.n_obs, source=self)
+        frame._computed["sums"] = sums
+        return frame
+
+
+def confounded_pairs(groups, sums: GroupedSums) -> list[str]:
+    """Pairs of grouping factors that split the rows identically: only their summed variance is identified."""
+    notes = []
+    for (i, j), pair in sums.pairs.items():
+        if sums.sizes[i] == sums.sizes[j] == len(pair.n):
+            notes.append(
+                f"grouping factors '{groups[i].name}' and '{groups[j].name}' are confounded (every level of one goes "
+                "with exactly one level of the other): only the sum of their variances is identified, the split "
+                "between them is arbitrary"
+            )
+    return notes
+
+
+def _grouping_columns(spec: FormulaSpec) -> list[str]:
+    return list(dict.fromkeys(c for columns in spec.group_factors for c in columns))
+
+
+def _grouping_sets(spec: FormulaSpec, grouping: list[str]) -> list[frozenset[int]]:
+    """Key positions of each set: the fixed cells, each factor within cells, each pair of factors."""
+    p = len(spec.fixed_variables)
+    fixed = set(range(p))
+    member = [{p + grouping.index(c) for c in columns} for columns in spec.group_factors]
+    sets = [frozenset(fixed)] + [frozenset(m | fixed) for m in member]
+    sets += [frozenset(member[i] | member[j]) for i in range(len(member)) for j in range(i + 1, len(member))]
+    return list(dict.fromkeys(sets))
+
+
+def _set_id(positions: frozenset[int], n_keys: int) -> int:
+    """GROUPING_ID of a set: bit (n_keys − 1 − k) is 1 when key k is not grouped."""
+    return sum(1 << (n_keys - 1 - k) for k in range(n_keys) if k not in positions)
+
+
+def _typed_cells(rows: pd.DataFrame, spec: FormulaSpec, numeric: dict[str, bool]) -> pd.DataFrame:
+    cells = pd.DataFrame(index=pd.RangeIndex(len(rows)))
+    for k, v in enumerate(spec.fixed_variables):
+        values = rows[f"f{k}"].to_numpy()
+        cells[v] = values.astype(float) if numeric[v] else pd.Categorical(
+            values.astype(str), categories=sorted(set(values.astype(str))))
+    cells[COUNT] = rows["n"].to_numpy(np.int64)
+    return cells
+
+
+def _levels(columns: pd.DataFrame) -> tuple[list[str], np.ndarray, pd.MultiIndex]:
+    """Level labels (in the order the memory engine gives them), each row's level code and the levels as text tuples."""
+    text = columns.astype(str)
+    ranks = [np.searchsorted(np.array(sorted(set(text[name])), dtype=object), text[name].to_numpy(dtype=object))
+             for name in text.columns]
+    codes, _ = pd.factorize(pd.MultiIndex.from_arrays(ranks), sort=True)
+    first = pd.Series(np.arange(len(codes))).groupby(codes).first().to_numpy()
+    keys = pd.MultiIndex.from_frame(text.iloc[first].reset_index(drop=True))
+    return [":".join(key) for key in keys], codes.astype(np.int64), keys
+
+
+def _codes_of(columns: pd.DataFrame, keys: pd.MultiIndex) -> np.ndarray:
+    return keys.get_indexer(pd.MultiIndex.from_frame(columns.astype(str))).astype(np.int64)

@@ -1,0 +1,155 @@
+"""Every producer gives the same statistics and estimates: rows in memory, DuckDB over files, Spark."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesrepro.datasets import dataset_path, load_dataset
+from bayesrepro.design import build_model_frame, model_frame
+from bayesrepro.errors import BayesreproError
+from bayesrepro.frequentist import glrt
+from bayesrepro.frequentist.lmm import fit_model_frame
+
+GRID = ("ter ~ 1 + (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropout) + (1|decoder_dropout)"
+        " + (1|decoder_dropout_hidden) + (1|delta_scheme)")
+TER = "ter ~ system*src_length + (1|sentence_id) + (1|replication)"
+ANNOTATION = "score ~ mode + (1|sentence) + (1|rater) + (1|sentence:rater) + (1|rater:occasion)"
+# Estimates are compared where they are identified: the partial grid's two confounded
+# dropout factors split their summed variance arbitrarily, so their sum is compared.
+CONFOUNDED = ("encoder_dropout", "decoder_dropout_hidden")
+
+
+def assert_same_fit(a, b, rel=1e-8):
+    """Components (of at least 1e-8 of the total), fixed effects and criterion agree to ``rel``."""
+    va, vb = dict(a.variances), dict(b.variances)
+    if set(CONFOUNDED) <= set(va):
+        for v in (va, vb):
+            v["+".join(CONFOUNDED)] = v.pop(CONFOUNDED[0]) + v.pop(CONFOUNDED[1])
+    total = sum(vb.values())
+    for name, value in vb.items():
+        if value > 1e-8 * total:
+            assert va[name] == pytest.approx(value, rel=rel), name
+        else:
+            assert va[name] <= 1e-7 * total, name
+    np.testing.assert_allclose(a.beta, b.beta, rtol=rel, atol=rel * np.abs(b.beta).max())
+    assert a.criterion == pytest.approx(b.criterion, rel=1e-10)
+
+
+@pytest.mark.parametrize("name, formula", [("kreutzer_marking_partial", GRID), ("kreutzer_ter", TER),
+                                           ("kreutzer_annotation", ANNOTATION)])
+def test_duckdb_over_the_csv_file_equals_memory(name, formula):
+    duck = model_frame(formula, str(dataset_path(name)), engine="duckdb")
+    memory = build_model_frame(formula, load_dataset(name))
+    assert not duck.has_rows and duck.n_obs == memory.n_obs
+    assert duck.fixed_names == memory.fixed_names
+    assert [list(g.levels) for g in duck.groups] == [list(g.levels) for g in memory.groups]
+    s, m = duck.stats(), memory.stats()
+    for field in ("dominant_counts", "rest_gram", "xtx", "dominant_zx", "rest_zx"):
+        np.testing.assert_array_equal(getattr(s, field), getattr(m, field))   # counts: exact
+    for field in ("dominant_zy", "rest_zy", "xty", "yty"):
+        np.testing.assert_allclose(getattr(s, field), getattr(m, field), rtol=1e-10, atol=1e-9)
+    for method in ("reml", "ml"):
+        assert_same_fit(fit_model_frame(duck, method), fit_model_frame(memory, method))
+
+
+@pytest.fixture(scope="module")
+def ter_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ter")
+    data = load_dataset("kreutzer_ter")
+    for k, part in enumerate(np.array_split(np.arange(len(data)), 3)):
+        data.iloc[part].to_csv(folder / f"part{k}.csv", index=False)
+        data.iloc[part].to_parquet(folder / f"part{k}.parquet")
+        data.iloc[part].astype({"sentence_id": str, "system": str, "replication": str}).to_json(
+            folder / f"part{k}.jsonl", orient="records", lines=True)
+    return folder, data
+
+
+@pytest.mark.parametrize("pattern", ["part*.csv", "part*.parquet", "part*.jsonl"])
+def test_duckdb_over_many_files_of_each_format_equals_memory(ter_files, pattern):
+    folder, data = ter_files
+    duck = model_frame(TER, str(folder / pattern), engine="auto")   # a glob goes to DuckDB by itself
+    assert not duck.has_rows
+    assert_same_fit(fit_model_frame(duck, "reml"), fit_model_frame(build_model_frame(TER, data), "reml"))
+
+
+def test_a_glrt_on_duckdb_frames_equals_the_memory_glrt():
+    path = str(dataset_path("kreutzer_ter"))
+    h0, h1 = "ter ~ 1 + (1|sentence_id)", "ter ~ system + (1|sentence_id)"
+    duck = glrt(h0, model_frame(h1, path, engine="duckdb"))
+    memory = glrt(h0, h1, "kreutzer_ter")
+    assert duck.chi2 == pytest.approx(memory.chi2, rel=1e-8) and duck.chi2 == pytest.approx(34.09, abs=0.005)
+    assert duck.df == memory.df == 2
+
+
+def test_identifiers_keep_their_text_in_duckdb(tmp_path):
+    # '007' and '7' are two items; read as numbers they would be merged
+    rng = np.random.default_rng(3)
+    items = ["007", "7", "08", "8", "x"] * 8
+    frame = pd.DataFrame({"item": items, "seed": np.repeat(["1", "2"], 20),
+                          "score": rng.normal(size=40)})
+    path = tmp_path / "ids.csv"
+    frame.to_csv(path, index=False)
+    duck = model_frame("score ~ 1 + (1|item) + (1|seed)", str(path), engine="duckdb")
+    assert list(duck.groups[0].levels) == ["007", "08", "7", "8", "x"]
+
+
+@pytest.mark.parametrize(
+    "content, formula, message",
+    [
+        ("item,score,score\na,1,2\nb,2,3\n", "score ~ 1 + (1|item)", "has the column 'score' more than once"),
+        ("item,score\na,1\nb,\na,2\nb,3\n", "score ~ 1 + (1|item)", "missing values in 'score' \\(1\\)"),
+        ("item,score\na,1\nb,x\na,2\nb,3\n", "score ~ 1 + (1|item)", "not numeric: it holds 'x'"),
+        ("item,score\na,1\nb,1\na,1\nb,1\n", "score ~ 1 + (1|item)", "is constant"),
+        ("item,score\na,1\nb,2\na,2\nb,3\n", "score ~ 1 + (1|itme)", "did you mean 'item'"),
+        ("item,score\na,1\na,2\na,3\n", "score ~ 1 + (1|item)", "single level"),
+        ("item,score,x\na,1,1\nb,2,2\na,2,3\nb,3,4\n", "score ~ scale(x) + (1|item)", "needs the rows in memory"),
+    ],
+)
+def test_bad_files_fail_in_one_line_through_duckdb(tmp_path, content, formula, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(BayesreproError, match=message):
+        model_frame(formula, str(path), engine="duckdb")
+
+
+def test_missing_values_are_dropped_when_asked(tmp_path):
+    path = tmp_path / "gaps.csv"
+    path.write_text("item,score\na,1\nb,\na,2\nb,3\nc,1\nc,4\n")
+    duck = model_frame("score ~ 1 + (1|item)", str(path), engine="duckdb", drop_missing=True)
+    assert duck.n_obs == 5 and any("dropped rows with missing values" in note for note in duck.notes)
+
+
+def test_engines_are_chosen_and_checked():
+    with pytest.raises(BayesreproError, match="--engine 'gpu' is unknown"):
+        model_frame(TER, "kreutzer_ter", engine="gpu")
+    with pytest.raises(BayesreproError, match="--engine duckdb reads files"):
+        model_frame(TER, load_dataset("kreutzer_ter"), engine="duckdb")
+    assert model_frame(TER, "kreutzer_ter").has_rows   # small inputs stay in memory
+
+
+def test_a_frame_without_rows_refuses_what_needs_rows():
+    from bayesrepro.compare import parametric_bootstrap
+
+    duck = model_frame("ter ~ system + (1|sentence_id)", str(dataset_path("kreutzer_ter")), engine="duckdb")
+    fit = fit_model_frame(duck, "reml")
+    with pytest.raises(BayesreproError, match="needs the rows in memory.*--engine memory"):
+        parametric_bootstrap(fit, duck, 20, np.random.default_rng(1))
+
+
+@pytest.mark.slow
+def test_spark_local_mode_equals_memory_on_a_million_rows(tmp_path):
+    pytest.importorskip("pyspark")
+    rng = np.random.default_rng(7)
+    items, configs = 2000, 500
+    item = np.repeat(np.arange(items), configs)
+    seed, lr = np.tile(np.arange(configs) % 10, items), np.tile(np.arange(configs) // 100, items)
+    score = (rng.normal(0, 0.3, items)[item] + rng.normal(0, 0.05, 10)[seed] + rng.normal(0, 0.1, 5)[lr]
+             + rng.normal(0, 0.2, items * configs))
+    data = pd.DataFrame({"item": item.astype(str), "seed": seed.astype(str), "lr": lr.astype(str), "score": score})
+    path = tmp_path / "grid.parquet"
+    data.to_parquet(path)
+    formula = "score ~ 1 + (1|item) + (1|seed) + (1|lr)"
+    spark = model_frame(formula, str(path), engine="spark", spark_master="local[2]")
+    memory = build_model_frame(formula, data)
+    assert spark.n_obs == 1_000_000
+    assert_same_fit(fit_model_frame(spark, "reml"), fit_model_frame(memory, "reml"))
