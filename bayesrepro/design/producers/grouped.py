@@ -33,6 +33,8 @@ from ..sums import GroupedSums, LevelCellSums, PairCounts
 # Transforms whose result depends on the whole column (formulae's stateful
 # transforms): evaluated on distinct cells instead of rows they would differ.
 STATEFUL = re.compile(r"\b(scale|center|standardize)\s*\(")
+# The coarse grouping set is fetched when the other factors' levels multiply to at most this many groups.
+COARSE_GROUPS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,8 @@ class GroupedSource:
     def frame(self, formula: str | FormulaSpec) -> ModelFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
         self._check_formula(spec)
-        numeric, conditions, notes = self._validate(spec)
-        result = self.run(self._sums_sql(spec, numeric, conditions), self.params)
-        return self._assemble(spec, numeric, result, notes)
+        plan, notes = self._validate(spec)
+        return self._assemble(plan, self._grouped(plan), notes)
 
     # --- checks -------------------------------------------------------------------------------
 
@@ -107,7 +108,10 @@ class GroupedSource:
         parts += [f"COUNT(*) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y",
                   f"MIN({y}) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y_example",
                   f"COUNT(*) FILTER (WHERE {d.nonfinite(y_number)}) AS nonfinite_y",
-                  f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max"]
+                  f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max", f"AVG({y_number}) AS y_mean"]
+        for k, columns in enumerate(spec.group_factors):
+            key = q(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(q(c) for c in columns)})"
+            parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
         text_fixed = [v for v in spec.fixed_variables if self.schema[v]]
         for k, v in enumerate(text_fixed):
             parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND TRY_CAST({q(v)} AS DOUBLE) IS NULL) AS nonnum_{k}",
@@ -142,27 +146,47 @@ class GroupedSource:
         numeric = {v: not self.schema[v] for v in spec.fixed_variables}
         for k, v in enumerate(text_fixed):
             numeric[v] = int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
-        return numeric, conditions, notes
+        plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),
+                        [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))])
+        return plan, notes
 
     # --- the grouped sums -----------------------------------------------------------------------
 
-    def _sums_sql(self, spec: FormulaSpec, numeric: dict[str, bool], conditions: list[str]) -> str:
+    def _grouped(self, plan: "SumsPlan") -> dict[frozenset, pd.DataFrame]:
+        """n, Σy and Σ(y − ȳ)² of every grouping set the statistics need, from one pass over the rows.
+
+        The sets that do not involve the factor with most levels are derived
+        in Python from one coarse set (every other grouping column and the
+        fixed variables), whose groups are few on evaluation grids; only the
+        dominant factor's sets are left to the engine. Where the coarse set
+        would be large, the engine computes every set itself.
+        """
         q, d = self.dialect.quote, self.dialect
+        spec = plan.spec
         y = q(spec.response)
         columns = [f"TRY_CAST({y} AS DOUBLE) AS y" if self.schema[spec.response] else f"CAST({y} AS DOUBLE) AS y"]
         for k, v in enumerate(spec.fixed_variables):
-            cast = "DOUBLE" if numeric[v] else d.text_type
-            columns.append(f"CAST({q(v)} AS {cast}) AS f{k}")
-        grouping = _grouping_columns(spec)
-        for k, c in enumerate(grouping):
-            columns.append(f"CAST({q(c)} AS {d.text_type}) AS c{k}")
-        keys = [f"f{k}" for k in range(len(spec.fixed_variables))] + [f"c{k}" for k in range(len(grouping))]
-        sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in _grouping_sets(spec, grouping))
-        key_list = ", ".join(keys)
-        select = f"GROUPING_ID({key_list}) AS set_id, {key_list}, " if keys else ""
-        group = f"GROUP BY GROUPING SETS ({sets})" if keys else ""
-        return (f"SELECT {select}COUNT(*) AS n, SUM(y) AS total, VAR_POP(y) * COUNT(*) AS m2 "
-                f"FROM (SELECT {', '.join(columns)} FROM {self._rows(conditions)}) AS t {group}")
+            columns.append(f"CAST({q(v)} AS {'DOUBLE' if plan.numeric[v] else d.text_type}) AS f{k}")
+        columns += [f"CAST({q(c)} AS {d.text_type}) AS c{k}" for k, c in enumerate(plan.grouping)]
+        needed = plan.sets()
+        coarse = plan.coarse_set()
+        queried = [coarse] + [s for s in needed if not s <= coarse] if coarse is not None else needed
+        keys = plan.keys
+        shifted = f"(y - ({plan.shift!r}))"
+        if keys:
+            sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in queried)
+            select, group = f"GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, ", f"GROUP BY GROUPING SETS ({sets})"
+        else:
+            select, group = "", ""
+        result = self.run(f"SELECT {select}COUNT(*) AS n, SUM(y) AS total, SUM({shifted} * {shifted}) AS squares "
+                          f"FROM (SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)}) AS t {group}",
+                          self.params)
+        result["m2"] = np.maximum(result["squares"] - (result["total"] - result["n"] * plan.shift) ** 2 / result["n"], 0.0)
+        by_set = {s: result[result["set_id"] == _set_id(s, len(keys))] if keys else result for s in queried}
+        for s in needed:
+            if s not in by_set:
+                by_set[s] = _regroup(by_set[coarse], [keys[i] for i in sorted(s)], plan.shift)
+        return by_set
 
     def _rows(self, conditions) -> str:
         filters = ([f"({self.row_filter})"] if self.row_filter else []) + list(conditions or [])
@@ -173,14 +197,11 @@ class GroupedSource:
 
     # --- assembling the frame --------------------------------------------------------------------
 
-    def _assemble(self, spec: FormulaSpec, numeric: dict[str, bool], result: pd.DataFrame, notes: list[str]) -> ModelFrame:
+    def _assemble(self, plan: "SumsPlan", by_set: dict[frozenset, pd.DataFrame], notes: list[str]) -> ModelFrame:
+        spec, numeric = plan.spec, plan.numeric
         fixed = [f"f{k}" for k in range(len(spec.fixed_variables))]
-        grouping = _grouping_columns(spec)
-        key_of = {c: f"c{k}" for k, c in enumerate(grouping)}
-        keys = fixed + [f"c{k}" for k in range(len(grouping))]
-        sets = _grouping_sets(spec, grouping)
-        by_set = {frozenset(s): result[result["set_id"] == _set_id(s, len(keys))] if keys else result for s in sets}
-        positions = {name: i for i, name in enumerate(keys)}
+        key_of = {c: f"c{k}" for k, c in enumerate(plan.grouping)}
+        positions = {name: i for i, name in enumerate(plan.keys)}
 
         cell_rows = by_set[frozenset(positions[f] for f in fixed)]
         cells = _typed_cells(cell_rows, spec, numeric)
@@ -254,18 +275,58 @@ def confounded_pairs(groups, sums: GroupedSums) -> list[str]:
     return notes
 
 
-def _grouping_columns(spec: FormulaSpec) -> list[str]:
-    return list(dict.fromkeys(c for columns in spec.group_factors for c in columns))
+@dataclass(frozen=True)
+class SumsPlan:
+    """What the grouped sums of one formula need: the validated types, filters and the response's shift."""
+
+    spec: FormulaSpec
+    numeric: dict[str, bool]
+    conditions: list[str]
+    shift: float                 # the response's mean: squares are summed around it, for accuracy
+    level_estimates: list[int]   # approximate levels of each grouping factor
+
+    @property
+    def grouping(self) -> list[str]:
+        return list(dict.fromkeys(c for columns in self.spec.group_factors for c in columns))
+
+    @property
+    def keys(self) -> list[str]:
+        return [f"f{k}" for k in range(len(self.spec.fixed_variables))] + [f"c{k}" for k in range(len(self.grouping))]
+
+    def member(self, factor: int) -> set[int]:
+        p = len(self.spec.fixed_variables)
+        return {p + self.grouping.index(c) for c in self.spec.group_factors[factor]}
+
+    def sets(self) -> list[frozenset[int]]:
+        """Key positions of each set: the fixed cells, each factor within cells, each pair of factors."""
+        fixed = set(range(len(self.spec.fixed_variables)))
+        member = [self.member(k) for k in range(len(self.spec.group_factors))]
+        sets = [frozenset(fixed)] + [frozenset(m | fixed) for m in member]
+        sets += [frozenset(member[i] | member[j]) for i in range(len(member)) for j in range(i + 1, len(member))]
+        return list(dict.fromkeys(sets))
+
+    def coarse_set(self) -> frozenset[int] | None:
+        """Every key but the dominant factor's own columns, when its groups are few enough to fetch."""
+        if len(self.spec.group_factors) < 2:
+            return None
+        dominant = int(np.argmax(self.level_estimates))
+        others = set(range(len(self.spec.fixed_variables)))
+        for k in range(len(self.spec.group_factors)):
+            if k != dominant:
+                others |= self.member(k)
+        bound = np.prod([float(e) for k, e in enumerate(self.level_estimates) if k != dominant])
+        return frozenset(others) if bound <= COARSE_GROUPS else None
 
 
-def _grouping_sets(spec: FormulaSpec, grouping: list[str]) -> list[frozenset[int]]:
-    """Key positions of each set: the fixed cells, each factor within cells, each pair of factors."""
-    p = len(spec.fixed_variables)
-    fixed = set(range(p))
-    member = [{p + grouping.index(c) for c in columns} for columns in spec.group_factors]
-    sets = [frozenset(fixed)] + [frozenset(m | fixed) for m in member]
-    sets += [frozenset(member[i] | member[j]) for i in range(len(member)) for j in range(i + 1, len(member))]
-    return list(dict.fromkeys(sets))
+def _regroup(coarse: pd.DataFrame, keys: list[str], shift: float) -> pd.DataFrame:
+    """A coarser grouping set from a finer one: counts and sums add, squares about the shift add."""
+    if keys:
+        grouped = coarse.groupby(keys, sort=False, observed=True, dropna=False)[["n", "total", "squares"]].sum()
+        grouped = grouped.reset_index()
+    else:
+        grouped = coarse[["n", "total", "squares"]].sum().to_frame().T
+    grouped["m2"] = np.maximum(grouped["squares"] - (grouped["total"] - grouped["n"] * shift) ** 2 / grouped["n"], 0.0)
+    return grouped
 
 
 def _set_id(positions: frozenset[int], n_keys: int) -> int:
