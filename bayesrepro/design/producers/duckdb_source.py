@@ -10,9 +10,11 @@ text.
 from __future__ import annotations
 
 import glob
+import threading
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
+from ...progress import Progress
 from .grouped import DUCKDB, GroupedSource
 
 READERS = {
@@ -24,8 +26,12 @@ READERS = {
 TEXT_TYPES = ("VARCHAR",)
 
 
-def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: int | None = None) -> GroupedSource:
-    """A source of model frames over the files ``path`` names (a file, a directory of one kind, or a glob)."""
+def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: int | None = None,
+                  progress: bool | None = None) -> GroupedSource:
+    """A source of model frames over the files ``path`` names (a file, a directory of one kind, or a glob).
+
+    ``progress`` shows the scans' progress on stderr (default: when stderr is a terminal).
+    """
     import duckdb
 
     files = _files(path)
@@ -37,7 +43,7 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
 
     def run(sql, parameters=None):
         try:
-            return connection.execute(sql, parameters or {}).fetchdf()
+            return _with_progress(connection, sql, parameters or {}, Progress(f"reading {Path(path).name}", progress))
         except duckdb.Error as exc:
             raise BayesreproError(f"DuckDB could not read '{path}': {first_line(exc)}") from None
 
@@ -47,6 +53,33 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
     schema = {name: str(kind).upper() in TEXT_TYPES for name, kind in zip(described["column_name"], described["column_type"])}
     row_filter = where.to_sql(DUCKDB.quote) if where is not None else None
     return GroupedSource(run, reader, schema, DUCKDB, f"'{path}'", row_filter, drop_missing, params)
+
+
+def _with_progress(connection, sql: str, parameters, bar: Progress):
+    """Run a query; while it runs, show DuckDB's own estimate of its progress."""
+    if not bar.enabled:
+        return connection.execute(sql, parameters).fetchdf()
+    outcome = {}
+
+    def work():
+        try:
+            outcome["result"] = connection.execute(sql, parameters).fetchdf()
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    with bar:
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.25)
+                bar.update(connection.query_progress() / 100)
+        except KeyboardInterrupt:
+            connection.interrupt()
+            raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _files(path: str) -> list[str]:

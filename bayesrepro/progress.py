@@ -1,0 +1,33 @@
+"""Progress of long work on one line of stderr, shown only when asked for or when stderr is a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """``with Progress("scanning") as bar: bar.update(0.42)`` redraws one stderr line at most every 0.2 s."""
+
+    def __init__(self, label: str, enabled: bool | None = None, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.label = label
+        self._shown = 0.0
+
+    def update(self, fraction: float) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self._shown < 0.2 or not 0 <= fraction <= 1:
+            return
+        self._shown = now
+        filled = int(30 * fraction)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {100 * fraction:3.0f} %")
+        self.stream.flush()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled and self._shown:
+            self.stream.write("\r" + " " * (len(self.label) + 40) + "\r")
+            self.stream.flush()
