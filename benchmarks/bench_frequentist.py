@@ -81,7 +81,22 @@ SIM_FILE = CACHE / f"simulated_grid_{SIM_ITEMS}x{'x'.join(str(v[0]) for v in SIM
 SIM_FACTORS = ["item", *SIM_FACETS]
 SIM_FORMULA = "score ~ 1 + " + " + ".join(f"(1|{f})" for f in SIM_FACTORS)
 
-BAYESIAN_STACK = ("pymc", "pytensor", "bambi", "arviz", "nutpie", "matplotlib")
+BAYESIAN_STACK = ("pymc", "pytensor", "bambi", "arviz", "nutpie", "matplotlib", "duckdb", "pyspark")
+# Our fit alone, as lme4's fit_seconds is lmer alone: the model frame, its statistics and the REML fit,
+# after the data are read; the median of three fresh frames in one process.
+FIT_ALONE = """
+import json, statistics, sys, time
+from bayesrepro.data import read_table
+from bayesrepro.design import build_model_frame
+from bayesrepro.frequentist.lmm import fit_model_frame
+data = read_table(sys.argv[1], categorical=[c for c in sys.argv[3].split(",") if c])
+times = []
+for _ in range(3):
+    start = time.perf_counter()
+    fit_model_frame(build_model_frame(sys.argv[2], data), "reml")
+    times.append(time.perf_counter() - start)
+print(json.dumps({"fit_seconds": statistics.median(times)}))
+"""
 
 
 @dataclass
@@ -201,7 +216,17 @@ def run_ours(design: Design, repeats: int) -> dict:
         "variances": {c["name"]: c["variance"] for c in fit["components"]},
         "reml_criterion": fit["reml_criterion"],
         "converged": fit["converged"],
+        "fit_seconds": fit_alone(design),
     }
+
+
+def fit_alone(design: Design) -> float | None:
+    categorical = design.ours_extra[design.ours_extra.index("--categorical") + 1] \
+        if "--categorical" in design.ours_extra else ""
+    run = subprocess.run([sys.executable, "-c", FIT_ALONE, design.ours_data, design.formula, categorical],
+                         capture_output=True, text=True, cwd=REPO)
+    parsed = last_json_line(run.stdout)
+    return parsed["fit_seconds"] if parsed else None
 
 
 def run_lme4(design: Design, timeout: float) -> dict:
@@ -434,6 +459,9 @@ def describe_design_result(row: dict) -> list[str]:
                    f"converged {ours['converged']}")
     else:
         out.append(f"  ours: FAILED {ours.get('error', '')}")
+    if lme4.get("fit_seconds") and ours.get("fit_seconds"):
+        out.append(f"  fit alone: lmer {lme4['fit_seconds']:.2f} s, ours {ours['fit_seconds']:.2f} s "
+                   f"(frame + statistics + REML, data already read): lmer/ours {lme4['fit_seconds'] / ours['fit_seconds']:.1f}x")
     if lme4.get("status") == "ok":
         out.append(f"  lme4 {lme4['lme4']}: read.csv {lme4['read_seconds']:.1f} s + lmer {lme4['fit_seconds']:.1f} s, "
                    f"cpu {lme4['cpu_seconds']:.1f} s; {agreement(ours, lme4, row['confounded'])}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 
 from .deviance import ProfiledDeviance
 
@@ -171,6 +170,8 @@ def _escape_boundary(objective: ProfiledDeviance, result) -> np.ndarray:
 
 
 def _lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
+    import scipy.optimize  # 0.15 s to import, and only needed where the Newton search stops at a bound
+
     return scipy.optimize.minimize(
         objective.value_and_gradient,
         start,
