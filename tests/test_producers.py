@@ -1,5 +1,6 @@
 """Every producer gives the same statistics and estimates: rows in memory, DuckDB over files, Spark."""
 
+import gzip
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,6 +111,23 @@ def test_bad_files_fail_in_one_line_through_duckdb(tmp_path, content, formula, m
     path.write_text(content)
     with pytest.raises(BayesreproError, match=message):
         model_frame(formula, str(path), engine="duckdb")
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("ragged.csv", b"item,score\na,1\nb\nc,3,4\n", "CSV Error on Line: 3"),
+        ("binary.csv", b"\x00\x01\x02garbage\n", "is not a text file"),
+        ("empty.csv", b"", "is empty: it needs a header line"),
+        ("header.csv", b"item,score\n", "has no rows"),
+        ("cut.csv.gz", gzip.compress(b"item,score\n" + b"a,1\nb,2\n" * 500)[:60], "could not read data file"),
+    ],
+)
+def test_malformed_files_fail_in_one_line_through_duckdb(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(BayesreproError, match=message):
+        model_frame("score ~ 1 + (1|item)", str(path), engine="duckdb")
 
 
 def test_missing_values_are_dropped_when_asked(tmp_path):

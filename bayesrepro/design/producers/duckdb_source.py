@@ -9,7 +9,9 @@ text.
 
 from __future__ import annotations
 
+import csv
 import glob
+import gzip
 import threading
 from pathlib import Path
 
@@ -17,9 +19,13 @@ from ...errors import BayesreproError, first_line
 from ...progress import Progress
 from .grouped import DUCKDB, GroupedSource
 
+# Text files are parsed by the rules of their header line, not by guessing: every field is text,
+# a row with more or fewer fields than the header is an error.
+TEXT_READER = ("read_csv($files, auto_detect = false, header = true, delim = {delim}, quote = '\"', "
+               "escape = '\"', columns = {columns})")
 READERS = {
-    (".csv", ".csv.gz"): "read_csv($files, all_varchar = true, header = true, delim = ',', quote = '\"')",
-    (".tsv", ".tsv.gz"): "read_csv($files, all_varchar = true, header = true, delim = '\t', quote = '\"')",
+    (".csv", ".csv.gz"): ",",
+    (".tsv", ".tsv.gz"): "\t",
     (".parquet",): "read_parquet($files)",
     (".jsonl", ".jsonl.gz", ".ndjson"): "read_json($files, format = 'newline_delimited')",
 }
@@ -47,8 +53,8 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
         except duckdb.Error as exc:
             raise BayesreproError(f"DuckDB could not read '{path}': {first_line(exc)}") from None
 
-    if reader.startswith("read_csv"):
-        _refuse_duplicate_headers(run, files, reader)
+    if reader in (",", "\t"):
+        reader = _text_reader(files, reader)
     described = run(f"DESCRIBE SELECT * FROM {reader}", params)
     schema = {name: str(kind).upper() in TEXT_TYPES for name, kind in zip(described["column_name"], described["column_type"])}
     row_filter = where.to_sql(DUCKDB.quote) if where is not None else None
@@ -101,6 +107,7 @@ def _suffix(name: str) -> str | None:
 
 
 def _reader(files: list[str]) -> str:
+    """A table function over the files, or the delimiter of text files (their reader needs their header)."""
     kinds = {next((r for suffixes, r in READERS.items() if _suffix(f) in suffixes), None) for f in files}
     if None in kinds:
         unknown = next(f for f in files if _suffix(f) is None)
@@ -111,12 +118,34 @@ def _reader(files: list[str]) -> str:
     return kinds.pop()
 
 
-def _refuse_duplicate_headers(run, files: list[str], reader: str) -> None:
-    """DuckDB renames a repeated header to name_1; a table with two columns of one name is refused instead."""
-    header_reader = reader.replace("header = true", "header = false")
-    for file in files:
-        header = run(f"SELECT * FROM {header_reader} LIMIT 1", {"files": [file]})
-        names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise BayesreproError(f"data file '{file}' has the column '{repeated[0]}' more than once; rename one of them")
+def _text_reader(files: list[str], delimiter: str) -> str:
+    """The reader of CSV/TSV files sharing one header line, with every column as text."""
+    headers = {tuple(_header(file, delimiter)) for file in files}
+    if len(headers) > 1:
+        raise BayesreproError(f"the data files do not share one header line: {' / '.join(','.join(h) for h in headers)}")
+    names = headers.pop()
+    columns = "{" + ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in names) + "}"
+    return TEXT_READER.format(delim=_literal(delimiter), columns=columns)
+
+
+def _header(file: str, delimiter: str) -> list[str]:
+    """The column names of a CSV/TSV file, refusing files that are empty, binary or name a column twice."""
+    opener = gzip.open if file.lower().endswith(".gz") else open
+    try:
+        with opener(file, "rt", encoding="utf-8-sig", newline="") as handle:
+            line = handle.readline()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise BayesreproError(f"could not read data file '{file}': {first_line(exc)}") from None
+    if not line.strip():
+        raise BayesreproError(f"data file '{file}' is empty: it needs a header line naming the columns")
+    if "\x00" in line:
+        raise BayesreproError(f"data file '{file}' is not a text file")
+    names = next(csv.reader([line], delimiter=delimiter))
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise BayesreproError(f"data file '{file}' has the column '{repeated[0]}' more than once; rename one of them")
+    return names
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
