@@ -120,7 +120,7 @@ def test_bad_files_fail_in_one_line_through_duckdb(tmp_path, content, formula, m
         ("binary.csv", b"\x00\x01\x02garbage\n", "is not a text file"),
         ("empty.csv", b"", "is empty: it needs a header line"),
         ("header.csv", b"item,score\n", "has no rows"),
-        ("cut.csv.gz", gzip.compress(b"item,score\n" + b"a,1\nb,2\n" * 500)[:60], "could not read.*(end|GZIP)"),
+        ("cut.csv.gz", gzip.compress(b"item,score\n" + b"a,1\nb,2\n" * 500, mtime=0)[:60], "could not read.*(end|GZIP)"),
     ],
 )
 def test_malformed_files_fail_in_one_line_through_duckdb(tmp_path, name, content, message):
