@@ -1,16 +1,22 @@
 """The design layer both engines sit on: formula → model frame → sufficient statistics."""
 
+from .binomial import BinomialCells, binomial_cells
+from .family import Family, resolve_family
 from .formula import FormulaSpec, parse_formula
 from .frame import GroupingFactor, ModelFrame, build_model_frame, model_frame
 from .gaussian import GaussianStats, gaussian_stats
 
 __all__ = [
+    "BinomialCells",
+    "Family",
     "FormulaSpec",
     "GaussianStats",
     "GroupingFactor",
     "ModelFrame",
+    "binomial_cells",
     "build_model_frame",
     "gaussian_stats",
     "model_frame",
     "parse_formula",
+    "resolve_family",
 ]

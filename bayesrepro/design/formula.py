@@ -3,6 +3,8 @@
 A Bambi/formulae formula such as ``ter ~ system + (1|sentence_id) + (1|a/b)``
 is parsed by formulae, the parser Bambi itself uses, into its response, its
 fixed terms (with the data columns each reads) and its random intercepts.
+Bambi's binomial response ``p(successes, trials)`` names a column of
+successes and a column (or a constant number) of trials.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ class FormulaSpec:
     fixed_variables: tuple[str, ...]
     term_variables: tuple[frozenset[str], ...]   # the data columns each fixed term reads
     group_factors: tuple[tuple[str, ...], ...]
+    trials: str | int | None = None      # p(successes, trials): a column name or a constant
+
+    @property
+    def response_term(self) -> str:
+        """The left-hand side as written in a formula: the score column, or p(successes, trials)."""
+        return self.response if self.trials is None else f"p({self.response}, {self.trials})"
 
     @property
     def fixed_formula(self) -> str:
@@ -36,7 +44,7 @@ class FormulaSpec:
         terms = ["1" if self.intercept else "0"]
         terms += [term for term, used in zip(self.fixed_terms, self.term_variables) if not drop_fixed(used)]
         terms += [f"(1|{':'.join(columns)})" for columns in self.group_factors if not drop_group(columns)]
-        return f"{self.response} ~ {' + '.join(terms)}"
+        return f"{self.response_term} ~ {' + '.join(terms)}"
 
     @property
     def group_names(self) -> tuple[str, ...]:
@@ -45,7 +53,7 @@ class FormulaSpec:
     @property
     def variables(self) -> tuple[str, ...]:
         """Every data column the formula reads, response first."""
-        seen = [self.response]
+        seen = [self.response] + ([self.trials] if isinstance(self.trials, str) else [])
         seen += [v for v in self.fixed_variables if v not in seen]
         for columns in self.group_factors:
             seen += [c for c in columns if c not in seen]
@@ -63,7 +71,7 @@ def parse_formula(formula: str) -> FormulaSpec:
         raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     if model.response is None:
         raise BayesreproError(f"formula {formula!r} has no response on the left of '~'")
-    response = model.response.term.name
+    response, trials = _response(model.response.term, formula)
     intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
     fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
     term_variables = tuple(
@@ -84,4 +92,25 @@ def parse_formula(formula: str) -> FormulaSpec:
             raise BayesreproError(f"grouping factor '{term.factor.name}' must name data columns, not expressions")
         if columns not in groups:
             groups.append(columns)
-    return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), term_variables, tuple(groups))
+    return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), term_variables, tuple(groups),
+                       trials)
+
+
+def _response(term, formula: str) -> tuple[str, str | int | None]:
+    """The response column, and the trials of Bambi's ``p(successes, trials)``."""
+    call = getattr(term.components[0], "call", None) if len(term.components) == 1 else None
+    if call is None or getattr(call, "callee", None) != "p":
+        return term.name, None
+    arguments = list(call.args)
+    if len(arguments) != 2 or call.kwargs or not hasattr(arguments[0], "name"):
+        raise BayesreproError(
+            f"the response of {formula!r} must be p(successes, trials) with a column of successes and a column "
+            "(or a whole number) of trials, e.g. p(correct, attempts)"
+        )
+    successes, trials = arguments
+    if hasattr(trials, "name"):
+        return successes.name, trials.name
+    value = getattr(trials, "value", None)
+    if isinstance(value, (int, float)) and value >= 1 and float(value).is_integer():
+        return successes.name, int(value)
+    raise BayesreproError(f"the trials of {term.name!r} in {formula!r} must be a column or a whole number of at least 1")

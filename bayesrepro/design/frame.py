@@ -61,6 +61,7 @@ class ModelFrame:
     X_cells: np.ndarray | None = None    # the fixed design row of every cell
     n_rows: int | None = None            # observations, when the rows are not held
     source: object = None                # the producer that built a frame without rows: source.frame(formula)
+    trials: np.ndarray | None = None     # the trials of p(successes, trials); y holds the successes
     # statistics computed once; not an init field, so dataclasses.replace gives a copy without them
     _computed: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -79,6 +80,14 @@ class ModelFrame:
             self._computed["gaussian"] = stats_from_sums(self.sums(), self.X_cells, self.group_names,
                                                          self.spec.intercept)
         return self._computed["gaussian"]
+
+    def binomial(self):
+        """The binomial cell counts (``design.binomial.BinomialCells``), computed once."""
+        if "binomial" not in self._computed:
+            from .binomial import binomial_cells
+
+            self._computed["binomial"] = binomial_cells(self)
+        return self._computed["binomial"]
 
     def sums(self) -> GroupedSums:
         """The grouped sums of the response, computed once from the rows (or given by a producer)."""
@@ -173,6 +182,11 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     frame, note = remove_missing(data, spec.variables, drop_missing)
     notes = [note] if note else []
     y = check_score(frame, spec.response)
+    trials = None
+    if spec.trials is not None:
+        from .binomial import binomial_trials
+
+        trials = binomial_trials(frame, spec, y)
     design = _fixed_design(spec, frame)
     if design is None:
         raise BayesreproError(
@@ -191,7 +205,7 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
                 f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
                 f"at least 2 levels: remove (1|{group.name}) or widen --where"
             )
-        if group.n_levels >= len(y):
+        if group.n_levels >= len(y) and trials is None:  # with several trials per row, a level per row is identified
             raise BayesreproError(
                 f"grouping factor '{group.name}' has {group.n_levels} levels for {len(y)} observations; its variance "
                 f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
@@ -199,7 +213,8 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     notes += _confounded_groups(groups)
     cell_codes, cells = fixed_cells(frame, spec.fixed_variables)
     X_cells = X[np.unique(cell_codes, return_index=True)[1]]
-    return ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes, cells, cell_codes, X_cells)
+    return ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes, cells, cell_codes, X_cells,
+                      trials=trials)
 
 
 def _confounded_groups(groups: list[GroupingFactor]) -> list[str]:

@@ -41,13 +41,14 @@ def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None) -> tu
     if k == 0:
         return np.zeros(0), True, "no variance components: closed form"
     first = moment_start(objective.cross) if start is None else np.asarray(start, dtype=float)
+    bounded = _bounded(objective, k)
     interior = _newton_search(objective, first)
     if interior is not None:
         theta, converged, message = _check_convergence(objective, interior)
         if converged:
             return theta, converged, message
     best = None
-    for start in (first, np.ones(k), np.full(k, 0.1)):
+    for start in (first, np.where(bounded, 1.0, first), np.where(bounded, 0.1, first)):
         result = _resume_from_boundary(objective, _lbfgsb(objective, start))
         theta, converged, message = _check_convergence(objective, _snap_to_boundary(objective, result.x))
         if not converged:
@@ -62,6 +63,12 @@ def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None) -> tu
     if not np.isfinite(value):
         converged, message = False, "the criterion is not finite at the optimum"
     return theta, converged, message
+
+
+def _bounded(objective, size: int) -> np.ndarray:
+    """The coordinates constrained to be ≥ 0: all of them (relative standard deviations), unless the
+    objective's ``bounded`` mask frees some (the fixed effects a GLMM optimises jointly with θ)."""
+    return np.asarray(getattr(objective, "bounded", np.ones(size, dtype=bool)))
 
 
 def moment_start(stats) -> np.ndarray:
@@ -95,19 +102,24 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray
     """θ where the gradient vanishes, reached from an interior start by Newton steps with BFGS updates.
 
     The search runs in u = log θ, where the criterion is closer to quadratic
-    (a third fewer evaluations on InstEval than in θ). It returns None as soon
+    (a third fewer evaluations on InstEval than in θ); coordinates without a
+    bound (a GLMM's fixed effects) stay as they are. It returns None as soon
     as a component heads for zero, a step stops lowering the criterion or the
     iterations run out: the bounded search takes over there.
     """
-    if np.any(start <= 0):
+    bounded = _bounded(objective, len(start))
+    if np.any(start[bounded] <= 0):
         return None
 
-    def evaluate(u):
-        theta = np.exp(u)
-        value, gradient = objective.value_and_gradient(theta)
-        return value, gradient * theta
+    def theta_of(u):
+        return np.where(bounded, np.exp(np.where(bounded, u, 0.0)), u)
 
-    u = np.log(start)
+    def evaluate(u):
+        theta = theta_of(u)
+        value, gradient = objective.value_and_gradient(theta)
+        return value, gradient * np.where(bounded, theta, 1.0)
+
+    u = np.where(bounded, np.log(np.where(bounded, start, 1.0)), start)
     value, gradient = evaluate(u)
     if not np.isfinite(value):
         return None
@@ -115,8 +127,8 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray
     columns = [(evaluate(u + FD_STEP * identity[i])[1] - gradient) / FD_STEP for i in range(len(u))]
     hessian = 0.5 * (np.array(columns) + np.array(columns).T)
     for _ in range(NEWTON_ITERATIONS):
-        if np.abs(gradient / np.exp(u)).max() < POLISHED_GRADIENT:
-            return np.exp(u)
+        if np.abs(gradient / np.where(bounded, theta_of(u), 1.0)).max() < POLISHED_GRADIENT:
+            return theta_of(u)
         try:
             step = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), gradient)
         except np.linalg.LinAlgError:
@@ -135,7 +147,7 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray
             hs = hessian @ s
             hessian = hessian - np.outer(hs, hs) / (s @ hs) + np.outer(y, y) / (s @ y)
         u, value, gradient = trial, trial_value, trial_gradient
-        if np.exp(u).min() < 10 * BOUNDARY_THETA:
+        if np.any(bounded) and theta_of(u)[bounded].min() < 10 * BOUNDARY_THETA:
             return None
     return None
 
@@ -170,7 +182,7 @@ def _escape_boundary(objective: ProfiledDeviance, result) -> np.ndarray:
     """θ with each zero component moved to the best small positive value that lowers the criterion."""
     theta = result.x.copy()
     value = result.fun
-    for j in np.flatnonzero(theta == 0):
+    for j in np.flatnonzero((theta == 0) & _bounded(objective, len(theta))):
         for trial_value in ESCAPE_STEPS:
             trial = theta.copy()
             trial[j] = trial_value
@@ -188,7 +200,7 @@ def _lbfgsb(objective: ProfiledDeviance, start: np.ndarray):
         start,
         jac=True,
         method="L-BFGS-B",
-        bounds=[(0.0, None)] * len(start),
+        bounds=[(0.0, None) if b else (None, None) for b in _bounded(objective, len(start))],
         options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-8},
     )
 
@@ -206,7 +218,8 @@ def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[
     which can leave θ uncertain in its 7th).
     """
     value, gradient = objective.value_and_gradient(theta)
-    free = theta > 0
+    bounded = _bounded(objective, len(theta))
+    free = (theta > 0) | ~bounded
     for j in np.flatnonzero(~free):
         for trial_value in ESCAPE_STEPS:
             trial = theta.copy()
@@ -239,7 +252,7 @@ def _newton_polish(objective, theta, value, gradient, free, hessian, steps: int 
     for _ in range(steps):
         trial = theta.copy()
         trial[free] -= scipy.linalg.cho_solve(factor, gradient[free])
-        if np.any(trial[free] <= 0):
+        if np.any(trial[free & _bounded(objective, len(theta))] <= 0):
             break
         trial_value, trial_gradient = objective.value_and_gradient(trial)
         # near the optimum the criterion changes below its rounding error: the gradient decides
@@ -269,7 +282,7 @@ def _snap_to_boundary(objective: ProfiledDeviance, theta: np.ndarray) -> np.ndar
     """Set tiny θ to exactly zero where that does not worsen the criterion."""
     theta = theta.copy()
     value = objective(theta)
-    for j in np.flatnonzero((theta > 0) & (theta < BOUNDARY_THETA)):
+    for j in np.flatnonzero((theta > 0) & (theta < BOUNDARY_THETA) & _bounded(objective, len(theta))):
         trial = theta.copy()
         trial[j] = 0.0
         trial_value = objective(trial)

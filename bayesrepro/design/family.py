@@ -1,0 +1,89 @@
+"""The response family of a model, resolved once from the formula, the scores and the user's choice.
+
+``auto`` fits 0/1 scores as Bernoulli (and says so in one note), Bambi's
+``p(successes, trials)`` as binomial, anything else as Gaussian. A Gaussian
+model of 0/1 scores (a linear probability model) is fitted only when asked
+for. Binary families take a logit (default) or probit link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BayesreproError
+
+FAMILIES = ("auto", "gaussian", "bernoulli", "binomial")
+BINARY_LINKS = ("logit", "probit")
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str          # gaussian, bernoulli or binomial
+    link: str          # identity, logit or probit
+    note: str = ""     # how auto chose, when it chose a binary family
+
+    @property
+    def binary(self) -> bool:
+        return self.name != "gaussian"
+
+    @property
+    def scale(self) -> str:
+        """The scale the variance components live on."""
+        return "latent" if self.binary else "observed"
+
+
+def resolve_family(frame, family: str | None = "auto", link: str | None = None) -> Family:
+    """The family of ``frame``'s model given the user's ``family`` and ``link`` (None: the default)."""
+    family = (family or "auto").lower()
+    if family not in FAMILIES:
+        raise BayesreproError(f"--family '{family}' is unknown; choose one of: {', '.join(FAMILIES)}")
+    if link is not None and link not in BINARY_LINKS:
+        raise BayesreproError(f"--link '{link}' is unknown; choose one of: {', '.join(BINARY_LINKS)}")
+    if frame.spec.trials is not None:
+        return _binomial_response(frame, family, link)
+    if family == "gaussian" or (family == "auto" and not _binary_scores(frame)):
+        if link is not None:
+            raise BayesreproError(
+                f"--link {link} applies to 0/1 scores; '{frame.response}' is modelled as Gaussian (identity link)"
+            )
+        return Family("gaussian", "identity")
+    if not _binary_scores(frame):
+        raise BayesreproError(
+            f"--family {family} needs 0/1 scores in '{frame.response}'; use --family gaussian, or write the "
+            "response as p(successes, trials) for counts"
+        )
+    link = link or "logit"
+    note = ""
+    if family == "auto":
+        note = (f"scores in '{frame.response}' are 0/1: fitted as a Bernoulli model with {link} link (variance "
+                "components on the latent scale); --family gaussian fits a linear probability model instead")
+    return Family("bernoulli", link, note)
+
+
+def _binomial_response(frame, family: str, link: str | None) -> Family:
+    if family not in ("auto", "binomial"):
+        raise BayesreproError(
+            f"the response {frame.spec.response_term} of {frame.formula!r} is binomial; use --family binomial "
+            "(or auto), or model a score column instead"
+        )
+    if not frame.has_rows:
+        raise BayesreproError("binomial counts are built from rows in memory for now; use --engine memory")
+    return Family("binomial", link or "logit")
+
+
+def _binary_scores(frame) -> bool:
+    if frame.has_rows:
+        return bool(np.all((frame.y == 0) | (frame.y == 1)))
+    # Without rows only sums are known: Σy² = Σy holds for 0/1 scores (and rarely otherwise), so
+    # such data are refused rather than guessed at.
+    sums = frame.sums()
+    squares = float(sums.cell_m2.sum() + (sums.cell_total**2 / np.maximum(sums.cell_n, 1.0)).sum())
+    total = float(sums.cell_total.sum())
+    if abs(squares - total) <= 1e-9 * max(1.0, abs(total)):
+        raise BayesreproError(
+            f"the scores in '{frame.response}' look like 0/1, which needs the rows in memory for now; "
+            "use --engine memory, or --family gaussian for a linear probability model"
+        )
+    return False

@@ -1,0 +1,297 @@
+"""Fit binomial random-intercept GLMMs by maximum likelihood, as lme4's ``glmer``.
+
+0/1 scores (Bernoulli) or ``p(successes, trials)`` (binomial), logit or
+probit link, crossed and nested random intercepts. The Laplace
+approximation (nAGQ = 1, glmer's default) is optimised over (θ, β) with its
+exact gradient (``laplace.py``) by the optimiser of the Gaussian engine,
+from a start that carries a linear probability model's components to the
+latent scale; with a single grouping factor, adaptive Gauss–Hermite
+quadrature (nAGQ > 1) refines that optimum. Everything
+runs on the binomial cells (``design.binomial``), whose number, not the
+number of rows, sets the cost.
+
+Variance components are on the latent scale; the residual of that scale is
+π²/3 (logit) or 1 (probit). Standard errors of β come from the Hessian of
+the criterion over (θ, β), as ``vcov`` of a glmer fit does by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..design import BinomialCells, Family, ModelFrame, model_frame, resolve_family
+from ..errors import BayesreproError
+from ..links import get_link
+from ..reliability import RESIDUAL
+from ..runtime import numerical_work
+from .laplace import LaplaceDeviance
+from .optimise import BOUNDARY_THETA, optimise
+from .quadrature import QuadratureDeviance
+
+# Relative step of the finite differences that give the Hessian of the criterion (of exact gradients
+# for the Laplace approximation, of values for quadrature).
+GRADIENT_STEP = 1e-5
+VALUE_STEP = 1e-4
+# Smallest relative standard deviation the search starts from (a start at the bound would leave the
+# gradient-based search nothing to work with).
+THETA_FLOOR = 0.05
+
+
+@dataclass
+class GlmmFit:
+    """A fitted binomial GLMM (ML), printable as a VCA table on the latent scale."""
+
+    formula: str
+    family: str                          # bernoulli or binomial
+    link: str
+    n_obs: int
+    n_cells: int
+    nagq: int
+    variances: dict[str, float]          # random intercepts, latent scale, formula order
+    fixed_names: list[str]
+    beta: np.ndarray
+    covariance: np.ndarray               # of β̂
+    loglik: float                        # binomial coefficients included
+    converged: bool
+    message: str
+    theta: np.ndarray
+    n_levels: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+    method: str = "ml"
+
+    @property
+    def approximation(self) -> str:
+        return "Laplace" if self.nagq == 1 else f"adaptive Gauss-Hermite quadrature ({self.nagq} nodes)"
+
+    @property
+    def deviance(self) -> float:
+        return -2.0 * self.loglik
+
+    @property
+    def criterion(self) -> float:
+        return self.deviance
+
+    @property
+    def reml_criterion(self) -> None:
+        return None
+
+    @property
+    def latent_residual(self) -> float:
+        return get_link(self.link).latent_residual
+
+    @property
+    def latent_variances(self) -> dict[str, float]:
+        """The components with the latent-scale residual (π²/3 for logit, 1 for probit)."""
+        return {**self.variances, RESIDUAL: self.latent_residual}
+
+    @property
+    def se(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.covariance))
+
+    @property
+    def boundary(self) -> list[str]:
+        return [name for name, t in zip(self.variances, self.theta) if t < BOUNDARY_THETA]
+
+    @property
+    def n_parameters(self) -> int:
+        """Fixed effects + variance components (a binomial model has no residual variance)."""
+        return len(self.beta) + len(self.variances)
+
+    def fixed_effects(self) -> pd.DataFrame:
+        return pd.DataFrame({"estimate": self.beta, "std_error": self.se}, index=pd.Index(self.fixed_names, name="term"))
+
+    def vca(self) -> pd.DataFrame:
+        from ..reliability import vca_table
+
+        return vca_table(self.latent_variances)
+
+    def to_dict(self) -> dict:
+        return {
+            "formula": self.formula,
+            "family": self.family,
+            "link": self.link,
+            "scale": "latent",
+            "method": self.method,
+            "approximation": self.approximation,
+            "n_obs": self.n_obs,
+            "n_cells": self.n_cells,
+            "variances": dict(self.variances),
+            "latent_residual": self.latent_residual,
+            "fixed_effects": {n: {"estimate": float(b), "std_error": float(s)}
+                              for n, b, s in zip(self.fixed_names, self.beta, self.se)},
+            "loglik": self.loglik,
+            "converged": self.converged,
+            "boundary": self.boundary,
+        }
+
+    def __str__(self) -> str:
+        lines = [
+            f"Generalized linear mixed model ({self.family}, {self.link} link) fit by ML "
+            f"({self.approximation}): {self.formula}",
+            f"  observations: {self.n_obs} in {self.n_cells} binomial cells; "
+            + "; ".join(f"{name}: {n} levels" for name, n in self.n_levels.items()),
+            f"  log-likelihood: {self.loglik:.4f}   converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
+        ]
+        if self.boundary:
+            lines.append(f"  at the boundary (variance 0): {', '.join(self.boundary)}")
+        lines += [f"  note: {note}" for note in self.notes]
+        lines.append(f"Variance components (latent scale; residual = {self.link} latent variance):")
+        lines += ["  " + line for line in self.vca().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
+        lines.append(f"Fixed effects ({self.link} scale):")
+        lines += ["  " + line for line in self.fixed_effects().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
+        return "\n".join(lines)
+
+
+def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, nagq: int = 1,
+             where: str | None = None, drop_missing: bool = False) -> GlmmFit:
+    """Fit a binomial GLMM by ML; ``formula`` is a formula (then ``data`` is read) or a model frame."""
+    frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
+    resolved = resolve_family(frame, family, link)
+    if not resolved.binary:
+        raise BayesreproError(
+            f"'{frame.response}' is modelled as Gaussian; fit it with fit_lmm, or pass family='bernoulli' for 0/1 scores"
+        )
+    return fit_glmm_frame(frame, resolved, nagq)
+
+
+def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
+    notes = list(frame.notes) + ([family.note] if family.note else [])
+    return fit_binomial_cells(frame.binomial(), family.link, nagq, family.name, notes)
+
+
+def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",
+                       notes: list[str] | None = None) -> GlmmFit:
+    """The ML fit from the cell counts alone (rows in memory or grouped aggregates)."""
+    if cells.total_trials <= cells.n_fixed:
+        raise BayesreproError(f"{cells.total_trials:g} trials cannot estimate {cells.n_fixed} fixed effects")
+    laplace = LaplaceDeviance(cells, get_link(link))
+    with numerical_work():
+        start = np.concatenate([_latent_start(cells, laplace.link), laplace.glm_start()])
+        params, converged, message = optimise(laplace, start)
+        point = laplace.point(params)
+        theta, beta = point.theta, point.beta
+        if nagq > 1:
+            quadrature = QuadratureDeviance(laplace, nagq)
+            theta, beta, deviance, converged, message = _optimise_quadrature(quadrature, theta, beta)
+            covariance = _covariance(_value_hessian(quadrature, np.concatenate([theta, beta])), theta, point)
+        else:
+            deviance = point.deviance
+            covariance = _covariance(_gradient_hessian(laplace, theta, beta, point.u), theta, point)
+    variances = {name: float(t * t) for name, t in zip(cells.group_names, theta)}
+    return GlmmFit(
+        formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
+        variances=variances, fixed_names=list(cells.fixed_names), beta=beta, covariance=covariance,
+        loglik=-0.5 * deviance, converged=converged, message=message, theta=theta, n_levels=cells.n_levels,
+        notes=list(notes or []),
+    )
+
+
+def _latent_start(cells: BinomialCells, link) -> np.ndarray:
+    """θ to start from: the ML components of a linear probability model on the same cells (every trial a
+    0/1 row), carried to the latent scale by the slope dμ/dη at the mean success rate."""
+    from ..design.gaussian import stats_from_sums
+    from .deviance import ProfiledDeviance
+
+    if not cells.group_names:
+        return np.zeros(0)
+    intercept = bool(np.any(np.all(cells.X_fixed == 1.0, axis=0)))
+    linear = ProfiledDeviance(stats_from_sums(cells.grouped_sums(), cells.X_fixed, list(cells.group_names), intercept),
+                              reml=False)
+    theta, _, _ = optimise(linear)
+    sd = np.sqrt(linear.sigma2(linear.solve(theta)))
+    rate = cells.successes.sum() / cells.total_trials
+    slope = float(link.derivative(np.atleast_1d(_link_value(link, rate)))[0])
+    return np.maximum(theta * sd / slope, THETA_FLOOR)
+
+
+def _link_value(link, probability: float) -> float:
+    """η with μ(η) = probability."""
+    from scipy.special import logit, ndtri
+
+    return float(logit(probability) if link.name == "logit" else ndtri(probability))
+
+
+def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta: np.ndarray):
+    """Minimise the quadrature deviance over (θ ≥ 0, β) from the Laplace optimum (central-difference gradient)."""
+    import scipy.optimize
+
+    def value_and_gradient(params):
+        value = quadrature(params)
+        steps = VALUE_STEP * np.maximum(1.0, np.abs(params)) * 1e-2
+        gradient = np.array([(quadrature(params + h * e) - quadrature(params - h * e)) / (2 * h)
+                             for h, e in zip(steps, np.eye(len(params)))])
+        return value, gradient
+
+    start = np.concatenate([theta, beta])
+    result = scipy.optimize.minimize(value_and_gradient, start, jac=True, method="L-BFGS-B",
+                                     bounds=[(0.0, None)] + [(None, None)] * len(beta),
+                                     options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-7})
+    params = result.x
+    value, gradient = value_and_gradient(params)
+    free = np.ones(len(params), dtype=bool)
+    free[0] = params[0] > BOUNDARY_THETA
+    hessian = _value_hessian(quadrature, params)[np.ix_(free, free)]
+    try:
+        decrement = float(gradient[free] @ np.linalg.solve(hessian, gradient[free]))
+    except np.linalg.LinAlgError:
+        decrement = np.inf
+    converged = bool(result.success or decrement < 1e-6) and decrement < 1e-4
+    message = "" if converged else f"quadrature optimisation stopped: {result.message} (Newton decrement {decrement:.2g})"
+    return params[:1], params[1:], value, converged, message
+
+
+def _gradient_hessian(laplace: LaplaceDeviance, theta: np.ndarray, beta: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Hessian of f over (θ, β) by forward differences of its exact gradient (rows/columns of θ = 0 are zero:
+    f is even in each θ_k, so its cross-derivatives vanish there)."""
+    params = np.concatenate([theta, beta])
+    k = len(theta)
+    base = laplace.at(theta, beta, u)
+    base_gradient = np.concatenate([base.gradient_theta, base.gradient_beta])
+    columns = []
+    for j in range(len(params)):
+        if j < k and theta[j] <= 0:
+            columns.append(np.zeros(len(params)))
+            continue
+        h = GRADIENT_STEP * max(1.0, abs(params[j]))
+        shifted = params.copy()
+        shifted[j] += h
+        point = laplace.at(shifted[:k], shifted[k:], u)
+        columns.append((np.concatenate([point.gradient_theta, point.gradient_beta]) - base_gradient) / h)
+    hessian = np.array(columns)
+    return 0.5 * (hessian + hessian.T)
+
+
+def _value_hessian(quadrature: QuadratureDeviance, params: np.ndarray) -> np.ndarray:
+    """Hessian of the quadrature deviance by central second differences of its values."""
+    size = len(params)
+    steps = VALUE_STEP * np.maximum(1.0, np.abs(params))
+    base = quadrature(params)
+    hessian = np.zeros((size, size))
+    for i in range(size):
+        for j in range(i, size):
+            ei, ej = np.eye(size)[i] * steps[i], np.eye(size)[j] * steps[j]
+            if i == j:
+                value = (quadrature(params + ei) - 2 * base + quadrature(params - ei)) / steps[i] ** 2
+            else:
+                value = (quadrature(params + ei + ej) - quadrature(params + ei - ej)
+                         - quadrature(params - ei + ej) + quadrature(params - ei - ej)) / (4 * steps[i] * steps[j])
+            hessian[i, j] = hessian[j, i] = value
+    return hessian
+
+
+def _covariance(hessian: np.ndarray, theta: np.ndarray, point) -> np.ndarray:
+    """Cov(β̂) = 2·[H⁻¹]_ββ over the free parameters (lme4's vcov); (R_X'R_X)⁻¹ where H is not positive definite."""
+    k = len(theta)
+    free = np.concatenate([theta > BOUNDARY_THETA, np.ones(hessian.shape[0] - k, dtype=bool)])
+    reduced = hessian[np.ix_(free, free)]
+    try:
+        np.linalg.cholesky(reduced)
+    except np.linalg.LinAlgError:
+        return np.linalg.inv(point.fixed_precision)
+    inverse = np.linalg.inv(reduced)
+    n_free_theta = int(free[:k].sum())
+    covariance = 2.0 * inverse[n_free_theta:, n_free_theta:]
+    return 0.5 * (covariance + covariance.T)
