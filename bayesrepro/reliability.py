@@ -5,6 +5,19 @@ a variance, either a float (REML estimates) or a numpy array (posterior
 draws), so one set of formulas serves both engines. Component names follow
 the formula: ``sentence``, ``sentence:rater``, and ``Residual``; a component
 involves the facets named in it, and the residual involves every facet.
+
+Binary scores (Bernoulli or binomial GLMMs) have two scales, and every φ of
+theirs says which it is on:
+
+- the latent scale: the components of the linear predictor and, as the
+  residual, the variance of the latent variable whose threshold gives a
+  success, π²/3 for the logit link and 1 for probit (Nakagawa & Schielzeth
+  2010, Biol. Rev. 85; Nakagawa, Johnson & Schielzeth 2017, J. R. Soc.
+  Interface 14). ``latent_variances`` adds that residual, after which ``phi``,
+  ``vca_table`` and ``d_study`` apply unchanged;
+- the observation scale: the correlation of two 0/1 scores of the same object
+  that share nothing else (``phi_observed``), computed exactly by integrating
+  over the normal level effects rather than by the delta-method approximation.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesreproError
+from .links import get_link
 
 RESIDUAL = "Residual"
 
@@ -36,6 +50,49 @@ def phi(variances: Mapping[str, float | np.ndarray], object: str):
     """Reliability φ: the object of measurement's share of the total variance."""
     _require_component(variances, object)
     return variances[object] / total_variance(variances)
+
+
+def latent_variances(components: Mapping[str, float | np.ndarray], link: str = "logit") -> dict:
+    """The components of a binary model with the latent-scale residual added (π²/3 logit, 1 probit)."""
+    if RESIDUAL in components:
+        raise BayesreproError(
+            f"the components of a binary model have no '{RESIDUAL}' of their own; its latent residual is added here"
+        )
+    return {**components, RESIDUAL: get_link(link).latent_residual}
+
+
+def phi_observed(components: Mapping[str, float | np.ndarray], object: str, link: str = "logit",
+                 eta=0.0, weights=None, nodes: int = 40):
+    """φ on the observation scale: the correlation of two 0/1 scores of the same object level that share no
+    other level effect (and no residual).
+
+    ``components`` are the latent-scale variances without a residual (floats
+    or arrays of draws). For linear predictor η (the fixed part), with
+    b ~ N(0, σ²_object), z ~ N(0, σ²_others) and m(b) = E_z μ(η + b + z):
+    the covariance of the two scores is Var_b m(b) and the variance of one is
+    p̄(1 − p̄), p̄ = E_b m(b). ``eta`` may be a vector of linear predictors (the
+    fixed cells of a design, the last axis) with ``weights``: then φ is the
+    weighted covariance over the weighted variance (the object's share
+    within cells of equal fixed effects). Integrals by Gauss–Hermite
+    quadrature with ``nodes`` nodes per dimension.
+    """
+    _require_component(components, object)
+    if RESIDUAL in components:
+        raise BayesreproError(f"phi_observed takes the latent components without '{RESIDUAL}'")
+    inverse = get_link(link).inverse
+    z, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    object_sd = np.sqrt(np.asarray(components[object], dtype=float))[..., None, None, None]
+    others = sum(np.asarray(v, dtype=float) for name, v in components.items() if name != object)
+    others_sd = np.sqrt(np.asarray(others, dtype=float))[..., None, None, None]
+    eta = np.atleast_1d(np.asarray(eta, dtype=float))
+    weights = np.ones(eta.shape[-1]) if weights is None else np.asarray(weights, dtype=float)
+    # axes: (draws…, cells, node of the object's effect, node of the others')
+    latent = eta[..., None, None] + object_sd * z[:, None] + others_sd * z[None, :]
+    conditional = inverse(latent) @ w                      # m(b) at each node of b
+    mean = conditional @ w
+    covariance = (conditional**2) @ w - mean**2
+    return (covariance @ weights) / ((mean * (1.0 - mean)) @ weights)
 
 
 def koo_li_label(value: float) -> str:

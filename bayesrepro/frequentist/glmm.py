@@ -59,6 +59,8 @@ class GlmmFit:
     message: str
     theta: np.ndarray
     n_levels: dict[str, int]
+    cell_eta: np.ndarray                 # fixed part of the linear predictor of each distinct fixed-design row
+    cell_trials: np.ndarray              # trials with that row (weights of the observation-scale φ)
     notes: list[str] = field(default_factory=list)
     method: str = "ml"
 
@@ -102,6 +104,13 @@ class GlmmFit:
 
     def fixed_effects(self) -> pd.DataFrame:
         return pd.DataFrame({"estimate": self.beta, "std_error": self.se}, index=pd.Index(self.fixed_names, name="term"))
+
+    def phi(self, object: str) -> dict[str, float]:
+        """φ of ``object`` on the latent scale and on the observation scale (at the design's fixed effects)."""
+        from ..reliability import phi, phi_observed
+
+        return {"latent": float(phi(self.latent_variances, object)),
+                "observed": float(phi_observed(self.variances, object, self.link, self.cell_eta, self.cell_trials))}
 
     def vca(self) -> pd.DataFrame:
         from ..reliability import vca_table
@@ -185,6 +194,8 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
         formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
         variances=variances, fixed_names=list(cells.fixed_names), beta=beta, covariance=covariance,
         loglik=-0.5 * deviance, converged=converged, message=message, theta=theta, n_levels=cells.n_levels,
+        cell_eta=cells.X_fixed @ beta,
+        cell_trials=np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed)),
         notes=list(notes or []),
     )
 

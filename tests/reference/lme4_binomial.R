@@ -9,9 +9,14 @@
 #                        (nested in system) x 4 prompts, 0/1 scores from a logit model with known
 #                        components (item 1.2, system:seed 0.15, prompt 0.3, system 0.25)
 #
-# Each model has one "fit record" per fitting method (laplace: nAGQ = 1; agq5: nAGQ = 5):
-#   formula, lme4_formula   ours (Bambi syntax) and glmer's
-#   link, nAGQ, n_obs
+# Each model (nAGQ = 1 is the Laplace approximation) names its data, formulas (ours in Bambi syntax and
+# glmer's), link and nAGQ, and holds two fit records: "default", glmer as users run it, and "tight",
+# with glmerControl(tolPwrss = 1e-12). glmer's default stops penalized IRLS at a relative change of
+# 1e-7 in the penalized deviance, which leaves its Laplace criterion (and the finite-difference Hessian
+# behind vcov) uncertain in about the third decimal: the tight fits are the optimum of the criterion to
+# compare estimates and standard errors with, the default ones what a user's log-likelihood is. Each
+# record holds:
+#   n_obs
 #   variances               {bayesrepro name: variance} in formula order (latent scale, no residual)
 #   fixed_effects, std_errors   {lme4 name: value}; vcov(fit), lme4's Hessian-based default
 #   loglik                  logLik(fit) as lme4 reports it
@@ -20,9 +25,10 @@
 #                           log-likelihood is loglik + saturated_loglik there (it is loglik itself
 #                           for nAGQ = 1)
 #   singular, convergence_messages, warnings, elapsed_seconds
-# Tests of nested models ("tests") give anova()'s chi-square and df; contrasts ("emmeans") give
-# emmeans' pairwise differences on the logit scale, as odds ratios and, after regrid(), as
-# differences of probabilities, all without multiplicity adjustment.
+# Tests of nested models ("tests") give anova()'s chi-square and df for the default and the tight
+# fits; contrasts ("emmeans", of the tight fits) give emmeans' pairwise differences on the logit
+# scale, as odds ratios and, after regrid(), as differences of probabilities, all without
+# multiplicity adjustment.
 
 script <- local({
   arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
@@ -41,11 +47,11 @@ write_gz <- function(frame, name) {
   paste0("tests/data/", name, ".csv.gz")
 }
 
-glmer_record <- function(ours, formula, data, link = "logit", nAGQ = 1L) {
+glmer_record <- function(formula, data, link, nAGQ, control) {
   caught <- character(0)
   timing <- system.time(
     fit <- withCallingHandlers(
-      glmer(formula, data = data, family = binomial(link = link), nAGQ = nAGQ),
+      glmer(formula, data = data, family = binomial(link = link), nAGQ = nAGQ, control = control),
       warning = function(w) { caught <<- c(caught, conditionMessage(w)); invokeRestart("muffleWarning") },
       message = function(m) { caught <<- c(caught, trimws(conditionMessage(m))); invokeRestart("muffleMessage") }
     )
@@ -60,10 +66,6 @@ glmer_record <- function(ours, formula, data, link = "logit", nAGQ = 1L) {
   conv <- fit@optinfo$conv$lme4$messages
   list(
     record = list(
-      formula = ours,
-      lme4_formula = paste(deparse(formula, width.cutoff = 500L), collapse = " "),
-      link = link,
-      nAGQ = nAGQ,
       n_obs = nobs(fit),
       variances = variances,
       fixed_effects = as.list(fixef(fit)),
@@ -131,45 +133,51 @@ grid <- factorised(grid, c("item", "system", "seed", "prompt"))
 
 # --- fits -------------------------------------------------------------------------------------------------
 
-add <- function(key, dataset, fit) {
-  out$models[[key]] <<- c(list(dataset = dataset), fit$record)
+# Fits one model twice (glmer's default and tight PIRLS tolerance); returns both fits.
+add <- function(key, dataset, ours, formula, data, link = "logit", nAGQ = 1L) {
+  default <- glmer_record(formula, data, link, nAGQ, glmerControl())
+  tight <- glmer_record(formula, data, link, nAGQ, glmerControl(tolPwrss = 1e-12))
+  out$models[[key]] <<- list(
+    dataset = dataset, formula = ours, lme4_formula = paste(deparse(formula, width.cutoff = 500L), collapse = " "),
+    link = link, nAGQ = nAGQ, default = default$record, tight = tight$record
+  )
   write_json_exact(out, file.path(ref_dir, "lme4_binomial.json"))
-  invisible(fit$fit)
+  invisible(list(default = default$fit, tight = tight$fit))
 }
 
 cbpp_f <- cbind(incidence, size - incidence) ~ period + (1 | herd)
 cbpp_ours <- "p(incidence, size) ~ period + (1|herd)"
-m_cbpp <- add("cbpp", "cbpp", glmer_record(cbpp_ours, cbpp_f, cbpp))
-add("cbpp_agq5", "cbpp", glmer_record(cbpp_ours, cbpp_f, cbpp, nAGQ = 5L))
-add("cbpp_agq12", "cbpp", glmer_record(cbpp_ours, cbpp_f, cbpp, nAGQ = 12L))
-add("cbpp_probit", "cbpp", glmer_record(cbpp_ours, cbpp_f, cbpp, link = "probit"))
-m_cbpp0 <- add("cbpp_null", "cbpp", glmer_record("p(incidence, size) ~ 1 + (1|herd)",
-                                                 cbind(incidence, size - incidence) ~ 1 + (1 | herd), cbpp))
+m_cbpp <- add("cbpp", "cbpp", cbpp_ours, cbpp_f, cbpp)
+add("cbpp_agq5", "cbpp", cbpp_ours, cbpp_f, cbpp, nAGQ = 5L)
+add("cbpp_agq12", "cbpp", cbpp_ours, cbpp_f, cbpp, nAGQ = 12L)
+add("cbpp_probit", "cbpp", cbpp_ours, cbpp_f, cbpp, link = "probit")
+m_cbpp0 <- add("cbpp_null", "cbpp", "p(incidence, size) ~ 1 + (1|herd)",
+               cbind(incidence, size - incidence) ~ 1 + (1 | herd), cbpp)
 
 verb_f <- r2 ~ Anger + Gender + btype + situ + (1 | id) + (1 | item)
 verb_ours <- "r2 ~ Anger + Gender + btype + situ + (1|id) + (1|item)"
-m_verb <- add("verbagg", "verbagg", glmer_record(verb_ours, verb_f, verbagg))
-add("verbagg_probit", "verbagg", glmer_record(verb_ours, verb_f, verbagg, link = "probit"))
-m_verb0 <- add("verbagg_no_btype", "verbagg", glmer_record(
-  "r2 ~ Anger + Gender + situ + (1|id) + (1|item)", r2 ~ Anger + Gender + situ + (1 | id) + (1 | item), verbagg))
-m_verb_id <- add("verbagg_id_only", "verbagg", glmer_record(
-  "r2 ~ Anger + Gender + btype + situ + (1|id)", r2 ~ Anger + Gender + btype + situ + (1 | id), verbagg))
+m_verb <- add("verbagg", "verbagg", verb_ours, verb_f, verbagg)
+add("verbagg_probit", "verbagg", verb_ours, verb_f, verbagg, link = "probit")
+m_verb0 <- add("verbagg_no_btype", "verbagg", "r2 ~ Anger + Gender + situ + (1|id) + (1|item)",
+               r2 ~ Anger + Gender + situ + (1 | id) + (1 | item), verbagg)
+m_verb_id <- add("verbagg_id_only", "verbagg", "r2 ~ Anger + Gender + btype + situ + (1|id)",
+                 r2 ~ Anger + Gender + btype + situ + (1 | id), verbagg)
 
 grid_f <- correct ~ system + (1 | item) + (1 | seed) + (1 | prompt)
-m_grid <- add("grid_crossed", "binary_grid", glmer_record(
-  "correct ~ system + (1|item) + (1|seed) + (1|prompt)", grid_f, grid))
-add("grid_nested", "binary_grid", glmer_record(
-  "correct ~ 1 + (1|item) + (1|system/seed)", correct ~ 1 + (1 | item) + (1 | system/seed), grid))
-add("grid_probit", "binary_grid", glmer_record(
-  "correct ~ system + (1|item) + (1|seed) + (1|prompt)", grid_f, grid, link = "probit"))
-m_grid0 <- add("grid_null", "binary_grid", glmer_record(
-  "correct ~ 1 + (1|item) + (1|seed) + (1|prompt)", correct ~ 1 + (1 | item) + (1 | seed) + (1 | prompt), grid))
+grid_ours <- "correct ~ system + (1|item) + (1|seed) + (1|prompt)"
+m_grid <- add("grid_crossed", "binary_grid", grid_ours, grid_f, grid)
+add("grid_nested", "binary_grid", "correct ~ 1 + (1|item) + (1|system/seed)",
+    correct ~ 1 + (1 | item) + (1 | system/seed), grid)
+add("grid_probit", "binary_grid", grid_ours, grid_f, grid, link = "probit")
+m_grid0 <- add("grid_null", "binary_grid", "correct ~ 1 + (1|item) + (1|seed) + (1|prompt)",
+               correct ~ 1 + (1 | item) + (1 | seed) + (1 | prompt), grid)
 
 # --- likelihood-ratio tests and contrasts -----------------------------------------------------------------
 
 chisq <- function(small, large) {
-  table <- anova(small, large)
-  list(chisq = table$Chisq[2], df = table$Df[2])
+  default <- anova(small$default, large$default)
+  tight <- anova(small$tight, large$tight)
+  list(chisq = default$Chisq[2], chisq_tight = tight$Chisq[2], df = default$Df[2])
 }
 out$tests <- list(
   cbpp_period = c(list(h0 = "cbpp_null", h1 = "cbpp"), chisq(m_cbpp0, m_cbpp)),
@@ -178,8 +186,8 @@ out$tests <- list(
   grid_system = c(list(h0 = "grid_null", h1 = "grid_crossed"), chisq(m_grid0, m_grid))
 )
 out$emmeans <- list(
-  cbpp_period = c(list(model = "cbpp"), contrast_table(m_cbpp, "period")),
-  verbagg_btype = c(list(model = "verbagg"), contrast_table(m_verb, "btype")),
-  grid_system = c(list(model = "grid_crossed"), contrast_table(m_grid, "system"))
+  cbpp_period = c(list(model = "cbpp"), contrast_table(m_cbpp$tight, "period")),
+  verbagg_btype = c(list(model = "verbagg"), contrast_table(m_verb$tight, "btype")),
+  grid_system = c(list(model = "grid_crossed"), contrast_table(m_grid$tight, "system"))
 )
 write_json_exact(out, file.path(ref_dir, "lme4_binomial.json"))
