@@ -10,11 +10,11 @@ from ..runtime import numerical_work
 from .priors import PriorSpec, bambi_priors
 from .sampling import SamplingSettings, interrupts_raised, require_complete
 
-FAMILIES = ("gaussian", "bernoulli")
+FAMILIES = ("gaussian", "bernoulli", "binomial")
 
 
 def build_bambi_model(frame: ModelFrame, family: str = "gaussian", priors: PriorSpec | None = None,
-                      noncentered: bool = True):
+                      noncentered: bool = True, link: str | None = None):
     """``bambi.Model`` of the frame's formula on the rows it uses; Gaussian priors from ``priors``.
 
     ``noncentered=False`` selects Bambi's centred parameterisation of the
@@ -29,13 +29,15 @@ def build_bambi_model(frame: ModelFrame, family: str = "gaussian", priors: Prior
     for group in frame.groups:
         for column in group.columns:
             data[column] = data[column].astype(str).astype("category")
-    if family == "bernoulli":
+    if family != "gaussian":
         data[frame.response] = frame.y.astype(int)
     kwargs = {}
     if priors is not None and family == "gaussian":
         kwargs["priors"] = bambi_priors(priors)
     try:
         with numerical_work():
+            if link is not None and family != "gaussian":
+                kwargs["link"] = link
             return bmb.Model(frame.formula, data, family=family, noncentered=noncentered, **kwargs)
     except Exception as exc:  # formulae/Bambi raise their own types
         raise BayesreproError(f"Bambi could not build {frame.formula!r}: {str(exc).splitlines()[0]}") from None

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from ..design import ModelFrame, model_frame
+from ..design import Family, ModelFrame, model_frame, resolve_family
+from ..links import get_link
 from ..reliability import RESIDUAL, default_object
 from .diagnostics import Diagnostics, diagnose, require_convergence
 from .posterior import (
@@ -24,7 +25,6 @@ from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
 from .sampling import SamplingSettings
 
 BACKENDS = ("auto", "fast", "bambi")
-LOGISTIC_RESIDUAL = float(np.pi**2 / 3)  # latent-scale residual variance of a logit model
 
 
 @dataclass
@@ -119,6 +119,7 @@ def fit_bayes(
     *,
     object: str | None = None,
     family: str = "auto",
+    link: str | None = None,
     backend: str = "auto",
     prior: str | PriorSpec | None = None,
     prior_overrides: dict | None = None,
@@ -133,6 +134,8 @@ def fit_bayes(
 
     ``formula`` is a formula string (then ``data`` is a DataFrame, a path or a
     bundled dataset name, filtered by ``where``) or a ModelFrame already built.
+    ``family`` and ``link`` are resolved by ``design.resolve_family`` (0/1
+    scores are Bernoulli unless ``family="gaussian"``).
     ``backend="auto"`` takes the exact fast path for Gaussian models and
     Bambi's own model otherwise. ``prior`` is a family name ("scaled", the
     default for Gaussian models, "bambi" or "r2d2"; see ``priors``) or a
@@ -150,7 +153,8 @@ def fit_bayes(
     if backend not in BACKENDS:
         raise BayesreproError(f"backend '{backend}' is unknown; choose one of: {', '.join(BACKENDS)}")
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
-    family = _family(frame, family)
+    resolved = resolve_family(frame, family, link)
+    family = resolved.name
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
     if backend == "auto":
@@ -165,30 +169,20 @@ def fit_bayes(
         raise BayesreproError(
             f"object of measurement '{object}' is not a grouping factor of the formula; choose one of: {', '.join(n_levels)}"
         )
-    notes = list(frame.notes)
+    notes = list(frame.notes) + ([resolved.note] if resolved.note else [])
     if backend == "fast":
         idata, prior_table = _fit_fast(frame, spec, object, settings, effects)
     else:
-        idata, prior_table = _fit_bambi(frame, spec, family, object, settings, bambi_noncentered)
-        if family == "bernoulli":
-            notes.append("Bernoulli model: the residual is the logistic latent-scale variance pi^2/3")
+        idata, prior_table = _fit_bambi(frame, spec, resolved, object, settings, bambi_noncentered)
+        if resolved.binary:
+            notes.append(f"{family.capitalize()} model: the residual is the {resolved.link} latent-scale variance "
+                         f"{get_link(resolved.link).latent_residual:.4g}")
     sd_vars = [v for v in idata.posterior.data_vars if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
     diagnostics = diagnose(idata, sd_vars + ["phi"])
     fit = BayesFit(idata, diagnostics, frame, spec, prior_table, family, backend, object,
                    time.perf_counter() - start, notes)
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
-
-
-def _family(frame: ModelFrame, family: str) -> str:
-    binary = bool(np.all((frame.y == 0) | (frame.y == 1)))
-    if family == "auto":
-        return "bernoulli" if binary else "gaussian"
-    if family == "bernoulli" and not binary:
-        raise BayesreproError(f"family 'bernoulli' needs 0/1 scores in '{frame.response}'; use family 'gaussian'")
-    if family not in ("gaussian", "bernoulli"):
-        raise BayesreproError(f"family '{family}' is not supported; choose gaussian or bernoulli")
-    return family
 
 
 def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
@@ -252,17 +246,18 @@ def _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, fini
     add_reliability(idata, {name: value.reshape(shape) for name, value in fp.items()}, object, prefix="fp_")
 
 
-def _fit_bambi(frame, spec, family, object, settings, noncentered):
+def _fit_bambi(frame, spec, family: Family, object, settings, noncentered):
     from .bambi_model import bambi_prior_table, build_bambi_model, fit_bambi, level_effects
 
-    model = build_bambi_model(frame, family, spec, noncentered)
+    model = build_bambi_model(frame, family.name, spec, noncentered, link=family.link)
     idata = fit_bambi(model, settings)
     post = idata.posterior
     variances = {g.name: post[f"1|{g.name}_sigma"].values ** 2 for g in frame.groups}
-    if family == "gaussian":
+    if not family.binary:
         variances[RESIDUAL] = post["sigma"].values ** 2
     else:
-        variances[RESIDUAL] = np.full(post[f"1|{frame.groups[0].name}_sigma"].shape, LOGISTIC_RESIDUAL)
+        variances[RESIDUAL] = np.full(post[f"1|{frame.groups[0].name}_sigma"].shape,
+                                      get_link(family.link).latent_residual)
     add_reliability(idata, variances, object)
     fp = {name: np.var(value, axis=-1, ddof=1) for name, value in level_effects(idata, frame).items()}
     if len(fp) == len(frame.groups):

@@ -8,7 +8,8 @@ import sys
 
 from ..errors import BayesreproError
 
-COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity")
+COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity",
+            "baselines")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,14 @@ def add_data_options(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
+def add_family_options(parser) -> None:
+    """--family and --link: how the scores are modelled (resolved by design.resolve_family)."""
+    parser.add_argument("--family", default="auto", choices=("auto", "gaussian", "bernoulli", "binomial"),
+                        help="auto (default): Bernoulli for 0/1 scores, binomial for p(successes, trials), Gaussian "
+                             "otherwise; gaussian on 0/1 scores fits a linear probability model")
+    parser.add_argument("--link", choices=("logit", "probit"), help="link of a binary model (default logit)")
+
+
 def add_side_by_side_options(parser) -> None:
     """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
     parser.add_argument("--bootstrap", type=int, default=300, help="parametric bootstrap replicates (default 300)")

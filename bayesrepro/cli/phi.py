@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, categorical_columns, print_json
+from .common import add_data_options, add_family_options, categorical_columns, print_json
 
 
 def register(subparsers) -> None:
@@ -16,8 +16,7 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, help="random seed; the same seed gives the same draws")
     parser.add_argument("--backend", default="auto", choices=("auto", "fast", "bambi"),
                         help="fast: exact marginal model (Gaussian); bambi: Bambi's own model; auto: fast when possible")
-    parser.add_argument("--family", default="auto", choices=("auto", "gaussian", "bernoulli"),
-                        help="auto: bernoulli for 0/1 scores, gaussian otherwise")
+    add_family_options(parser)
     parser.add_argument("--prior",
                         help="scaled (default): half-normal SD priors with 95%% of their mass below the SD of the "
                              "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares")
@@ -51,6 +50,7 @@ def run(args) -> int:
         data,
         object=args.object,
         family=args.family,
+        link=args.link,
         backend=args.backend,
         prior=args.prior,
         prior_overrides=overrides,
