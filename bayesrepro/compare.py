@@ -25,7 +25,7 @@ import pandas as pd
 
 from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
-from .design import ModelFrame, model_frame
+from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
@@ -125,7 +125,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
             h0: str | None = None, reliability: bool = True, where: str | None = None,
             n_boot: int = DEFAULT_BOOTSTRAP, prob: float = 0.95, prior: str | None = None,
             drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None,
-            sampling: SamplingSettings | None = None, **settings) -> SideBySide:
+            sampling: SamplingSettings | None = None, family: str = "auto", **settings) -> SideBySide:
     """Fit ``formula`` with both engines and set their answers side by side.
 
     ``formula`` is a formula (then ``data`` is read and filtered by ``where``)
@@ -143,6 +143,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     (``drop_missing`` drops rows with a missing value in a formula column).
     With ``loo`` the GLRT's null model is also fitted by NUTS and the
     leave-one-item-out elpd difference (H1 − H0) is reported next to the GLRT.
+    0/1 scores are compared only as Gaussian (``family="gaussian"``, a linear
+    probability model); their GLMMs are in ``vca``, ``glrt`` and ``baselines``.
     """
     from .bayes import fit_bayes
 
@@ -155,6 +157,11 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     if not frame.groups:
         raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
+    if resolve_family(frame, family).binary:
+        raise BayesreproError(
+            f"'{frame.response}' holds 0/1 scores, which the side-by-side comparison does not model yet: fit their "
+            "GLMM with vca, glrt or baselines, or pass family='gaussian' for a linear probability model"
+        )
     reml = fit_model_frame(frame, "reml")
     n_levels = {g.name: g.n_levels for g in frame.groups}
     if reliability:

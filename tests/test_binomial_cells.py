@@ -125,3 +125,17 @@ def test_scores_without_variation_are_refused():
     data = pd.DataFrame({"item": list("aabbcc"), "k": [3, 3, 2, 2, 1, 1], "n": [3, 3, 2, 2, 1, 1]})
     with pytest.raises(BayesreproError, match="every one of the 12 trials .* is a success"):
         build_model_frame("p(k, n) ~ 1 + (1|item)", data).binomial()
+
+
+def test_binary_grid_spec_runs_its_glrt_and_latent_d_study_on_a_simulated_grid():
+    from bayesrepro.frequentist import glrt
+    from bayesrepro.reliability import d_study, latent_variances
+    from bayesrepro.specs import load_spec
+
+    spec = load_spec("binary_grid")
+    data = spec.prepare(binary_grid(items=80, seeds=3, prompts=3, random_state=2))
+    test = glrt(spec.h0, spec.formula, data)
+    assert test.family == "bernoulli" and test.df == 2
+    fit = fit_glmm(spec.formula, data)
+    study = d_study(latent_variances(fit.variances), spec.object, {facet: 3 for facet in spec.facets})
+    assert fit.phi(spec.object)["latent"] < study["phi"] < 1
