@@ -4,8 +4,8 @@
 probit link, crossed and nested random intercepts. The Laplace
 approximation (nAGQ = 1, glmer's default) is optimised over (θ, β) with its
 exact gradient (``laplace.py``) by the optimiser of the Gaussian engine,
-from a start that carries a linear probability model's components to the
-latent scale; with a single grouping factor, adaptive Gauss–Hermite
+from a start carried over from a linear probability model and a GLM
+(``glmm_start.py``); with a single grouping factor, adaptive Gauss–Hermite
 quadrature (nAGQ > 1) refines that optimum. Everything
 runs on the binomial cells (``design.binomial``), whose number, not the
 number of rows, sets the cost.
@@ -27,6 +27,7 @@ from ..errors import BayesreproError
 from ..links import get_link
 from ..reliability import RESIDUAL
 from ..runtime import numerical_work
+from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
 from .quadrature import QuadratureDeviance
@@ -35,9 +36,6 @@ from .quadrature import QuadratureDeviance
 # for the Laplace approximation, of values for quadrature).
 GRADIENT_STEP = 1e-5
 VALUE_STEP = 1e-4
-# Smallest relative standard deviation the search starts from (a start at the bound would leave the
-# gradient-based search nothing to work with).
-THETA_FLOOR = 0.05
 
 
 @dataclass
@@ -178,7 +176,8 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
         raise BayesreproError(f"{cells.total_trials:g} trials cannot estimate {cells.n_fixed} fixed effects")
     laplace = LaplaceDeviance(cells, get_link(link))
     with numerical_work():
-        start = np.concatenate([_latent_start(cells, laplace.link), laplace.glm_start()])
+        theta = latent_start(cells, laplace.link)
+        start = np.concatenate([theta, attenuated_start(laplace.glm_start(), theta, laplace.link)])
         params, converged, message = optimise(laplace, start)
         point = laplace.point(params)
         theta, beta = point.theta, point.beta
@@ -188,7 +187,7 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
             covariance = _covariance(_value_hessian(quadrature, np.concatenate([theta, beta])), theta, point)
         else:
             deviance = point.deviance
-            covariance = _covariance(_gradient_hessian(laplace, theta, beta, point.u), theta, point)
+            covariance = _covariance(_gradient_hessian(laplace, theta, beta), theta, point)
     variances = {name: float(t * t) for name, t in zip(cells.group_names, theta)}
     return GlmmFit(
         formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
@@ -198,31 +197,6 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
         cell_trials=np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed)),
         notes=list(notes or []),
     )
-
-
-def _latent_start(cells: BinomialCells, link) -> np.ndarray:
-    """θ to start from: the ML components of a linear probability model on the same cells (every trial a
-    0/1 row), carried to the latent scale by the slope dμ/dη at the mean success rate."""
-    from ..design.gaussian import stats_from_sums
-    from .deviance import ProfiledDeviance
-
-    if not cells.group_names:
-        return np.zeros(0)
-    intercept = bool(np.any(np.all(cells.X_fixed == 1.0, axis=0)))
-    linear = ProfiledDeviance(stats_from_sums(cells.grouped_sums(), cells.X_fixed, list(cells.group_names), intercept),
-                              reml=False)
-    theta, _, _ = optimise(linear)
-    sd = np.sqrt(linear.sigma2(linear.solve(theta)))
-    rate = cells.successes.sum() / cells.total_trials
-    slope = float(link.derivative(np.atleast_1d(_link_value(link, rate)))[0])
-    return np.maximum(theta * sd / slope, THETA_FLOOR)
-
-
-def _link_value(link, probability: float) -> float:
-    """η with μ(η) = probability."""
-    from scipy.special import logit, ndtri
-
-    return float(logit(probability) if link.name == "logit" else ndtri(probability))
 
 
 def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta: np.ndarray):
@@ -254,23 +228,21 @@ def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta
     return params[:1], params[1:], value, converged, message
 
 
-def _gradient_hessian(laplace: LaplaceDeviance, theta: np.ndarray, beta: np.ndarray, u: np.ndarray) -> np.ndarray:
+def _gradient_hessian(laplace: LaplaceDeviance, theta: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """Hessian of f over (θ, β) by forward differences of its exact gradient (rows/columns of θ = 0 are zero:
     f is even in each θ_k, so its cross-derivatives vanish there)."""
     params = np.concatenate([theta, beta])
     k = len(theta)
-    base = laplace.at(theta, beta, u)
-    base_gradient = np.concatenate([base.gradient_theta, base.gradient_beta])
+    _, base_gradient = laplace.value_and_gradient(params)
     columns = []
     for j in range(len(params)):
         if j < k and theta[j] <= 0:
             columns.append(np.zeros(len(params)))
             continue
-        h = GRADIENT_STEP * max(1.0, abs(params[j]))
+        h = GRADIENT_STEP * max(1.0, abs(params[j]))   # the step of the optimiser's own convergence test
         shifted = params.copy()
         shifted[j] += h
-        point = laplace.at(shifted[:k], shifted[k:], u)
-        columns.append((np.concatenate([point.gradient_theta, point.gradient_beta]) - base_gradient) / h)
+        columns.append((laplace.value_and_gradient(shifted)[1] - base_gradient) / h)
     hessian = np.array(columns)
     return 0.5 * (hessian + hessian.T)
 
