@@ -96,6 +96,13 @@ def test_a_component_without_variance_is_reported_at_the_boundary():
         assert fit.variances["batch"] < 0.01
 
 
+def test_separated_outcomes_are_refused_in_one_line(grid):
+    data = grid.copy()
+    data.loc[data["system"] == "C", "correct"] = 1
+    with pytest.raises(BayesreproError, match=r"separate the successes .* \(the row of system\[C\]: only successes\)"):
+        fit_glmm("correct ~ system + (1|item)", data)
+
+
 def test_quadrature_needs_a_single_grouping_factor(grid):
     with pytest.raises(BayesreproError, match="one grouping factor; this model has 2"):
         fit_glmm("correct ~ system + (1|item) + (1|prompt)", grid, nagq=5)

@@ -62,8 +62,6 @@ class CellLayout:
         self.level_fixed = [(p - start) * F + self.fixed_cell if size * F <= 4 * self.n_cells else None
                             for p, start, size in zip(self.position, self.offsets, self.sizes)]
         self.X = cells.X if any(keys is None for keys in self.level_fixed) else None
-        self.rest_pairs = {(i, j): self.rest[i] * self.q_rest + self.rest[j]
-                           for i in range(len(self.rest)) for j in range(i + 1, len(self.rest))}
         if self.n1 * self.q_rest > COUPLING_LIMIT:
             raise BayesreproError(
                 f"two large crossed grouping factors ({self.n1} × {self.q_rest} levels) are beyond the binomial "
@@ -78,9 +76,10 @@ class CellLayout:
         self._coupling_keys = [] if self.sparse else [
             self.dominant * size + (r - start) for r, start, size in
             zip(self.rest, self.offsets[1:-1] - self.n1, self.sizes[1:])]
-        # the cells' entries of the (dominant × other) and (other × other) blocks of A⁻¹, as flat indices
+        # each cell's entries of the (dominant × other) and (other × other) blocks of a q_r-wide matrix,
+        # as flat indices: the keys of the weighted pair counts and of the leverages' gathers
         self.dominant_rest_index = [self.dominant * self.q_rest + r for r in self.rest]
-        self.rest_rest_index = {(i, j): self.rest[i] * self.q_rest + self.rest[j]
+        self.rest_pair_index = {(i, j): self.rest[i] * self.q_rest + self.rest[j]
                                 for i in range(len(self.rest)) for j in range(i, len(self.rest))}
 
     @property
@@ -112,9 +111,10 @@ class CellLayout:
         gram = np.zeros((q_r, q_r))
         for r in self.rest:
             gram[np.diag_indices(q_r)] += np.bincount(r, weights=w, minlength=q_r)
-        for keys in self.rest_pairs.values():
-            table = np.bincount(keys, weights=w, minlength=q_r * q_r).reshape(q_r, q_r)
-            gram += table + table.T
+        for (i, j), keys in self.rest_pair_index.items():
+            if i < j:
+                table = np.bincount(keys, weights=w, minlength=q_r * q_r).reshape(q_r, q_r)
+                gram += table + table.T
         coupling = self._coupling(w)
         if not with_fixed:
             return WeightedProducts(dominant, coupling, gram)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..design import BinomialCells
-from ..errors import NotConvergedError
+from ..errors import BayesreproError, NotConvergedError
 from ..links import Link
 from .cell_products import CellLayout
 from .penalized_system import PenalizedSystem
@@ -43,8 +43,11 @@ MODE_TOLERANCE = 1e-11
 MAX_ITERATIONS = 100
 # Below this Newton decrement penalized IRLS takes full steps without checking the deviance.
 FULL_STEPS = 1e-2
-# Newton steps of the fixed effects of a model without random effects (a GLM), the start of the search.
+# Newton steps of the fixed effects of a model without random effects (a GLM), the start of the search;
+# a linear predictor beyond ±SEPARATED means a probability within 1e-13 of 0 or 1 for logit (1e-300
+# for probit): the data separate the outcomes.
 GLM_TOLERANCE = 1e-10
+SEPARATED = 30.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class LaplaceDeviance:
         self.X = cells.X
         self.n_components = len(cells.sizes)
         self.n_fixed = cells.n_fixed
+        self.fixed_names = cells.fixed_names
         # what the optimiser reads: the number of parameters, and which are bounded below by 0
         self.n_theta = self.n_components + self.n_fixed
         self.bounded = np.arange(self.n_theta) < self.n_components
@@ -80,11 +84,20 @@ class LaplaceDeviance:
     # --- the interface of optimise.optimise ----------------------------------------------------------------
 
     def __call__(self, params: np.ndarray) -> float:
-        return self.point(params).deviance
+        return self.value_and_gradient(params)[0]
 
     def value_and_gradient(self, params: np.ndarray) -> tuple[float, np.ndarray]:
-        point = self.point(params)
+        """f and its gradient; infinite where the criterion cannot be evaluated (a trial step gone astray)."""
+        try:
+            point = self.point(params)
+        except (np.linalg.LinAlgError, NotConvergedError):
+            return np.inf, np.zeros(self.n_theta)
         return point.deviance, np.concatenate([point.gradient_theta, point.gradient_beta])
+
+    @property
+    def last_mode(self) -> np.ndarray:
+        """û of the last evaluation (elimination order), where the next search for the mode starts."""
+        return self._u.copy()
 
     # --- evaluations ----------------------------------------------------------------------------------------
 
@@ -108,17 +121,35 @@ class LaplaceDeviance:
     def glm_start(self) -> np.ndarray:
         """β of the model without random effects (a GLM), by Newton steps: where the search for β starts."""
         beta = np.zeros(self.n_fixed)
+        fixed = self.layout.X_fixed
         for _ in range(MAX_ITERATIONS):
             eta = self.X @ beta
             weights = np.bincount(self.layout.fixed_cell, weights=self.link.observed_weight(self.y, self.n, eta),
                                   minlength=self.layout.n_fixed_cells)
-            information = self.layout.X_fixed.T @ (self.layout.X_fixed * weights[:, None])
-            step = np.linalg.solve(information, self.layout.fixed_sums(self.link.score(self.y, self.n, eta)))
+            try:
+                step = np.linalg.solve(fixed.T @ (fixed * weights[:, None]),
+                                       self.layout.fixed_sums(self.link.score(self.y, self.n, eta)))
+            except np.linalg.LinAlgError:
+                break
             beta = beta + step
+            if np.abs(fixed @ beta).max() > SEPARATED:
+                break
             if np.abs(step).max(initial=0.0) < GLM_TOLERANCE * (1.0 + np.abs(beta).max(initial=0.0)):
                 return beta
-        raise NotConvergedError("the fixed effects of the model without random effects did not converge; "
-                                "a fixed effect may separate the successes from the failures completely")
+        raise BayesreproError(self._separation_message())
+
+    def _separation_message(self) -> str:
+        successes = np.bincount(self.layout.fixed_cell, weights=self.y, minlength=self.layout.n_fixed_cells)
+        trials = np.bincount(self.layout.fixed_cell, weights=self.n, minlength=self.layout.n_fixed_cells)
+        pure = np.flatnonzero((successes == 0) | (successes == trials))
+        example = ""
+        if len(pure):
+            terms = [name for name, x in zip(self.fixed_names, self.layout.X_fixed[pure[0]]) if x and name != "Intercept"]
+            outcome = "successes" if successes[pure[0]] else "failures"
+            example = (f": {len(pure)} of the {len(trials)} distinct fixed-design rows have only successes or only "
+                       f"failures (the row of {', '.join(terms) or 'the intercept'}: only {outcome})")
+        return ("the fixed effects separate the successes from the failures, so their estimates are infinite" + example
+                + "; drop or merge the level that always (or never) succeeds, or model it as a random effect")
 
     # --- penalized IRLS ---------------------------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ class PenalizedSystem:
         flat_P, flat_S = P.ravel(), S_inv.ravel()
         for index, scale in zip(layout.dominant_rest_index, scales):
             h -= 2.0 * self.t1 * scale * np.take(flat_P, index)
-        for (i, j), index in layout.rest_rest_index.items():
+        for (i, j), index in layout.rest_pair_index.items():
             h += (1.0 if i == j else 2.0) * scales[i] * scales[j] * np.take(flat_S, index)
         diagonal = np.diag(S_inv)
         traces = [float(np.sum(1.0 / self.D + rowdot))]

@@ -42,7 +42,7 @@ class QuadratureDeviance:
         self.laplace = laplace
         self.nodes, weights = np.polynomial.hermite_e.hermegauss(nodes)
         self.weights = weights / np.sqrt(2.0 * np.pi)
-        self._u = laplace._u.copy()
+        self._u = laplace.last_mode
 
     def __call__(self, params: np.ndarray) -> float:
         theta, beta = params[:1], params[1:]

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
-from scipy.stats import binom
+from scipy.special import bdtr, ndtr, ndtri
 
 from ..data import as_factor, check_score, require_columns
 from ..errors import BayesreproError
@@ -99,7 +98,7 @@ def mcnemar_test(a, b) -> dict:
     a, b = np.asarray(a).astype(bool), np.asarray(b).astype(bool)
     a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
     discordant = a_only + b_only
-    p = 1.0 if discordant == 0 else min(1.0, 2.0 * float(binom.cdf(min(a_only, b_only), discordant, 0.5)))
+    p = 1.0 if discordant == 0 else min(1.0, 2.0 * float(bdtr(min(a_only, b_only), discordant, 0.5)))
     return {"a_only": a_only, "b_only": b_only, "p": p}
 
 
