@@ -6,11 +6,12 @@ binomial log-likelihood ℓ(η) of every cell, glmer (nAGQ = 1) minimises
     f(θ, β) = −2 ℓ(η(û)) + ‖û‖² + log|Λ'Z'WZΛ + I|,
 
 where û is the conditional mode of u (found by penalized IRLS) and W the
-IRLS weights at û; −f/2 is the Laplace approximation of the log-likelihood
-(binomial coefficients included, as in lme4's ``logLik``).
+IRLS weights (expected information) at û, as in lme4's factor L; −f/2 is the
+Laplace approximation of the log-likelihood (binomial coefficients included,
+as in lme4's ``logLik``).
 
-As in glmer's default fit (after its nAGQ = 0 stage) f is minimised over
-(θ, β) jointly, θ ≥ 0, here by the optimiser of the Gaussian engine with the
+As in the second stage of glmer's default fit, f is minimised over (θ, β)
+jointly, θ ≥ 0, here by the optimiser of the Gaussian engine with the
 exact gradient; û of the previous evaluation starts penalized IRLS at the
 next, so an evaluation near the last costs one or two Newton steps.
 
