@@ -72,6 +72,8 @@ def _tetrachoric(share: float, rate: float) -> float:
         both = ndtr(a) - 2.0 * owens_t(a, np.sqrt((1.0 - rho) / (1.0 + rho)))
         return both - rate * rate - share * variance
 
+    if excess(0.0) >= 0:   # a share within rounding of zero
+        return 0.0
     if excess(LARGEST_CORRELATION) <= 0:
         return LARGEST_CORRELATION
     return float(brentq(excess, 0.0, LARGEST_CORRELATION, xtol=1e-8))
