@@ -25,7 +25,7 @@ import pandas as pd
 from ..design import BinomialCells, Family, ModelFrame, model_frame, resolve_family
 from ..errors import BayesreproError
 from ..links import get_link
-from ..reliability import RESIDUAL
+from ..reliability import RESIDUAL, phi, phi_observed, vca_table
 from ..runtime import numerical_work
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
@@ -106,14 +106,10 @@ class GlmmFit:
 
     def phi(self, object: str) -> dict[str, float]:
         """φ of ``object`` on the latent scale and on the observation scale (at the design's fixed effects)."""
-        from ..reliability import phi, phi_observed
-
         return {"latent": float(phi(self.latent_variances, object)),
                 "observed": float(phi_observed(self.variances, object, self.link, self.cell_eta, self.cell_trials))}
 
     def vca(self) -> pd.DataFrame:
-        from ..reliability import vca_table
-
         return vca_table(self.latent_variances)
 
     def to_dict(self) -> dict:
