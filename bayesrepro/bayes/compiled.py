@@ -1,0 +1,128 @@
+"""Compiling the fast path's density once: per process in memory, across processes on disk.
+
+The C entry points of ``density.py`` are compiled the first time a process
+needs them and kept for the life of the process; the packed data array is
+their input, so a refit with other data, another prior or another formula
+reuses them. numba's file cache keeps the machine code between processes:
+next to the package when its ``__pycache__`` is writable, else in the user's
+cache directory (numba's own fallback, or ``NUMBA_CACHE_DIR``). When no cache
+location is usable, or the cache cannot be read or written, the code is
+compiled in memory instead, with a warning: the cache only ever saves time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+import threading
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+COMPILE_NOTE_AFTER = 2.0  # seconds of waiting before the user is told why nothing happens
+
+
+@dataclass(frozen=True)
+class EntryPoints:
+    logp: object     # numba CFunc: int32(uint64 dim, double* x, double* grad, double* logp, void* data)
+    expand: object   # numba CFunc: int32(uint64 dim, uint64 n_out, double* x, double* out, void* data)
+    small_block_draws: object  # numba function of ``density.small_block_draws`` (effect draws)
+
+    def log_density(self, x, data: np.ndarray) -> tuple[float, np.ndarray]:
+        """Call the compiled log density from Python (checks, tests): value and gradient at ``x``."""
+        x = np.ascontiguousarray(x, dtype=float)
+        grad = np.empty_like(x)
+        value = np.zeros(1)
+        code = self.logp.ctypes(len(x), _ptr(x), _ptr(grad), _ptr(value), data.ctypes.data_as(ctypes.c_void_p))
+        return (float(value[0]) if code == 0 else -np.inf), grad
+
+    def expanded(self, x, data: np.ndarray, n_out: int) -> np.ndarray:
+        """Call the compiled expansion from Python: what a draw at ``x`` stores."""
+        x = np.ascontiguousarray(x, dtype=float)
+        out = np.empty(n_out)
+        code = self.expand.ctypes(len(x), n_out, _ptr(x), _ptr(out), data.ctypes.data_as(ctypes.c_void_p))
+        if code != 0:
+            raise ValueError(f"expand failed with code {code}")
+        return out
+
+
+def fast_density(stats, priors, progress: bool = False):
+    """The posterior of the fast path over its unconstrained SDs, ready for ``nuts.sample_density``."""
+    from . import density
+    from .nuts import CompiledDensity
+    from .priors import RESIDUAL
+
+    entry = entry_points(progress)
+    data = density.pack(stats, priors)
+    data.flags.writeable = False  # the sampler's threads read it through a raw pointer
+    components = [*stats.group_names, RESIDUAL]
+    return CompiledDensity(
+        n_dim=len(components),
+        logp=entry.logp,
+        expand=entry.expand,
+        data=data,
+        variables=density.expanded_variables(stats, priors),
+        initial_point=functools.partial(_jittered, density.initial_centre(stats, priors)),
+        dims={"shares": ("component",)},
+        coords={"component": components},
+    )
+
+
+def entry_points(progress: bool = False) -> EntryPoints:
+    """The compiled entry points (compiled or loaded from the cache on the first call of a process)."""
+    if _compiled.cache_info().currsize == 0 and progress:
+        timer = threading.Timer(COMPILE_NOTE_AFTER, _note_compiling)
+        timer.start()
+        try:
+            return _compiled()
+        finally:
+            timer.cancel()
+    return _compiled()
+
+
+@functools.cache
+def _compiled() -> EntryPoints:
+    try:
+        return _compile(cache=True)
+    except Exception as error:  # numba's cache: no writable location, or a file it cannot read or write
+        entry = _compile(cache=False)  # an error of the code itself raises again here
+        warnings.warn(
+            f"the compiled posterior density is not cached ({error}); every process compiles it again "
+            "(about 10 s). Set NUMBA_CACHE_DIR to a writable directory to keep it.",
+            RuntimeWarning,
+        )
+        return entry
+
+
+def _compile(cache: bool) -> EntryPoints:
+    import numba
+    from numba import types
+
+    from . import density
+
+    pointer = types.CPointer(types.float64)
+    logp_signature = types.int32(types.uint64, pointer, pointer, pointer, types.voidptr)
+    expand_signature = types.int32(types.uint64, types.uint64, pointer, pointer, types.voidptr)
+    matrix, vector = types.float64[:, ::1], types.float64[::1]
+    draws_signature = matrix(matrix, types.float64[:, :, ::1], vector, matrix, matrix, matrix, vector, matrix)
+    options = dict(cache=cache, **density.JIT_OPTIONS)
+    return EntryPoints(
+        logp=numba.cfunc(logp_signature, **options)(density.logp_entry),
+        expand=numba.cfunc(expand_signature, **options)(density.expand_entry),
+        small_block_draws=numba.njit(draws_signature, **options)(density.small_block_draws),
+    )
+
+
+def _jittered(centre: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return centre + rng.uniform(-1.0, 1.0, centre.size)
+
+
+def _note_compiling() -> None:
+    print("bayesrepro: loading the compiled posterior density (the first run compiles it, about 10 s; "
+          "later runs load it from the cache)", file=sys.stderr, flush=True)
+
+
+def _ptr(array: np.ndarray):
+    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
