@@ -43,8 +43,8 @@ def _setup(case, family):
 
 
 def _points(n_dim, seed, k=4):
-    rng = np.random.default_rng(seed)
-    return [np.concatenate([[np.log(0.1)], np.zeros(n_dim - 1)]) + rng.normal(0, 1.5, n_dim) for _ in range(k)]
+    rng = np.random.default_rng(seed)  # both sides of every transform's bend, SDs from about 1e-3 to 5
+    return [rng.normal(-1.0, 2.0, n_dim) for _ in range(k)]
 
 
 @pytest.mark.parametrize("family", ["scaled", "r2d2"])
@@ -58,13 +58,18 @@ def test_compiled_density_equals_the_log_density_of_pymcs_model(case, family):
     components = [*stats.group_names, "Residual"]
     names = {"Residual": "sigma"} | {g: f"1|{g}_sigma" for g in stats.group_names}
     for x in _points(len(components), case):
+        jacobian = 0.0  # log |∂(PyMC's coordinates) / ∂x|
         if family == "r2d2":
             point = {"total_sigma_log__": x[0], "shares_simplex__": x[1:]}
-        else:
-            point = {f"{names[c]}_log__": x[k] for k, c in enumerate(components)}
+        else:  # factors: σ = s softplus(x), PyMC's coordinate log σ; the residual: log σ in both
+            softplus = np.log1p(np.exp(x[:-1]))
+            scales = np.array([priors.group_sigma[g] for g in stats.group_names])
+            log_sd = np.concatenate([np.log(scales * softplus), x[-1:]])
+            jacobian = float(np.sum(np.log(1 / (1 + np.exp(-x[:-1])) / softplus)))
+            point = {f"{names[c]}_log__": log_sd[k] for k, c in enumerate(components)}
         value, _ = entry_points().log_density(x, data)
         # the same float64 expression evaluated in two orders: agreement to rounding
-        assert value == pytest.approx(float(logp(point)), rel=1e-10, abs=1e-8)
+        assert value == pytest.approx(float(logp(point)) + jacobian, rel=1e-10, abs=1e-8)
 
 
 @pytest.mark.parametrize("family", ["scaled", "r2d2"])
@@ -90,7 +95,8 @@ def test_each_draw_stores_the_sds_and_for_r2d2_the_total_and_the_shares():
         x = _points(n, 5, 1)[0]
         out = entry_points().expanded(x, data, n if family == "scaled" else 2 * n + 1)
         if family == "scaled":
-            assert np.allclose(out, np.exp(x))
+            scales = np.array([priors.group_sigma[g] for g in stats.group_names])
+            assert np.allclose(out, np.concatenate([scales * np.log1p(np.exp(x[:-1])), np.exp(x[-1:])]))
         else:
             zeta = np.concatenate([x[1:], [-x[1:].sum()]])
             shares = np.exp(zeta) / np.exp(zeta).sum()
