@@ -1,5 +1,6 @@
 """The compiled density of the fast path: PyMC's model of the same posterior, finite differences, compile once."""
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -32,6 +33,26 @@ def _cases():
         (ANNOTATION, annotation[annotation["mode"] == "Marking"]),
         ("ter ~ system + src_length + (1|sentence_id) + (1|replication)", unbalanced),
     ]
+
+
+def _log_density(x, data):
+    """The compiled log density called as the sampler calls it: value and gradient at x."""
+    x = np.ascontiguousarray(x, dtype=float)
+    grad, value = np.empty_like(x), np.zeros(1)
+    code = entry_points().logp.ctypes(len(x), _ptr(x), _ptr(grad), _ptr(value), _ptr(data))
+    assert code == 0
+    return float(value[0]), grad
+
+
+def _expanded(x, data, n_out):
+    x = np.ascontiguousarray(x, dtype=float)
+    out = np.empty(n_out)
+    assert entry_points().expand.ctypes(len(x), n_out, _ptr(x), _ptr(out), _ptr(data)) == 0
+    return out
+
+
+def _ptr(array):
+    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
 
 
 def _setup(case, family):
@@ -67,7 +88,7 @@ def test_compiled_density_equals_the_log_density_of_pymcs_model(case, family):
             log_sd = np.concatenate([np.log(scales * softplus), x[-1:]])
             jacobian = float(np.sum(np.log(1 / (1 + np.exp(-x[:-1])) / softplus)))
             point = {f"{names[c]}_log__": log_sd[k] for k, c in enumerate(components)}
-        value, _ = entry_points().log_density(x, data)
+        value, _ = _log_density(x, data)
         # the same float64 expression evaluated in two orders: agreement to rounding
         assert value == pytest.approx(float(logp(point)) + jacobian, rel=1e-10, abs=1e-8)
 
@@ -78,9 +99,9 @@ def test_gradient_equals_central_finite_differences(case, family):
     stats, priors, data = _setup(case, family)
     step = 1e-5
     for x in _points(len(stats.group_names) + 1, 10 + case):
-        _, grad = entry_points().log_density(x, data)
+        _, grad = _log_density(x, data)
         numeric = np.array([
-            (entry_points().log_density(x + step * e, data)[0] - entry_points().log_density(x - step * e, data)[0])
+            (_log_density(x + step * e, data)[0] - _log_density(x - step * e, data)[0])
             / (2 * step)
             for e in np.eye(len(x))
         ])
@@ -93,7 +114,7 @@ def test_each_draw_stores_the_sds_and_for_r2d2_the_total_and_the_shares():
         stats, priors, data = _setup(0, family)
         n = len(stats.group_names) + 1
         x = _points(n, 5, 1)[0]
-        out = entry_points().expanded(x, data, n if family == "scaled" else 2 * n + 1)
+        out = _expanded(x, data, n if family == "scaled" else 2 * n + 1)
         if family == "scaled":
             scales = np.array([priors.group_sigma[g] for g in stats.group_names])
             assert np.allclose(out, np.concatenate([scales * np.log1p(np.exp(x[:-1])), np.exp(x[-1:])]))
@@ -193,3 +214,13 @@ def test_prior_sensitivity_refits_share_one_compiled_density():
                                   allow_unconverged=True)
     assert recorder.buffer == []
     assert list(table.index) == [0.5, 1.0, 2.0] and table["phi"].between(0, 1).all()
+
+
+def test_pymcs_own_sampler_still_samples_the_fast_path_when_asked():
+    ter = load_dataset("kreutzer_ter").iloc[:900]
+    common = dict(draws=200, tune=200, chains=2, seed=4, allow_unconverged=True, effects=False)
+    pymc = fit_bayes("ter ~ system + (1|sentence_id)", ter, sampler="pymc", **common)
+    compiled = fit_bayes("ter ~ system + (1|sentence_id)", ter, **common)
+    for fit in (pymc, compiled):
+        assert {"sigma", "1|sentence_id_sigma", "phi"} <= set(fit.idata.posterior.data_vars)
+        assert fit.idata.posterior.sizes["draw"] == 200

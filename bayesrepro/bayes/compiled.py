@@ -12,7 +12,6 @@ compiled in memory instead, with a warning: the cache only ever saves time.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import sys
 import threading
@@ -29,23 +28,6 @@ class EntryPoints:
     logp: object     # numba CFunc: int32(uint64 dim, double* x, double* grad, double* logp, void* data)
     expand: object   # numba CFunc: int32(uint64 dim, uint64 n_out, double* x, double* out, void* data)
     small_block_draws: object  # numba function of ``density.small_block_draws`` (effect draws)
-
-    def log_density(self, x, data: np.ndarray) -> tuple[float, np.ndarray]:
-        """Call the compiled log density from Python (checks, tests): value and gradient at ``x``."""
-        x = np.ascontiguousarray(x, dtype=float)
-        grad = np.empty_like(x)
-        value = np.zeros(1)
-        code = self.logp.ctypes(len(x), _ptr(x), _ptr(grad), _ptr(value), data.ctypes.data_as(ctypes.c_void_p))
-        return (float(value[0]) if code == 0 else -np.inf), grad
-
-    def expanded(self, x, data: np.ndarray, n_out: int) -> np.ndarray:
-        """Call the compiled expansion from Python: what a draw at ``x`` stores."""
-        x = np.ascontiguousarray(x, dtype=float)
-        out = np.empty(n_out)
-        code = self.expand.ctypes(len(x), n_out, _ptr(x), _ptr(out), data.ctypes.data_as(ctypes.c_void_p))
-        if code != 0:
-            raise ValueError(f"expand failed with code {code}")
-        return out
 
 
 def fast_density(stats, priors, progress: bool = False):
@@ -122,7 +104,3 @@ def _jittered(centre: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def _note_compiling() -> None:
     print("bayesrepro: loading the compiled posterior density (the first run compiles it, about 10 s; "
           "later runs load it from the cache)", file=sys.stderr, flush=True)
-
-
-def _ptr(array: np.ndarray):
-    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_double))

@@ -5,6 +5,9 @@ the prior parameters — is packed into one float64 array (``pack``), so one
 compiled function serves every model structure, data set and prior: only the
 array changes. The sampler calls ``logp_entry`` and ``expand_entry`` through C
 pointers (``compiled.py`` compiles them), the array's address as user data.
+Every compiled kernel, the effect draws' included, lives in this one file:
+numba's cache is keyed on the stamp of the file that defines an entry point, so
+a change of any kernel here invalidates the cached machine code.
 
 Unconstrained coordinates x, one per component (factors in formula order, then
 the residual), and their Jacobians:
