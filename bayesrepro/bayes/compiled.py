@@ -17,8 +17,11 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 COMPILE_NOTE_AFTER = 2.0  # seconds of waiting before the user is told why nothing happens
 
@@ -66,16 +69,36 @@ def entry_points(progress: bool = False) -> EntryPoints:
 
 @functools.cache
 def _compiled() -> EntryPoints:
+    return compile_cached(_compile)
+
+
+def compile_cached(compile: Callable[[bool], T]) -> T:
+    """``compile(cache=True)``; where numba's cache cannot be used, ``compile(cache=False)`` and a warning.
+
+    numba's cache fails when no location is writable ("no locator available") or a
+    cache file cannot be read or written; an error of the code itself raises again
+    from the second call.
+    """
     try:
-        return _compile(cache=True)
-    except Exception as error:  # numba's cache: no writable location, or a file it cannot read or write
-        entry = _compile(cache=False)  # an error of the code itself raises again here
+        return compile(True)
+    except Exception as error:
+        compiled = compile(False)
         warnings.warn(
             f"the compiled posterior density is not cached ({error}); every process compiles it again "
             "(about 10 s). Set NUMBA_CACHE_DIR to a writable directory to keep it.",
             RuntimeWarning,
         )
-        return entry
+        return compiled
+
+
+def c_signatures():
+    """numba signatures of the two C entry points a ``nuts.CompiledDensity`` hands to the sampler."""
+    from numba import types
+
+    pointer = types.CPointer(types.float64)
+    logp = types.int32(types.uint64, pointer, pointer, pointer, types.voidptr)
+    expand = types.int32(types.uint64, types.uint64, pointer, pointer, types.voidptr)
+    return logp, expand
 
 
 def _compile(cache: bool) -> EntryPoints:
@@ -84,9 +107,7 @@ def _compile(cache: bool) -> EntryPoints:
 
     from . import density
 
-    pointer = types.CPointer(types.float64)
-    logp_signature = types.int32(types.uint64, pointer, pointer, pointer, types.voidptr)
-    expand_signature = types.int32(types.uint64, types.uint64, pointer, pointer, types.voidptr)
+    logp_signature, expand_signature = c_signatures()
     matrix, vector = types.float64[:, ::1], types.float64[::1]
     draws_signature = matrix(matrix, types.float64[:, :, ::1], vector, matrix, matrix, matrix, vector, matrix)
     options = dict(cache=cache, **density.JIT_OPTIONS)
