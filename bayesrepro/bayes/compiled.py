@@ -85,7 +85,7 @@ def compile_cached(compile: Callable[[bool], T]) -> T:
         compiled = compile(False)
         warnings.warn(
             f"the compiled posterior density is not cached ({error}); every process compiles it again "
-            "(about 10 s). Set NUMBA_CACHE_DIR to a writable directory to keep it.",
+            "(10–15 s). Set NUMBA_CACHE_DIR to a writable directory to keep it.",
             RuntimeWarning,
         )
         return compiled
@@ -123,5 +123,5 @@ def _jittered(centre: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _note_compiling() -> None:
-    print("bayesrepro: loading the compiled posterior density (the first run compiles it, about 10 s; "
+    print("bayesrepro: loading the compiled posterior density (the first run compiles it, 10–15 s; "
           "later runs load it from the cache)", file=sys.stderr, flush=True)
