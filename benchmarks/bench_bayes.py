@@ -71,7 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     results = []
     for name in [n for n in args.datasets.split(",") if n]:
-        fast = run(name, "fast", "pymc", args.draws, args.chains, args.seed)
+        fast = run(name, "fast", "nutpie", args.draws, args.chains, args.seed)  # the compiled density
         results.append(fast)
         print(json.dumps(fast), flush=True)
         for sampler in [p for p in args.peers.split(",") if p]:

@@ -11,7 +11,9 @@ from bayesrepro.datasets import load_dataset
 from bayesrepro.errors import BayesreproError
 
 FORMULA = "ter ~ system + (1|sentence_id)"
-QUICK = dict(draws=300, tune=300, chains=2, cores=1)
+# R-hat ≤ 1.01 failed for 30–35 % of seeds at 2 chains × 300 draws with either PyMC's or nutpie's
+# sampler (measured on this slice), for none of 40 at 4 × 500
+QUICK = dict(draws=500, tune=500, chains=4)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +86,7 @@ def test_cli_json_schema(small_ter, tmp_path, capsys):
     parser = argparse.ArgumentParser()
     phi.register(parser.add_subparsers())
     args = parser.parse_args(
-        ["phi", str(path), "--formula", FORMULA, "--draws", "300", "--tune", "300", "--chains", "2", "--seed", "3",
+        ["phi", str(path), "--formula", FORMULA, "--draws", "500", "--tune", "500", "--chains", "4", "--seed", "3",
          "--json"]
     )
     assert args.func(args) == 0

@@ -59,11 +59,12 @@ def bambi_prior_table(model):
 
 def fit_bambi(model, settings: SamplingSettings):
     """Sample Bambi's model (PyMC's NUTS or nutpie); returns an ``arviz.InferenceData`` with every draw asked for."""
+    sampler = settings.sampler_or("pymc")
     kwargs = dict(
         draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=settings.seed,
-        inference_method=settings.sampler, progressbar=settings.progress,
+        inference_method=sampler, progressbar=settings.progress,
     )
-    if settings.sampler == "pymc":
+    if sampler == "pymc":
         kwargs.update(cores=settings.n_cores, target_accept=settings.target_accept, compute_convergence_checks=False)
     with numerical_work(), interrupts_raised():
         idata = model.fit(**kwargs)

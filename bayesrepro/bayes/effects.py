@@ -16,8 +16,6 @@ import numpy as np
 
 from .marginal import MarginalStats, small_block_variances
 
-CHUNK = 256  # posterior draws per batched linear-algebra call
-
 
 @dataclass(frozen=True)
 class EffectDraws:
@@ -30,33 +28,26 @@ class EffectDraws:
 
 def draw_effects(stats: MarginalStats, fixed_var, sigma, sd_by_group: dict, rng) -> EffectDraws:
     """One draw of every effect per posterior draw of the SDs (arrays of shape (D,))."""
+    from .compiled import entry_points
+
     sigma = np.asarray(sigma, dtype=float)
     n_draws = sigma.shape[0]
-    s = stats.size
-    delta_b = np.empty((n_draws, s))
-    delta_a = np.empty((n_draws, len(stats.counts)))
-    for start in range(0, n_draws, CHUNK):
-        sl = slice(start, min(start + CHUNK, n_draws))
-        s2 = sigma[sl] ** 2
-        va = np.asarray(sd_by_group[stats.dominant])[sl] ** 2
-        w = va[:, None] / (s2[:, None] + stats.count_values[None, :] * va[:, None])
-        A = stats.wbwb[None] - np.einsum("dk,kij->dij", w, stats.G)
-        u = stats.wbr[None] - w @ stats.g
-        lam = small_block_variances(
-            stats,
-            np.broadcast_to(fixed_var, (len(s2), stats.n_fixed)),
-            [np.asarray(sd_by_group[name])[sl] ** 2 for name in stats.rest],
-        )
-        scale = np.sqrt(lam) / sigma[sl, None]
-        T = np.eye(s)[None] + scale[:, :, None] * A * scale[:, None, :]
-        L = np.linalg.cholesky(T)
-        z = np.linalg.solve(L, (scale * u)[..., None])[..., 0]
-        noise = rng.standard_normal(z.shape)
-        LT = np.swapaxes(L, 1, 2)
-        delta_b[sl] = scale * np.linalg.solve(LT, (z + sigma[sl, None] * noise)[..., None])[..., 0]
-        shrink = va[:, None] / (va[:, None] * stats.counts[None, :] + s2[:, None])
-        mean_a = (stats.dominant_r[None, :] - np.asarray(stats.cross @ delta_b[sl].T).T) * shrink
-        delta_a[sl] = mean_a + np.sqrt(s2[:, None] * shrink) * rng.standard_normal(mean_a.shape)
+    s2 = sigma**2
+    va = np.asarray(sd_by_group[stats.dominant], dtype=float) ** 2
+    w = va[:, None] / (s2[:, None] + stats.count_values[None, :] * va[:, None])
+    lam = small_block_variances(
+        stats,
+        np.broadcast_to(fixed_var, (n_draws, stats.n_fixed)),
+        [np.asarray(sd_by_group[name], dtype=float) ** 2 for name in stats.rest],
+    )
+    scale = np.sqrt(lam) / sigma[:, None]
+    noise = rng.standard_normal((n_draws, stats.size))
+    delta_b = entry_points().small_block_draws(
+        *(np.ascontiguousarray(a, dtype=float) for a in (stats.wbwb, stats.G, stats.wbr, stats.g, w, scale, sigma, noise))
+    )
+    shrink = va[:, None] / (va[:, None] * stats.counts[None, :] + s2[:, None])
+    mean_a = (stats.dominant_r[None, :] - np.asarray(stats.cross @ delta_b.T).T) * shrink
+    delta_a = mean_a + np.sqrt(s2[:, None] * shrink) * rng.standard_normal(mean_a.shape)
 
     theta_b = stats.prior_mean[None, :] + delta_b
     p = stats.n_fixed

@@ -1,4 +1,9 @@
-"""The PyMC model of the fast path: only the SDs are sampled, the effects are integrated out."""
+"""The PyMC model of the fast path: only the SDs are sampled, the effects are integrated out.
+
+``sampler="pymc"`` samples it with PyMC's own NUTS; by default the same posterior is
+sampled through the compiled density of ``density.py``, whose tests check it against
+this model's log density (priors, transforms and likelihood as PyMC states them).
+"""
 
 from __future__ import annotations
 

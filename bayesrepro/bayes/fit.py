@@ -207,13 +207,20 @@ def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
 
 def _fit_fast(frame, spec, object, settings, effects):
     from .effects import draw_effects, finite_population_variances
-    from .fast_model import build_fast_model, sd_name
+    from .fast_model import sd_name
     from .marginal import marginal_stats
-    from .sampling import run_nuts
 
     stats = marginal_stats(frame, spec)
-    model = build_fast_model(stats, spec)
-    idata = run_nuts(model, settings)
+    if settings.sampler_or("nutpie") == "nutpie":
+        from .compiled import fast_density
+        from .nuts import sample_density
+
+        idata = sample_density(fast_density(stats, spec, settings.progress), settings)
+    else:  # PyMC's own sampler on PyMC's model of the same posterior
+        from .fast_model import build_fast_model
+        from .sampling import run_nuts
+
+        idata = run_nuts(build_fast_model(stats, spec), settings)
     post = idata.posterior
     sd = {name: post[sd_name(name)].values for name in [*stats.group_names, RESIDUAL]}
     add_reliability(idata, {name: sd[name] ** 2 for name in sd}, object)

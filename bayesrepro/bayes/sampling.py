@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 
-SAMPLERS = ("pymc", "nutpie")
+# "auto": nutpie's NUTS on the compiled density of the fast path, PyMC's NUTS on Bambi's model
+SAMPLERS = ("auto", "pymc", "nutpie")
 # R-hat compares chains and ESS estimates need draws enough to see autocorrelation:
 # below these the convergence diagnostics that every result carries are meaningless.
 MIN_CHAINS = 2
@@ -33,7 +34,7 @@ class SamplingSettings:
     chains: int = 4
     seed: int | None = None
     cores: int | None = None
-    sampler: str = "pymc"
+    sampler: str = "auto"
     target_accept: float = 0.95
     progress: bool = False
     allow_unconverged: bool = False
@@ -67,6 +68,10 @@ class SamplingSettings:
             )
         return dataclasses.replace(settings or cls(), **overrides)
 
+    def sampler_or(self, default: str) -> str:
+        """The sampler asked for, or ``default`` (the model's own choice) for "auto"."""
+        return default if self.sampler == "auto" else self.sampler
+
     @property
     def n_cores(self) -> int:
         return self.cores if self.cores is not None else min(self.chains, 2)
@@ -84,7 +89,7 @@ def run_nuts(model, settings: SamplingSettings):
             cores=settings.n_cores,
             random_seed=settings.seed,
             model=model,
-            nuts_sampler=settings.sampler,
+            nuts_sampler=settings.sampler_or("pymc"),
             target_accept=settings.target_accept,
             progressbar=settings.progress,
             compute_convergence_checks=False,

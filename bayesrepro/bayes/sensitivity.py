@@ -16,18 +16,10 @@ def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = DEFAU
                 draws: int = 4000, seed: int | None = None, prob: float = 0.95) -> pd.DataFrame:
     """Prior predictive check of the decomposition: prior intervals of every SD, of φ and of the
     total SD, next to the response's observed SD (which a sensible prior should cover)."""
-    import pymc as pm
-
-    from .fast_model import build_fast_model, sd_name
-    from .marginal import marginal_stats
-
     frame = build_model_frame(formula, data)
     spec = prior if isinstance(prior, PriorSpec) else default_priors(frame, _family(prior))
-    model = build_fast_model(marginal_stats(frame, spec), spec)
     names = [g.name for g in frame.groups] + [RESIDUAL]
-    with model:
-        idata = pm.sample_prior_predictive(draws=draws, random_seed=seed, var_names=[sd_name(n) for n in names])
-    sd = {n: idata.prior[sd_name(n)].values.ravel() for n in names}
+    sd = prior_sd_draws(spec, names, draws, np.random.default_rng(seed))
     variances = {n: v**2 for n, v in sd.items()}
     object = object or default_object(variances, {g.name: g.n_levels for g in frame.groups})
     rows = [(f"sd[{n}]", *interval(sd[n], prob)) for n in names]
@@ -36,6 +28,17 @@ def prior_check(formula: str, data: pd.DataFrame, prior: str | PriorSpec = DEFAU
     table = pd.DataFrame(rows, columns=["quantity", "prior_median", "prior_low", "prior_high"]).set_index("quantity")
     table.attrs["observed_sd"] = response_moments(frame).y_sd
     return table
+
+
+def prior_sd_draws(spec: PriorSpec, names: list[str], draws: int, rng) -> dict:
+    """Independent draws of every component's SD from its prior (``names``: factors, then the residual)."""
+    if spec.half_normal_sds:
+        sd = {name: np.abs(rng.normal(0.0, spec.group_sigma[name], draws)) for name in names[:-1]}
+        sd[RESIDUAL] = spec.residual_sigma * np.abs(rng.standard_t(spec.residual_nu, draws))
+        return sd
+    total = spec.total_sigma * np.abs(rng.standard_t(spec.total_nu, draws))
+    shares = rng.dirichlet(np.full(len(names), spec.concentration), draws)
+    return {name: total * np.sqrt(shares[:, k]) for k, name in enumerate(names)}
 
 
 def prior_sensitivity(formula: str, data: pd.DataFrame, *, scales=(0.5, 1.0, 2.0), prior: str = DEFAULT_PRIOR,

@@ -22,7 +22,8 @@ def register(subparsers) -> None:
                              "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares")
     parser.add_argument("--prior-scale", action="append", default=[], metavar="NAME=VALUE",
                         help="override one prior scale (a factor, Residual, total or concentration); repeatable")
-    parser.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"))
+    parser.add_argument("--sampler", default="auto", choices=("auto", "pymc", "nutpie"),
+                        help="NUTS implementation; auto (default): nutpie on the compiled fast path, PyMC for Bambi's model")
     parser.add_argument("--prob", type=float, default=0.95, help="probability of the intervals (default 0.95)")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="report the draws even if R-hat/ESS/divergences say the run did not converge")

@@ -1,0 +1,495 @@
+"""The fast path's posterior log density and its gradient over the unconstrained SDs, in numba.
+
+Everything the density needs — the marginal statistics of ``marginal.py`` and
+the prior parameters — is packed into one float64 array (``pack``), so one
+compiled function serves every model structure, data set and prior: only the
+array changes. The sampler calls ``logp_entry`` and ``expand_entry`` through C
+pointers (``compiled.py`` compiles them), the array's address as user data.
+Every compiled kernel, the effect draws' included, lives in this one file:
+numba's cache is keyed on the stamp of the file that defines an entry point, so
+a change of any kernel here invalidates the cached machine code.
+
+Unconstrained coordinates x, one per component (factors in formula order, then
+the residual), and their Jacobians:
+
+* half-normal SD priors ("scaled", "bambi"): a factor's σ_g = s_g softplus(x_g),
+  s_g its prior scale, log|dσ_g/dx_g| = log s_g + log sigmoid(x_g); the residual
+  σ = exp(x). Below the prior scale softplus is exp, so the long left tail of a
+  weakly identified facet's log σ is kept, but above it the half-normal prior is
+  a unit Gaussian wall in x rather than the super-exponential wall
+  exp(−e^{2x}/2s²) of the log transform, on which a step size tuned to that
+  long tail diverged (1 run in 6–10 on the annotation G-study at acceptance
+  0.8–0.9).
+* "r2d2": x_0 = log τ and z = x_1..x_{C−1}, the shares ω = softmax(z, −Σz)
+  (PyMC's simplex transform, log|J| = log C + Σ log ω_c), σ_c = τ √ω_c.
+
+Mapped back to PyMC's coordinates (log σ; log τ and the simplex), the density
+equals that of PyMC's model of ``fast_model.py`` plus the log-Jacobian between
+the two, which the tests check to rounding.
+
+Gradient of the marginal log-likelihood (notation of ``marginal.py``), in
+η = log SDs. With ρ = σ_a²/σ², w_k = ρ/(1 + n_k ρ), D = diag(scale),
+T = I + D A D = L L', M = T⁻¹, v = D u, y = M v, and for a block J of columns
+sharing one scale (a factor's levels; every column for σ):
+
+    ∂ log|T| / ∂ log scale_J = 2 Σ_J (1 − M_jj)      (T − I = D A D, so M (T − I) = I − M)
+    ∂ v'Mv   / ∂ log scale_J = 2 Σ_J y_j²
+    ∂ log|T| / ∂ w_k = −tr(M D G_k D),   ∂ v'Mv / ∂ w_k = −2 y'D g_k + y'D G_k D y
+    ∂ w_k / ∂ log ρ = w_k (1 − n_k w_k),  ∂ log ρ / ∂(η_a, η_σ) = (2, −2)
+
+M = X'X with X = L⁻¹: with the Cholesky factor about 2s³/3 multiply-adds per
+evaluation, s the size of the small block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .fast_model import sd_name
+from .marginal import MarginalStats
+from .priors import RESIDUAL, PriorSpec
+
+# header of the packed array
+FAMILY, N_COMPONENTS, SIZE, N_COUNTS, N_FIXED, N_OBS, RR, LENGTH = range(8)
+HEADER = 8
+HALF_NORMAL, R2D2 = 0.0, 1.0
+# return codes the sampler understands: positive = reject this point, negative = stop
+OK, REJECT, WRONG_SIZE = 0, 1, -1
+
+LOG_2PI = math.log(2.0 * math.pi)
+# reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
+JIT_OPTIONS = dict(fastmath={"reassoc", "contract"}, error_model="numpy")
+
+
+def pack(stats: MarginalStats, priors: PriorSpec) -> np.ndarray:
+    """Everything the density needs, as one contiguous float64 array (layout read back by ``_views``)."""
+    components = [*stats.group_names, RESIDUAL]
+    n_components, s, n_counts = len(components), stats.size, len(stats.count_values)
+    # kernel slots: residual, dominant factor, then the other factors in the order of the small block
+    slot_component = [len(components) - 1, components.index(stats.dominant)] + [components.index(r) for r in stats.rest]
+    scales = [priors.group_sigma[name] for name in stats.group_names] + [priors.residual_sigma]
+    parts = [
+        np.array(slot_component, dtype=float),
+        np.asarray(stats.rest_sizes, dtype=float),
+        np.array(scales + [priors.residual_nu, priors.total_nu, priors.total_sigma, priors.concentration]),
+        np.asarray(priors.fixed_sigma, dtype=float) ** 2,
+        stats.count_values, stats.count_multiplicity, stats.h,
+        stats.wbr, stats.g.ravel(), stats.wbwb.ravel(), stats.G.ravel(),
+    ]
+    body = np.concatenate([np.asarray(part, dtype=float).ravel() for part in parts])
+    header = np.zeros(HEADER)
+    header[FAMILY] = HALF_NORMAL if priors.half_normal_sds else R2D2
+    header[N_COMPONENTS], header[SIZE], header[N_COUNTS] = n_components, s, n_counts
+    header[N_FIXED], header[N_OBS], header[RR] = stats.n_fixed, stats.n_obs, stats.rr
+    header[LENGTH] = HEADER + body.size
+    return np.ascontiguousarray(np.concatenate([header, body]))
+
+
+def expanded_variables(stats: MarginalStats, priors: PriorSpec) -> list[tuple[str, tuple[int, ...]]]:
+    """Names and shapes of what every draw stores, in the order ``expand_entry`` writes them."""
+    components = [*stats.group_names, RESIDUAL]
+    variables = [(sd_name(name), ()) for name in components]
+    if not priors.half_normal_sds:
+        variables += [("total_sigma", ()), ("shares", (len(components),))]
+    return variables
+
+
+def initial_centre(stats: MarginalStats, priors: PriorSpec) -> np.ndarray:
+    """Where chains start, before PyMC's U(−1, 1) jitter: every SD at its prior scale, the shares equal."""
+    if priors.half_normal_sds:
+        softplus_of_one = np.log(np.e - 1.0)
+        return np.array([softplus_of_one] * len(stats.group_names) + [np.log(priors.residual_sigma)])
+    centre = np.zeros(len(stats.group_names) + 1)
+    centre[0] = np.log(priors.total_sigma)
+    return centre
+
+
+@numba.njit(**JIT_OPTIONS)
+def _views(d):
+    n, s, k, p = int(d[N_COMPONENTS]), int(d[SIZE]), int(d[N_COUNTS]), int(d[N_FIXED])
+    o = HEADER
+    slot_component = d[o : o + n]; o += n
+    rest_sizes = d[o : o + n - 2]; o += n - 2
+    prior = d[o : o + n + 4]; o += n + 4
+    fixed_var = d[o : o + p]; o += p
+    counts = d[o : o + k]; o += k
+    multiplicity = d[o : o + k]; o += k
+    h = d[o : o + k]; o += k
+    wbr = d[o : o + s]; o += s
+    g = d[o : o + k * s].reshape((k, s)); o += k * s
+    wbwb = d[o : o + s * s].reshape((s, s)); o += s * s
+    G = d[o : o + k * s * s].reshape((k, s, s))
+    return slot_component, rest_sizes, prior, fixed_var, counts, multiplicity, h, wbr, g, wbwb, G
+
+
+@numba.njit(**JIT_OPTIONS)
+def _cholesky(a) -> bool:
+    """In-place lower Cholesky factor (lower triangle read and written); False if not positive definite.
+
+    Column by column; the dot products of four rows share the loads of row j.
+    """
+    n = a.shape[0]
+    for j in range(n):
+        d = a[j, j]
+        for k in range(j):
+            d -= a[j, k] * a[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        a[j, j] = d
+        inv = 1.0 / d
+        i = j + 1
+        while i + 3 < n:
+            v0, v1, v2, v3 = a[i, j], a[i + 1, j], a[i + 2, j], a[i + 3, j]
+            for k in range(j):
+                ajk = a[j, k]
+                v0 -= a[i, k] * ajk
+                v1 -= a[i + 1, k] * ajk
+                v2 -= a[i + 2, k] * ajk
+                v3 -= a[i + 3, k] * ajk
+            a[i, j], a[i + 1, j], a[i + 2, j], a[i + 3, j] = v0 * inv, v1 * inv, v2 * inv, v3 * inv
+            i += 4
+        while i < n:
+            v = a[i, j]
+            for k in range(j):
+                v -= a[i, k] * a[j, k]
+            a[i, j] = v * inv
+            i += 1
+    return True
+
+
+@numba.njit(**JIT_OPTIONS)
+def _inverse_from_cholesky(L, X, M):
+    """M = (L L')⁻¹ = X'X with X = L⁻¹, both built by row updates four rows at a time (they vectorise)."""
+    n = L.shape[0]
+    X[:, :] = 0.0  # the zeros above the diagonal let the unrolled updates run over whole row prefixes
+    row = np.empty(n)
+    for i in range(n):  # row i of X from the rows above it: L[i, :i+1] X[:i+1, :] = e_i'
+        row[: i + 1] = 0.0
+        row[i] = 1.0
+        k = 0
+        while k + 3 < i:
+            a, b, c, d = L[i, k], L[i, k + 1], L[i, k + 2], L[i, k + 3]
+            for j in range(k + 4):
+                row[j] -= a * X[k, j] + b * X[k + 1, j] + c * X[k + 2, j] + d * X[k + 3, j]
+            k += 4
+        while k < i:
+            a = L[i, k]
+            for j in range(k + 1):
+                row[j] -= a * X[k, j]
+            k += 1
+        inv = 1.0 / L[i, i]
+        for j in range(i + 1):
+            X[i, j] = row[j] * inv
+    M[:, :] = 0.0
+    k = 0
+    while k + 3 < n:  # lower triangle of Σ_k x_k x_k', x_k the rows of X
+        for i in range(k + 4):
+            a, b, c, d = X[k, i], X[k + 1, i], X[k + 2, i], X[k + 3, i]
+            for j in range(i + 1):
+                M[i, j] += a * X[k, j] + b * X[k + 1, j] + c * X[k + 2, j] + d * X[k + 3, j]
+        k += 4
+    while k < n:
+        for i in range(k + 1):
+            a = X[k, i]
+            for j in range(i + 1):
+                M[i, j] += a * X[k, j]
+        k += 1
+    for i in range(n):
+        for j in range(i):
+            M[j, i] = M[i, j]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _factor_small_block(wbwb, G, wbr, g, w, scale, T, u) -> bool:
+    """T = I + D (W_b'W_b − Σ_k w_k G_k) D, factored in place (lower Cholesky); u = W_b'r − Σ_k w_k g_k."""
+    s = wbwb.shape[0]
+    T[:, :] = wbwb
+    u[:] = wbr
+    for k in range(w.shape[0]):
+        wk = w[k]
+        for i in range(s):
+            u[i] -= wk * g[k, i]
+            for j in range(i + 1):
+                T[i, j] -= wk * G[k, i, j]
+    for i in range(s):
+        for j in range(i + 1):
+            T[i, j] *= scale[i] * scale[j]
+        T[i, i] += 1.0
+    return _cholesky(T)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _solve_lower(L, b):
+    for i in range(b.shape[0]):
+        acc = b[i]
+        for k in range(i):
+            acc -= L[i, k] * b[k]
+        b[i] = acc / L[i, i]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _solve_upper_transposed(L, b):
+    """b ← L⁻ᵀ b."""
+    for i in range(b.shape[0] - 1, -1, -1):
+        acc = b[i]
+        for k in range(i + 1, b.shape[0]):
+            acc -= L[k, i] * b[k]
+        b[i] = acc / L[i, i]
+
+
+@numba.njit(**JIT_OPTIONS)
+def marginal_loglik_grad(eta, d, grad):
+    """Marginal log-likelihood at η = (log σ, log σ_dominant, log σ of each other factor) and its gradient.
+
+    Returns (value, ok); ok is False where T is numerically not positive definite.
+    """
+    views = _views(d)
+    rest_sizes, fixed_var, counts, multiplicity, h = views[1], views[3], views[4], views[5], views[6]
+    wbr, g, wbwb, G = views[7], views[8], views[9], views[10]
+    s, n_counts, p = wbwb.shape[0], counts.shape[0], fixed_var.shape[0]
+    n_obs, rr = d[N_OBS], d[RR]
+    s2 = math.exp(2.0 * eta[0])
+    rho = math.exp(2.0 * (eta[1] - eta[0]))
+
+    w = np.empty(n_counts)
+    logdet_dom = 0.0
+    dlogdet_dom = 0.0  # ∂/∂ log ρ
+    quad_dom = 0.0
+    for k in range(n_counts):
+        w[k] = rho / (1.0 + counts[k] * rho)
+        logdet_dom += multiplicity[k] * math.log1p(counts[k] * rho)
+        dlogdet_dom += multiplicity[k] * counts[k] * w[k]
+        quad_dom += w[k] * h[k]
+
+    scale = np.empty(s)
+    inv_sigma = math.exp(-eta[0])
+    for j in range(p):
+        scale[j] = math.sqrt(fixed_var[j]) * inv_sigma
+    col = p
+    for r in range(rest_sizes.shape[0]):
+        value = math.exp(eta[2 + r] - eta[0])
+        for level in range(int(rest_sizes[r])):
+            scale[col] = value
+            col += 1
+
+    L = np.empty((s, s))
+    u = np.empty(s)
+    if not _factor_small_block(wbwb, G, wbr, g, w, scale, L, u):
+        return -np.inf, False
+    logdet_T = 0.0
+    for i in range(s):
+        logdet_T += 2.0 * math.log(L[i, i])
+    v = scale * u
+    y = v.copy()
+    _solve_lower(L, y)
+    zz = 0.0
+    for i in range(s):
+        zz += y[i] * y[i]
+    _solve_upper_transposed(L, y)  # y = T⁻¹ v
+
+    Q = rr - quad_dom - zz
+    value = -0.5 * (n_obs * LOG_2PI + 2.0 * n_obs * eta[0] + logdet_dom + logdet_T + Q / s2)
+
+    X = np.empty((s, s))
+    M = np.empty((s, s))
+    _inverse_from_cholesky(L, X, M)
+
+    # scale blocks: every column for σ, each factor's levels for its σ
+    sum_logdet = 0.0
+    sum_zz = 0.0
+    for j in range(p):
+        sum_logdet += 2.0 * (1.0 - M[j, j])
+        sum_zz += 2.0 * y[j] * y[j]
+    col = p
+    for r in range(rest_sizes.shape[0]):
+        block_logdet = 0.0
+        block_zz = 0.0
+        for level in range(int(rest_sizes[r])):
+            block_logdet += 2.0 * (1.0 - M[col, col])
+            block_zz += 2.0 * y[col] * y[col]
+            col += 1
+        grad[2 + r] = -0.5 * (block_logdet - block_zz / s2)
+        sum_logdet += block_logdet
+        sum_zz += block_zz
+
+    sy = scale * y
+    dll_dlogrho = -0.5 * dlogdet_dom
+    for k in range(n_counts):
+        trace = 0.0
+        quad = 0.0
+        lin = 0.0
+        for i in range(s):
+            row = 0.0
+            rowq = 0.0
+            for j in range(s):
+                row += M[i, j] * scale[j] * G[k, i, j]
+                rowq += G[k, i, j] * sy[j]
+            trace += scale[i] * row
+            quad += sy[i] * rowq
+            lin += sy[i] * g[k, i]
+        dlogdet_T = -trace
+        dzz = -2.0 * lin + quad
+        dQ = -h[k] - dzz
+        dll_dlogrho += -0.5 * w[k] * (1.0 - counts[k] * w[k]) * (dlogdet_T + dQ / s2)
+    grad[1] = 2.0 * dll_dlogrho
+    grad[0] = -0.5 * (2.0 * n_obs - 2.0 * Q / s2 - sum_logdet + sum_zz / s2) - 2.0 * dll_dlogrho
+    return value, True
+
+
+def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
+    """δ_b ~ N(P_b⁻¹ W_b'r, σ² P_b⁻¹) for every draw d (rows of w, scale, sigma, noise; see effects.py).
+
+    With T = L L' (scaled form of P_b): δ_b = D L⁻ᵀ (L⁻¹ D u + σ ε). A row of NaN where T is not
+    numerically positive definite.
+    """
+    n_draws, s = noise.shape
+    out = np.empty((n_draws, s))
+    L = np.empty((s, s))
+    u = np.empty(s)
+    for d in range(n_draws):
+        if not _factor_small_block(wbwb, G, wbr, g, w[d], scale[d], L, u):
+            out[d, :] = np.nan
+            continue
+        z = scale[d] * u
+        _solve_lower(L, z)
+        z += sigma[d] * noise[d]
+        _solve_upper_transposed(L, z)
+        out[d, :] = scale[d] * z
+    return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def _log_half_student_t(log_x, nu, sigma):
+    """log HalfStudentT(x; ν, σ) + log x (the log transform's Jacobian) and its derivative in log x."""
+    t = math.exp(2.0 * log_x) / (sigma * sigma)
+    value = (math.log(2.0) + math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu) - 0.5 * math.log(nu * math.pi)
+             - math.log(sigma) - 0.5 * (nu + 1.0) * math.log1p(t / nu) + log_x)
+    return value, 1.0 - (nu + 1.0) * t / (nu + t)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _softplus(x):
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _log_softplus(x):
+    return x if x < -30.0 else math.log(_softplus(x))  # log1p(eˣ) = eˣ to 1e-13 below −30
+
+
+@numba.njit(**JIT_OPTIONS)
+def _log_sds(x, d, log_sd, log_omega):
+    """log σ of every component (formula order) from the unconstrained x; log ω too for "r2d2"."""
+    n = x.shape[0]
+    if d[FAMILY] == HALF_NORMAL:
+        prior = _views(d)[2]
+        for c in range(n - 1):
+            log_sd[c] = math.log(prior[c]) + _log_softplus(x[c])
+        log_sd[n - 1] = x[n - 1]
+        return
+    total = 0.0
+    for c in range(n - 1):
+        total += x[1 + c]
+    zmax = -total
+    for c in range(n - 1):
+        zmax = max(zmax, x[1 + c])
+    norm = math.exp(-total - zmax)
+    for c in range(n - 1):
+        norm += math.exp(x[1 + c] - zmax)
+    lse = zmax + math.log(norm)
+    for c in range(n):
+        log_omega[c] = (x[1 + c] if c < n - 1 else -total) - lse
+        log_sd[c] = x[0] + 0.5 * log_omega[c]
+
+
+@numba.njit(**JIT_OPTIONS)
+def log_density(x, d, grad):
+    """Log posterior density (up to the evidence) at the unconstrained point x, gradient into ``grad``."""
+    n = x.shape[0]
+    views = _views(d)
+    slot_component, prior = views[0], views[2]
+    log_sd = np.empty(n)
+    log_omega = np.empty(n)
+    _log_sds(x, d, log_sd, log_omega)
+
+    eta = np.empty(n)
+    for slot in range(n):
+        eta[slot] = log_sd[int(slot_component[slot])]
+    grad_slot = np.empty(n)
+    value, ok = marginal_loglik_grad(eta, d, grad_slot)
+    if not ok:
+        return value, False
+    grad_sd = np.empty(n)  # ∂ log-likelihood / ∂ log σ_c
+    for slot in range(n):
+        grad_sd[int(slot_component[slot])] = grad_slot[slot]
+
+    if d[FAMILY] == HALF_NORMAL:
+        for c in range(n - 1):
+            # HalfNormal(σ; s) with σ = s u, u = softplus(x): log(2/π)/2 − log s − u²/2, Jacobian log s + log sigmoid(x)
+            u = _softplus(x[c])
+            log_sigmoid = -_softplus(-x[c])
+            sigmoid = math.exp(log_sigmoid)
+            value += 0.5 * math.log(2.0 / math.pi) - 0.5 * u * u + log_sigmoid
+            dlog_sd = math.exp(log_sigmoid - _log_softplus(x[c]))  # ∂ log σ / ∂x = sigmoid(x) / u
+            grad[c] = grad_sd[c] * dlog_sd - u * sigmoid + (1.0 - sigmoid)
+        lp, dlp = _log_half_student_t(x[n - 1], prior[n], prior[n - 1])
+        value += lp
+        grad[n - 1] = grad_sd[n - 1] + dlp
+        return value, True
+
+    alpha = prior[n + 3]
+    lp, dlp = _log_half_student_t(x[0], prior[n + 1], prior[n + 2])
+    # Dirichlet(α) of the shares with the simplex Jacobian: α Σ log ω_c + constants
+    value += lp + math.lgamma(n * alpha) - n * math.lgamma(alpha) + math.log(n)
+    grad[0] = dlp
+    dlog_omega = np.empty(n)  # ∂ density / ∂ log ω_c
+    total = 0.0
+    for c in range(n):
+        value += alpha * log_omega[c]
+        grad[0] += grad_sd[c]
+        dlog_omega[c] = alpha + 0.5 * grad_sd[c]
+        total += dlog_omega[c]
+    last = n - 1
+    for c in range(n - 1):
+        grad[1 + c] = (dlog_omega[c] - dlog_omega[last]
+                       - (math.exp(log_omega[c]) - math.exp(log_omega[last])) * total)
+    return value, True
+
+
+def logp_entry(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):
+    """C entry point of the sampler: log density at x, gradient into grad (see ``compiled.LOGP_SIGNATURE``)."""
+    head = numba.carray(data_ptr, (HEADER,), np.float64)
+    if dim != int(head[N_COMPONENTS]):
+        return WRONG_SIZE
+    data = numba.carray(data_ptr, (int(head[LENGTH]),), np.float64)
+    x = numba.carray(x_ptr, (dim,))
+    grad = numba.carray(grad_ptr, (dim,))
+    value, ok = log_density(x, data, grad)
+    logp_ptr[0] = value
+    if not ok or not np.isfinite(value) or not np.all(np.isfinite(grad)):
+        return REJECT
+    return OK
+
+
+def expand_entry(dim, n_expanded, x_ptr, out_ptr, data_ptr):
+    """C entry point that turns a draw into what is stored: σ of every component (and τ, ω for "r2d2")."""
+    head = numba.carray(data_ptr, (HEADER,), np.float64)
+    if dim != int(head[N_COMPONENTS]):
+        return WRONG_SIZE
+    data = numba.carray(data_ptr, (int(head[LENGTH]),), np.float64)
+    x = numba.carray(x_ptr, (dim,))
+    out = numba.carray(out_ptr, (n_expanded,))
+    log_sd = np.empty(dim)
+    log_omega = np.empty(dim)
+    _log_sds(x, data, log_sd, log_omega)
+    for c in range(dim):
+        out[c] = math.exp(log_sd[c])
+    if data[FAMILY] == R2D2:
+        out[dim] = math.exp(x[0])
+        for c in range(dim):
+            out[dim + 1 + c] = math.exp(log_omega[c])
+    return OK
