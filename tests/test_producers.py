@@ -171,3 +171,18 @@ def test_spark_local_mode_equals_memory_on_a_million_rows(tmp_path):
     memory = build_model_frame(formula, data)
     assert spark.n_obs == 1_000_000
     assert_same_fit(fit_model_frame(spark, "reml"), fit_model_frame(memory, "reml"))
+
+
+def test_binary_scores_through_duckdb_give_the_memory_glmm(tmp_path):
+    from bayesrepro.frequentist.glmm import fit_glmm
+    from bayesrepro.simulate import binary_grid
+
+    data = binary_grid(items=150, seeds=3, prompts=2, random_state=4)
+    data.to_parquet(tmp_path / "binary.parquet")
+    formula = "correct ~ system + (1|item) + (1|system:seed) + (1|prompt)"
+    duck = fit_glmm(model_frame(formula, str(tmp_path / "binary.parquet"), engine="duckdb"))
+    memory = fit_glmm(formula, data)
+    assert duck.family == memory.family == "bernoulli"
+    for name, value in memory.variances.items():
+        assert duck.variances[name] == pytest.approx(value, rel=1e-6, abs=1e-10), name
+    assert duck.loglik == pytest.approx(memory.loglik, rel=1e-10)

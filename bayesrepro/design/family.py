@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from ..errors import BayesreproError
 
@@ -74,16 +73,4 @@ def _binomial_response(frame, family: str, link: str | None) -> Family:
 
 
 def _binary_scores(frame) -> bool:
-    if frame.has_rows:
-        return bool(np.all((frame.y == 0) | (frame.y == 1)))
-    # Without rows only sums are known: Σy² = Σy holds for 0/1 scores (and rarely otherwise), so
-    # such data are refused rather than guessed at.
-    sums = frame.sums()
-    squares = float(sums.cell_m2.sum() + (sums.cell_total**2 / np.maximum(sums.cell_n, 1.0)).sum())
-    total = float(sums.cell_total.sum())
-    if abs(squares - total) <= 1e-9 * max(1.0, abs(total)):
-        raise BayesreproError(
-            f"the scores in '{frame.response}' look like 0/1, which needs the rows in memory for now; "
-            "use --engine memory, or --family gaussian for a linear probability model"
-        )
-    return False
+    return frame.is_binary()

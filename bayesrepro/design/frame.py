@@ -86,8 +86,15 @@ class ModelFrame:
         if "binomial" not in self._computed:
             from .binomial import binomial_cells
 
-            self._computed["binomial"] = binomial_cells(self)
+            producer = self.source is not None and not self.has_rows
+            self._computed["binomial"] = self.source.binomial_cells(self) if producer else binomial_cells(self)
         return self._computed["binomial"]
+
+    def is_binary(self) -> bool:
+        """Is every score 0 or 1? (From the rows, or from the producer's validation pass.)"""
+        if self.has_rows:
+            return bool(np.all((self.y == 0) | (self.y == 1)))
+        return bool(self._computed["plan"].binary)
 
     def sums(self) -> GroupedSums:
         """The grouped sums of the response, computed once from the rows (or given by a producer)."""

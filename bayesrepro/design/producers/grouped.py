@@ -35,6 +35,8 @@ from ..sums import GroupedSums, LevelCellSums, PairCounts
 STATEFUL = re.compile(r"\b(scale|center|standardize)\s*\(")
 # The coarse grouping set is fetched when the other factors' levels multiply to at most this many groups.
 COARSE_GROUPS = 2_000_000
+# Names of the aggregate columns of binomial cells, distinct from any data column a formula can name.
+_AGGREGATE_SUCCESSES, _AGGREGATE_TRIALS = "__successes__", "__trials__"
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,35 @@ class GroupedSource:
     def frame(self, formula: str | FormulaSpec) -> ModelFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
         self._check_formula(spec)
+        if spec.trials is not None:
+            raise BayesreproError(
+                f"the binomial response {spec.response_term} is summed from rows in memory; use --engine memory, or "
+                "give one 0/1 score per row"
+            )
         plan, notes = self._validate(spec)
-        return self._assemble(plan, self._grouped(plan), notes)
+        frame = self._assemble(plan, self._grouped(plan), notes)
+        frame._computed["plan"] = plan
+        return frame
+
+    def binomial_cells(self, frame: ModelFrame):
+        """Successes and trials of every cell (fixed cell × one level of each factor) of 0/1 scores."""
+        from ..binomial import BinomialCells
+
+        plan = frame._computed["plan"]
+        spec, q, d = plan.spec, self.dialect.quote, self.dialect
+        y = q(spec.response)
+        columns = [f"TRY_CAST({y} AS DOUBLE) AS y" if self.schema[spec.response] else f"CAST({y} AS DOUBLE) AS y"]
+        columns += [f"CAST({q(v)} AS {'DOUBLE' if plan.numeric[v] else d.text_type}) AS {q(v)}"
+                    for v in spec.fixed_variables]
+        columns += [f"CAST({q(c)} AS {d.text_type}) AS {q(c)}" for c in plan.grouping if c not in spec.fixed_variables]
+        keys = ", ".join(q(name) for name in dict.fromkeys([*spec.fixed_variables, *plan.grouping]))
+        group = f" GROUP BY {keys}" if keys else ""
+        table = self.run(f"SELECT {keys + ', ' if keys else ''}SUM(y) AS successes, COUNT(*) AS trials "
+                         f"FROM (SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)}) AS t{group}",
+                         self.params)
+        table = table.rename(columns={"successes": _AGGREGATE_SUCCESSES, "trials": _AGGREGATE_TRIALS})
+        return BinomialCells.from_aggregates(spec, table, successes=_AGGREGATE_SUCCESSES, trials=_AGGREGATE_TRIALS,
+                                             n_rows=frame.n_obs)
 
     # --- checks -------------------------------------------------------------------------------
 
@@ -108,7 +137,8 @@ class GroupedSource:
         parts += [f"COUNT(*) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y",
                   f"MIN({y}) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y_example",
                   f"COUNT(*) FILTER (WHERE {d.nonfinite(y_number)}) AS nonfinite_y",
-                  f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max", f"AVG({y_number}) AS y_mean"]
+                  f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max", f"AVG({y_number}) AS y_mean",
+                  f"COUNT(*) FILTER (WHERE {y_number} <> 0 AND {y_number} <> 1) AS nonbinary"]
         for k, columns in enumerate(spec.group_factors):
             key = q(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(q(c) for c in columns)})"
             parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
@@ -147,7 +177,8 @@ class GroupedSource:
         for k, v in enumerate(text_fixed):
             numeric[v] = int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
         plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),
-                        [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))])
+                        [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))],
+                        binary=int(counts["nonbinary"]) == 0)
         return plan, notes
 
     # --- the grouped sums -----------------------------------------------------------------------
@@ -284,6 +315,7 @@ class SumsPlan:
     conditions: list[str]
     shift: float                 # the response's mean: squares are summed around it, for accuracy
     level_estimates: list[int]   # approximate levels of each grouping factor
+    binary: bool = False         # every score is 0 or 1
 
     @property
     def grouping(self) -> list[str]:
