@@ -26,8 +26,12 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..data import check_score
+    from ..errors import BayesreproError
     from ..instruments.circularity import circularity_test
 
+    if args.prediction in args.features:
+        raise BayesreproError(f"--features names the prediction column '{args.prediction}'; the features must "
+                              "explain the predictions, not contain them")
     frame = read_rows(args, list(args.features) + [args.prediction])
     predictions = check_score(frame, args.prediction)
     result = circularity_test(frame[args.features], predictions, defining=args.defining,

@@ -26,6 +26,7 @@ import pandas as pd
 
 from ...errors import BayesreproError
 from ..cells import COUNT
+from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
 from ..frame import GroupingFactor, ModelFrame, _aliasing, _fixed_design, _independent_columns
 from ..sums import GroupedSums, LevelCellSums, PairCounts
@@ -233,17 +234,6 @@ class GroupedSource:
         return self._frame(spec, cells, sums, groups, notes)
 
     def _frame(self, spec, cells, sums, groups, notes) -> ModelFrame:
-        for group, size in zip(groups, sums.sizes):
-            if size < 2:
-                raise BayesreproError(
-                    f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
-                    f"at least 2 levels: remove (1|{group.name}) or widen --where"
-                )
-            if size >= sums.n_obs:
-                raise BayesreproError(
-                    f"grouping factor '{group.name}' has {size} levels for {sums.n_obs} observations; its variance "
-                    f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
-                )
         notes = notes + confounded_pairs(groups, sums)
         design_data = cells.drop(columns=COUNT).assign(**{spec.response: 0.0})
         design = _fixed_design(spec, design_data)
@@ -259,20 +249,8 @@ class GroupedSource:
                            notes + ([rank_note] if rank_note else []), cells, None, X_cells[:, kept],
                            n_rows=sums.n_obs, source=self)
         frame._computed["sums"] = sums
+        require_estimable(frame)
         return frame
-
-
-def confounded_pairs(groups, sums: GroupedSums) -> list[str]:
-    """Pairs of grouping factors that split the rows identically: only their summed variance is identified."""
-    notes = []
-    for (i, j), pair in sums.pairs.items():
-        if sums.sizes[i] == sums.sizes[j] == len(pair.n):
-            notes.append(
-                f"grouping factors '{groups[i].name}' and '{groups[j].name}' are confounded (every level of one goes "
-                "with exactly one level of the other): only the sum of their variances is identified, the split "
-                "between them is arbitrary"
-            )
-    return notes
 
 
 @dataclass(frozen=True)
