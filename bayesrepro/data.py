@@ -54,7 +54,11 @@ def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
             f"data must be a pandas DataFrame, a file path or a bundled dataset name, not {type(source).__name__}"
         )
     path = Path(source)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:
+        raise BayesreproError(f"data file '{source}' cannot be opened: {exc.strerror}") from None
+    if not exists:
         if str(source) in DATASETS:
             return load_dataset(str(source))
         raise BayesreproError(

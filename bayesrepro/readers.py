@@ -40,7 +40,8 @@ JSON_LINES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 PARQUET = (".parquet",)
 SUPPORTED_SUFFIXES = tuple(s for suffixes in DELIMITED for s in suffixes) + PARQUET + JSON_LINES
 
-NUMBER = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# no backslash in the patterns: they are also written into SQL string literals (see design.producers)
+NUMBER = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(?:[.][0-9]*)?|[.][0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?(?:0|[1-9][0-9]*)")
 _GZIP_MAGIC = b"\x1f\x8b"
 _OTHER_DELIMITERS = (";", "\t", "|", ",")
@@ -95,7 +96,7 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
     if table.num_rows == 0:
         raise BayesreproError(f"data file '{path}' has a header but no rows")
     if table.num_columns == 1:
-        _refuse_other_delimiter(path, delimiter, table.column_names[0])
+        _refuse_other_delimiter(path, delimiter, table.column_names[0], table.column(0).slice(0, 20).to_pylist())
     keep = set(text_columns)
     columns = {}
     for name in table.column_names:
@@ -145,8 +146,16 @@ def _decode_start(path: Path, start: bytes) -> str:
         ) from None
 
 
-def _refuse_other_delimiter(path: Path, delimiter: str, only_column: str) -> None:
-    found = [d for d in _OTHER_DELIMITERS if d != delimiter and d in only_column]
+def _refuse_other_delimiter(path: Path, delimiter: str, only_column: str, first_values: list) -> None:
+    """A single column whose header and first rows all split into as many fields by another delimiter."""
+    def fields(text, other):
+        try:
+            return len(next(csv.reader([text or ""], delimiter=other), []))
+        except csv.Error:  # a line break inside the value: not a row of another delimiter
+            return 1
+
+    found = [d for d in _OTHER_DELIMITERS if d != delimiter and fields(only_column, d) > 1
+             and all(fields(value, d) == fields(only_column, d) for value in first_values)]
     if found:
         shown = "tab" if found[0] == "\t" else f"'{found[0]}'"
         expected = "tab" if delimiter == "\t" else f"'{delimiter}'"
@@ -197,7 +206,7 @@ def typed_column(texts) -> pd.Series:
             is_integer = False
     if values is None:
         values = pc.cast(distinct, pa.float64())
-    if len(pc.unique(values)) != len(distinct):
+    if len(np.unique(values.to_numpy())) != len(distinct):  # numpy counts 0.0 and -0.0 as one number
         return _as_text(texts)
     if is_integer and len(present) == len(texts):
         return pd.Series(pc.cast(texts, pa.int64()).to_numpy(zero_copy_only=False))
@@ -236,13 +245,13 @@ def read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
+        names = pq.read_schema(path).names
+        repeated = [name for i, name in enumerate(names) if name in names[:i]]
+        if repeated:
+            raise BayesreproError(f"data file '{path}' has the column '{repeated[0]}' more than once; rename one of them")
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         raise BayesreproError(f"could not read data file '{path}' as Parquet: {first_line(exc)}") from None
-    names = table.column_names
-    repeated = [name for i, name in enumerate(names) if name in names[:i]]
-    if repeated:
-        raise BayesreproError(f"data file '{path}' has the column '{repeated[0]}' more than once; rename one of them")
     if table.num_rows == 0:
         raise BayesreproError(f"data file '{path}' has no rows")
     try:
@@ -296,7 +305,7 @@ def _json_object(path: Path, number: int, line: str) -> dict:
                               f"(column {exc.colno})") from None
     if not isinstance(record, dict):
         raise BayesreproError(f"data file '{path}' line {number} is a JSON {type(record).__name__}, "
-                              "not an object; write one {{\"column\": value, ...}} object per line")
+                              "not an object; write one {\"column\": value, ...} object per line")
     return record
 
 

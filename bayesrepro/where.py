@@ -185,7 +185,8 @@ def parse_where(text: str) -> Where:
     try:
         module = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
-        raise BayesreproError(f"--where {_shown(text)} is not a valid condition: {exc.msg}") from None
+        what = "a number in it has too many digits" if "digits" in str(exc.msg) else exc.msg
+        raise BayesreproError(f"--where {_shown(text)} is not a valid condition: {what}") from None
     except ValueError as exc:  # null bytes; integer literals of more than 4300 digits
         what = "a number in it has too many digits" if "digits" in str(exc) else first_line(exc)
         raise BayesreproError(f"--where {_shown(text)} cannot be read: {what}") from None
@@ -388,23 +389,24 @@ class _PandasPrecedence:
         return result
 
     def either(self) -> Expr:
-        parts = [self.both()]
-        while self.peek() == "|":
-            self.at += 1
-            parts.append(self.both())
-        return parts[0] if len(parts) == 1 else Or(tuple(parts))
+        return self.joined("|", self.both, Or)
 
     def both(self) -> Expr:
-        parts = [self.negation()]
-        while self.peek() == "&":
-            self.at += 1
-            parts.append(self.negation())
-        return parts[0] if len(parts) == 1 else And(tuple(parts))
+        return self.joined("&", self.negation, And)
 
-    def negation(self) -> Expr:
-        if self.peek() == "not":
+    def joined(self, operator: str, part, node) -> Expr:
+        parts = [part()]
+        while self.peek() == operator:
             self.at += 1
-            return Not(self.negation())
+            parts.append(part())
+        return parts[0] if len(parts) == 1 else node(tuple(parts))
+
+    def negation(self, depth: int = 0) -> Expr:
+        if self.peek() == "not":
+            if self.depth + depth > MAX_DEPTH:
+                self.builder.fail("the condition is nested too deeply")
+            self.at += 1
+            return Not(self.negation(depth + 1))
         return self.chain()
 
     def chain(self) -> Expr:

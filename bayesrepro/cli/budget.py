@@ -18,9 +18,11 @@ def register(subparsers) -> None:
     parser.add_argument("--lower-is-better", action="store_true", help="lower scores are better (e.g. TER)")
     parser.add_argument("--budgets", nargs="+", type=int, metavar="B",
                         help="budgets to report (default: about 25 from 1 to the number of configurations)")
-    parser.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per budget")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level, between 0 and 1 (default 0.95)")
+    parser.add_argument("--resamples", type=int, default=2000,
+                        help="bootstrap resamples per budget (default 2000; resamples x the sum of the budgets "
+                             "at most 2,000,000,000)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator (a whole number >= 0)")
     parser.add_argument("--plot", metavar="PATH", help="write the curve to this image file (.png, .pdf or .svg)")
     parser.add_argument("--progress", action="store_true",
                         help="show progress on stderr (shown anyway when stderr is a terminal)")

@@ -8,10 +8,22 @@ fixed terms (with the data columns each reads) and its random intercepts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import formulae
+import numpy as np
 
 from ..errors import BayesreproError, first_line
+
+# The functions a formula may call. formulae evaluates calls by looking their
+# names up in an environment, so any reachable function (numpy's file
+# writers, the package's own readers) could run from --formula; a formula is
+# checked against this list when parsed, and evaluated in an environment
+# that holds nothing else.
+TRANSFORMS = ("C", "I", "S", "T", "center", "scale", "standardize", "poly", "bs")
+MATH = {name: getattr(np, name) for name in ("log", "log2", "log10", "log1p", "exp", "sqrt", "abs")}
+ALLOWED_CALLS = frozenset(TRANSFORMS) | set(MATH) | {f"np.{name}" for name in MATH}
+FORMULA_NAMESPACE = {**MATH, "np": SimpleNamespace(**MATH)}
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,9 @@ def parse_formula(formula: str) -> FormulaSpec:
         raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     if model.response is None:
         raise BayesreproError(f"formula {formula!r} has no response on the left of '~'")
+    for term in [model.response.term, *model.common_terms]:
+        for component in getattr(term, "components", ()):
+            _check_calls(getattr(component, "call", None), formula)
     response = model.response.term.name
     intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
     fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
@@ -85,3 +100,17 @@ def parse_formula(formula: str) -> FormulaSpec:
         if columns not in groups:
             groups.append(columns)
     return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), term_variables, tuple(groups))
+
+
+def _check_calls(lazy, formula: str) -> None:
+    """Refuse any call in a term whose function is not in ALLOWED_CALLS, however deeply nested."""
+    if lazy is None:
+        return
+    callee = getattr(lazy, "callee", None)
+    if callee is not None and callee not in ALLOWED_CALLS:
+        raise BayesreproError(
+            f"formula {formula!r} calls '{callee}', which is not allowed; a formula may call "
+            f"{', '.join(sorted(ALLOWED_CALLS))}"
+        )
+    for argument in [*getattr(lazy, "args", ()), *getattr(lazy, "kwargs", {}).values()]:
+        _check_calls(argument, formula)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..data import check_score, level_labels, require_columns
 from ..errors import BayesreproError
-from .resampling import check_resamples, check_seed
+from .resampling import MAX_RESAMPLED_CELLS, check_resamples, check_seed
 
 BOUNDARY_NOTE = (
     "The best of B resampled configurations can never be better than the best configuration observed; "
@@ -87,7 +87,13 @@ def expected_max(scores, budgets=None, *, higher_is_better: bool = True, level: 
     budgets = _budgets(default_budgets(n) if budgets is None else budgets)
     if not 0 < level < 1:
         raise BayesreproError(f"--level must lie strictly between 0 and 1, not {level!r}")
-    check_resamples(n_resamples, sum(int(b) for b in budgets))
+    draws_per_resample = sum(int(b) for b in budgets)
+    if draws_per_resample > MAX_RESAMPLED_CELLS:
+        raise BayesreproError(
+            f"--budgets add up to {draws_per_resample:,} draws per resample, more than the {MAX_RESAMPLED_CELLS:,} "
+            "that finish in a few minutes; a budget larger than the number of configurations adds little"
+        )
+    check_resamples(n_resamples, draws_per_resample)
     check_seed(seed)
     sign = 1.0 if higher_is_better else -1.0
     oriented = np.sort(sign * values)

@@ -83,6 +83,8 @@ def circularity_test(features: pd.DataFrame, predictions, *, defining: Sequence[
     for name in defining:
         if name not in names:
             raise BayesreproError(f"defining feature '{name}' is not among the features: {', '.join(names)}")
+    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 4:
+        raise BayesreproError(f"--df must be a whole number of at least 4 for cubic smooths, not {df!r}")
     if not 0 <= tie_tolerance < 1:
         raise BayesreproError(f"--tie-tolerance must lie in [0, 1), not {tie_tolerance!r}")
     if not 0 < d2_threshold <= 1:
@@ -191,8 +193,6 @@ def _smooth_df(column: np.ndarray, name: str, df: int) -> int:
             f"feature '{name}' has {distinct} distinct values; smooth terms need at least 5 — "
             "leave categorical features out of the circularity test"
         )
-    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 4:
-        raise BayesreproError(f"--df must be at least 4 for cubic smooths, not {df}")
     return int(min(df, distinct - 1))
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import BayesreproError
+from ...readers import NUMBER
 from ..cells import COUNT
 from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
@@ -40,11 +41,12 @@ COARSE_GROUPS = 2_000_000
 
 @dataclass(frozen=True)
 class Dialect:
-    """How one SQL engine spells identifiers, text, a failed cast and a non-finite number."""
+    """How one SQL engine spells identifiers, text, a non-finite number and a text that is a number."""
 
     quote: Callable[[str], str]
     text_type: str
     nonfinite: Callable[[str], str]
+    is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
 
 
 def quote_double(name: str) -> str:
@@ -55,8 +57,10 @@ def quote_backtick(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})")
-SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))")
+DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})",
+                 lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')")
+SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
+                lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')")
 
 
 class GroupedSource:
@@ -115,7 +119,7 @@ class GroupedSource:
             parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
         text_fixed = [v for v in spec.fixed_variables if self.schema[v]]
         for k, v in enumerate(text_fixed):
-            parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND TRY_CAST({q(v)} AS DOUBLE) IS NULL) AS nonnum_{k}",
+            parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND NOT {d.is_number(q(v))}) AS nonnum_{k}",
                       f"COUNT(DISTINCT {q(v)}) AS texts_{k}",
                       f"COUNT(DISTINCT TRY_CAST({q(v)} AS DOUBLE)) AS numbers_{k}"]
         counts = self.run(f"SELECT {', '.join(parts)} FROM {self._rows(None)}", self.params).iloc[0]
