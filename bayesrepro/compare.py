@@ -130,8 +130,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
 
     ``formula`` is a formula (then ``data`` is read and filtered by ``where``)
     or a model frame already built; the frame, its statistics and the null
-    model's frame are built once and shared by both engines. ``object`` is the object of measurement of φ (default: the grouping factor
-    with most levels; ``reliability=False`` omits φ, e.g. for a pure
+    model's frame are built once and shared by both engines. ``object`` is the object of measurement of φ (default: the single-column
+    grouping factor with most levels, see ``reliability.default_object``; ``reliability=False`` omits φ, e.g. for a pure
     meta-parameter-importance design). ``factor`` is the categorical fixed
     effect whose levels are compared (default: the first categorical fixed
     variable), ``by`` a data property it interacts with; ``h0`` replaces the

@@ -17,67 +17,65 @@ import numpy as np
 import pandas as pd
 
 from .datasets import DATASETS, load_dataset
-from .errors import BayesreproError, first_line
+from .errors import BayesreproError
+from .readers import SUPPORTED_SUFFIXES, parse_numbers, read_file
+from .where import Where, as_where
 
-SUPPORTED_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".jsonl", ".jsonl.gz", ".ndjson")
 
-
-def read_table(source, where: str | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
+def read_table(source, where: str | Where | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
     """Read evaluation data and apply an optional row filter.
 
     ``source`` is a pandas DataFrame, a file path (CSV/TSV, optionally
-    gzipped, Parquet, JSON Lines) or the name of a bundled dataset.
-    ``where`` is a pandas query expression (``"mode == 'Marking'"``).
-    Columns named in ``categorical`` are converted to categories.
+    gzipped, Parquet, JSON Lines; see ``readers`` for how columns are typed)
+    or the name of a bundled dataset. ``where`` is a condition in the
+    language of ``bayesrepro.where`` (``"mode == 'Marking'"``). Columns named
+    in ``categorical`` become categories of their text as written.
     """
-    frame = _read_source(source)
-    frame = _drop_unused_categories(_apply_where(frame, where))
+    categorical = list(categorical)
+    condition = as_where(where)
+    frame = _read_source(source, categorical)
+    if condition is not None:
+        frame = _apply_where(frame, condition)
+    frame = _drop_unused_categories(frame)
     for column in categorical:
         require_columns(frame, [column], "categorical column")
-        frame[column] = frame[column].astype(str).astype("category")
+        frame[column] = pd.Categorical(level_labels(frame[column]))
     return frame
 
 
-def _read_source(source) -> pd.DataFrame:
+def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
+        repeated = source.columns[source.columns.duplicated()]
+        if len(repeated):
+            raise BayesreproError(f"the data have the column '{repeated[0]}' more than once; rename one of them")
         return source.copy()
     if not isinstance(source, (str, Path)):
         raise BayesreproError(
             f"data must be a pandas DataFrame, a file path or a bundled dataset name, not {type(source).__name__}"
         )
     path = Path(source)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:
+        raise BayesreproError(f"data file '{source}' cannot be opened: {exc.strerror}") from None
+    if not exists:
         if str(source) in DATASETS:
             return load_dataset(str(source))
         raise BayesreproError(
             f"data file '{source}' does not exist (bundled datasets: {', '.join(DATASETS)})"
         )
-    name = path.name.lower()
+    if path.is_dir():
+        raise BayesreproError(f"data '{source}' is a directory; name a file ({', '.join(SUPPORTED_SUFFIXES)})")
     try:
-        if name.endswith((".csv", ".csv.gz")):
-            return pd.read_csv(path)
-        if name.endswith((".tsv", ".tsv.gz")):
-            return pd.read_csv(path, sep="\t")
-        if name.endswith(".parquet"):
-            return pd.read_parquet(path)
-        if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-            return pd.read_json(path, lines=True)
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise BayesreproError(f"could not read data file '{source}': {first_line(exc)}") from None
-    raise BayesreproError(
-        f"data file '{source}' has an unknown type; use one of {', '.join(SUPPORTED_SUFFIXES)}"
-    )
+        return read_file(path, text_columns)
+    except PermissionError:
+        raise BayesreproError(f"data file '{source}' cannot be read (permission denied)") from None
 
 
-def _apply_where(frame: pd.DataFrame, where: str | None) -> pd.DataFrame:
-    if not where:
-        return frame
-    try:
-        kept = frame.query(where)
-    except Exception as exc:  # pandas raises many types for a bad expression
-        raise BayesreproError(f"--where {where!r} could not be evaluated: {first_line(exc)}") from None
+def _apply_where(frame: pd.DataFrame, where: Where) -> pd.DataFrame:
+    kept = frame[where.mask(frame)]
     if kept.empty:
-        raise BayesreproError(f"--where {where!r} keeps no rows of the {len(frame)} in the data")
+        raise BayesreproError(f"--where {where.text!r} keeps no rows of the {len(frame)} in the data")
     return kept
 
 
@@ -102,24 +100,32 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], role: str) -> N
 
 
 def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
-    """Return the score column as float64, refusing text, missing and infinite values."""
+    """The score column as float64, refusing text, missing and infinite values.
+
+    A score is a number: in a text column every non-empty value must be
+    written as one (``1`` and ``1.0`` are then the same score); a missing
+    score is an empty field (or a missing value of a DataFrame or a Parquet
+    or JSON file), and ``NA`` or ``nan`` written in a text file are text.
+    """
     require_columns(frame, [column], "score column")
     values = frame[column]
-    if not (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
-        numeric = pd.to_numeric(values, errors="coerce")
-        bad = values[numeric.isna() & values.notna()]
-        if len(bad):
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        scores = values.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        scores, bad = parse_numbers(values)
+        if bad.any():
+            row = int(np.argmax(bad))
             raise BayesreproError(
-                f"score column '{column}' is not numeric: row {bad.index[0]} holds {bad.iloc[0]!r}; "
-                "convert it to numbers or choose another column"
+                f"score column '{column}' is not numeric: row {frame.index[row]} holds {values.iloc[row]!r}; "
+                "a score must be a number and a missing score an empty field; fix those values or choose another column"
             )
-        values = numeric
-    scores = values.to_numpy(dtype=float, na_value=np.nan)
     missing = np.isnan(scores)
     if missing.any():
         raise BayesreproError(
             f"score column '{column}' has {int(missing.sum())} missing value(s) (first at row "
-            f"{frame.index[np.argmax(missing)]}); remove those rows or pass drop_missing=True / --drop-missing"
+            f"{frame.index[np.argmax(missing)]}); remove those rows or pass --drop-missing"
         )
     infinite = np.isinf(scores)
     if infinite.any():
@@ -143,7 +149,7 @@ def remove_missing(frame: pd.DataFrame, columns: Sequence[str], allowed: bool) -
     detail = ", ".join(f"'{column}' ({n})" for column, n in counts.items())
     if not allowed:
         raise BayesreproError(
-            f"missing values in {detail}; remove those rows or pass drop_missing=True / --drop-missing"
+            f"missing values in {detail}; remove those rows or pass --drop-missing"
         )
     kept = frame[~missing.any(axis=1)]
     if kept.empty:
@@ -153,11 +159,45 @@ def remove_missing(frame: pd.DataFrame, columns: Sequence[str], allowed: bool) -
 
 
 def as_factor(frame: pd.DataFrame, column: str) -> pd.Categorical:
-    """A grouping column as a categorical, whatever its dtype (ids are categories)."""
+    """A grouping column as a categorical of its level labels, whatever its dtype (ids are categories)."""
     values = frame[column]
-    if isinstance(values.dtype, pd.CategoricalDtype):
+    if isinstance(values.dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in values.cat.categories):
         return values.cat.remove_unused_categories().array
-    return pd.Categorical(values.astype(str))
+    return pd.Categorical(level_labels(values))
+
+
+def level_labels(values: pd.Series) -> pd.Series:
+    """The text of each value as a level (missing stays missing); distinct values keep distinct labels.
+
+    Text is kept as written. Numbers (from a numeric column of a DataFrame or
+    a Parquet file) are written the shortest way that tells them apart:
+    integral values without a decimal point (``3``), others as Python writes
+    them (``0.001``, ``1e-05``).
+    """
+    objects = values.astype(object)
+    distinct = pd.unique(objects.dropna())
+    if len({isinstance(v, str) for v in distinct}) > 1:
+        text = next(v for v in distinct if isinstance(v, str))
+        number = next(v for v in distinct if not isinstance(v, str))
+        raise BayesreproError(
+            f"column '{values.name}' holds both text ({text!r}) and other values ({number!r}); "
+            "give it one type, e.g. every value as text"
+        )
+    return objects.map(_label, na_action="ignore").where(values.notna(), None)
+
+
+def _label(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return str(value)
 
 
 def is_categorical(values: pd.Series) -> bool:

@@ -21,6 +21,13 @@ def check_writable(path: str | Path, suffixes: tuple[str, ...] = (), option: str
     path = Path(path)
     if suffixes and not path.name.lower().endswith(suffixes):
         raise BayesreproError(f"{option} '{path}' should end in {' or '.join(suffixes)}")
+    try:
+        return _checked(path, option)
+    except OSError as exc:  # a name too long for the file system, say
+        raise BayesreproError(f"{option} '{path}' cannot be written: {exc.strerror or exc}") from None
+
+
+def _checked(path: Path, option: str) -> Path:
     if path.is_dir():
         raise BayesreproError(f"{option} '{path}' is a directory; name a file inside it")
     parent = path.parent if str(path.parent) else Path(".")
@@ -39,7 +46,8 @@ def check_writable(path: str | Path, suffixes: tuple[str, ...] = (), option: str
 def atomic_path(path: str | Path):
     """Yield a temporary path beside ``path``; on success it replaces ``path``, on failure it is removed."""
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
+    # the name is shortened so that the temporary name stays within the file system's limit
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".partial", dir=path.parent or ".")
     os.close(handle)
     try:
         yield Path(temporary)

@@ -113,10 +113,21 @@ def koo_li_probabilities(draws: np.ndarray) -> dict[str, float]:
 
 
 def default_object(variances: Mapping[str, float | np.ndarray], n_levels: Mapping[str, int]) -> str:
-    """The object of measurement when none is named: the factor with the most levels."""
+    """The object of measurement when none is named.
+
+    The rule: among the grouping factors of a single column (an interaction
+    grouping such as ``sentence:rater`` is never chosen by default, since φ
+    is the share of one facet), the one with the most levels; on a tie, the
+    first in the formula.
+    """
     candidates = [name for name in n_levels if name in variances and ":" not in name]
+    if not n_levels:
+        raise BayesreproError("the formula has no (1|g) term; add the object of measurement, e.g. (1|item)")
     if not candidates:
-        raise BayesreproError("the model has no single grouping factor to take as object of measurement; name one with --object")
+        raise BayesreproError(
+            "the model has no grouping factor of a single column to take as object of measurement "
+            "(interactions such as a:b are not chosen by default); name one with --object"
+        )
     return max(candidates, key=lambda name: n_levels[name])
 
 

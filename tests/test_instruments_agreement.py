@@ -123,9 +123,10 @@ def test_long_data_front_end():
 
 def test_long_data_with_units_made_of_several_columns(annotation):
     marking = annotation[annotation["mode"] == "Marking"]
-    by_sentence = agreement(marking, "sentence", "rater", "score", "interval")
+    with pytest.raises(BayesreproError, match=r"rater '\d+' rated the unit \(sentence '\d+'\) 3 times"):
+        agreement(marking, "sentence", "rater", "score", "interval")   # the three occasions are not told apart
     by_occasion = agreement(marking, ["sentence", "occasion"], "rater", "score", "interval")
-    assert (by_sentence.n_items, by_occasion.n_items, by_occasion.n_raters) == (5, 15, 10)
+    assert (by_occasion.n_items, by_occasion.n_raters) == (15, 10)
     wide = marking.pivot_table(index=["sentence", "occasion"], columns="rater", values="score",
                                observed=True)
     assert by_occasion.krippendorff_alpha == pytest.approx(krippendorff_alpha(wide.to_numpy(), "interval"))

@@ -69,13 +69,13 @@ def test_ties_go_to_the_least_complex_subset():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(defining=["bili"]), "defining feature 'bili'"),
-    (dict(max_size=7), "max_size"),
-    (dict(tie_tolerance=-0.1), "tie_tolerance"),
+    (dict(max_size=7), "--max-size"),
+    (dict(tie_tolerance=-0.1), "--tie-tolerance"),
 ])
 def test_bad_options(kwargs, match):
     frame = make_liver_data(100, seed=0)[list(FEATURES)]
     with pytest.raises(BayesreproError, match=match):
-        circularity_test(frame, frame["bilirubin"], **kwargs)
+        circularity_test(frame, 2 * frame["bilirubin"], **kwargs)
 
 
 def test_bad_data():
@@ -85,7 +85,7 @@ def test_bad_data():
     with pytest.raises(BayesreproError, match="'sex' is not numeric"):
         circularity_test(frame.assign(sex="f"), frame["age"])
     with pytest.raises(BayesreproError, match="'flag' has 2 distinct values"):
-        circularity_test(frame.assign(flag=np.arange(100) % 2), frame["age"])
+        circularity_test(frame.assign(flag=np.arange(100) % 2), frame["age"] + 1)
     with pytest.raises(BayesreproError, match="99 predictions for 100"):
         circularity_test(frame, frame["age"][:99])
 

@@ -85,7 +85,7 @@ def test_budget_json_and_plot(tmp_path, capsys):
 
 
 def test_circularity_json(tmp_path, capsys):
-    train, test = make_liver_data(400, seed=3), make_liver_data(300, seed=4)
+    train, test = make_liver_data(400, seed=3), make_liver_data(500, seed=4)
     tree = fit_regression_tree(train[list(FEATURES)], train["sofa_liver"], max_depth=4)
     path = tmp_path / "predictions.csv"
     test.assign(prediction=tree.predict(test[list(FEATURES)])).to_csv(path, index=False)

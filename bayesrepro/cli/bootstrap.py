@@ -30,9 +30,14 @@ def add_comparison_arguments(parser) -> None:
     parser.add_argument("--instance", help="column identifying trained instances (seeds) of a system")
     parser.add_argument("--lower-is-better", action="store_true",
                         help="lower scores are better (e.g. TER); used to pick the best instance")
-    parser.add_argument("--resamples", type=int, default=10_000, help="number of resamples (default 10000)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator")
-    parser.add_argument("--alternative", choices=("two-sided", "greater", "less"), default="two-sided")
+    parser.add_argument("--resamples", type=int, default=10_000,
+                        help="number of resamples (default 10000; at most 10,000,000, and resamples x items at most "
+                             "2,000,000,000, which take a few minutes)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator (a whole number >= 0)")
+    parser.add_argument("--alternative", choices=("two-sided", "greater", "less"), default="two-sided",
+                        help="the alternative hypothesis about metric(a) - metric(b) (default two-sided)")
+    parser.add_argument("--progress", action="store_true",
+                        help="show progress on stderr (shown anyway when stderr is a terminal)")
 
 
 def select_pair(args):
@@ -89,17 +94,25 @@ def report(result_dict: dict, as_json: bool) -> None:
 def run(args) -> int:
     from ..instruments.resampling import multi_bootstrap_test, paired_bootstrap_test
 
+    if args.instances == "multi" and args.instance is None:
+        raise BayesreproError("--instances multi needs --instance naming the column of trained instances")
     a, b = select_pair(args)
-    if args.instances == "multi":
-        if args.instance is None:
-            raise BayesreproError("--instances multi needs --instance naming the column of trained instances")
-        result = multi_bootstrap_test(a.scores, b.scores, n_resamples=args.resamples, seed=args.seed,
-                                      alternative=args.alternative)
-        chosen = {"instance_a": None, "instance_b": None,
-                  "n_instances_a": len(a.instances), "n_instances_b": len(b.instances)}
-    else:
-        scores_a, scores_b, chosen = best_instances(args, a, b)
-        result = paired_bootstrap_test(scores_a, scores_b, n_resamples=args.resamples, seed=args.seed,
-                                       alternative=args.alternative)
+    with progress_bar(args, "bootstrap") as bar:
+        if args.instances == "multi":
+            result = multi_bootstrap_test(a.scores, b.scores, n_resamples=args.resamples, seed=args.seed,
+                                          alternative=args.alternative, progress=bar.update)
+            chosen = {"instance_a": None, "instance_b": None,
+                      "n_instances_a": len(a.instances), "n_instances_b": len(b.instances)}
+        else:
+            scores_a, scores_b, chosen = best_instances(args, a, b)
+            result = paired_bootstrap_test(scores_a, scores_b, n_resamples=args.resamples, seed=args.seed,
+                                           alternative=args.alternative, progress=bar.update)
     report({**describe(args, a, b, chosen), **result.to_dict()}, args.json)
     return 0
+
+
+def progress_bar(args, label: str):
+    """Progress on stderr when asked for with --progress, or when stderr is a terminal."""
+    from ..progress import Progress
+
+    return Progress(label, enabled=True if args.progress else None)

@@ -18,27 +18,43 @@ def register(subparsers) -> None:
     parser.add_argument("--lower-is-better", action="store_true", help="lower scores are better (e.g. TER)")
     parser.add_argument("--budgets", nargs="+", type=int, metavar="B",
                         help="budgets to report (default: about 25 from 1 to the number of configurations)")
-    parser.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per budget")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator")
-    parser.add_argument("--plot", metavar="PATH", help="write the curve to this image file")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level, between 0 and 1 (default 0.95)")
+    parser.add_argument("--resamples", type=int, default=2000,
+                        help="bootstrap resamples per budget (default 2000; resamples x the sum of the budgets "
+                             "at most 2,000,000,000)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator (a whole number >= 0)")
+    parser.add_argument("--plot", metavar="PATH", help="write the curve to this image file (.png, .pdf or .svg)")
+    parser.add_argument("--progress", action="store_true",
+                        help="show progress on stderr (shown anyway when stderr is a terminal)")
     parser.set_defaults(func=run)
+
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def run(args) -> int:
     from ..errors import BayesreproError
     from ..instruments.budget import configuration_scores, expected_max, plot_expected_max
+    from ..output import atomic_path, check_writable
+    from .bootstrap import progress_bar
 
+    plot = check_writable(args.plot, PLOT_SUFFIXES, option="--plot") if args.plot else None
     frame = read_rows(args, list(args.config) + [args.score])
     scores = configuration_scores(frame, args.config, args.score)
-    result = expected_max(scores.to_numpy(), args.budgets, higher_is_better=not args.lower_is_better,
-                          level=args.level, n_resamples=args.resamples, seed=args.seed)
-    if args.plot:
+    with progress_bar(args, "budget") as bar:
+        result = expected_max(scores.to_numpy(), args.budgets, higher_is_better=not args.lower_is_better,
+                              level=args.level, n_resamples=args.resamples, seed=args.seed, progress=bar.update)
+    if plot is not None:
+        import matplotlib.pyplot as plt
+
         fig = plot_expected_max(result)
         try:
-            fig.savefig(args.plot, dpi=120, bbox_inches="tight")
-        except (OSError, ValueError) as exc:
-            raise BayesreproError(f"--plot: could not write '{args.plot}': {exc}") from None
+            with atomic_path(plot) as temporary:
+                fig.savefig(temporary, format=plot.suffix.lstrip(".").lower(), dpi=120, bbox_inches="tight")
+        except OSError as exc:
+            raise BayesreproError(f"--plot: could not write '{plot}': {exc.strerror or exc}") from None
+        finally:
+            plt.close(fig)
     if args.json:
         print_json(result.to_dict())
         return 0

@@ -16,7 +16,9 @@ def register(subparsers) -> None:
     parser.add_argument("--defining", nargs="+", metavar="COL", default=[],
                         help="features the target is defined from (needed for a verdict)")
     parser.add_argument("--max-size", type=int, default=None, help="largest subset size to fit (default: all)")
-    parser.add_argument("--df", type=int, default=10, help="B-spline basis size per smooth (default 10)")
+    parser.add_argument("--df", type=int, default=10,
+                        help="B-spline basis size per smooth, at least 4 (default 10); the GAM on all features needs "
+                             "10 rows per coefficient")
     parser.add_argument("--tie-tolerance", type=float, default=0.01,
                         help="D² differences up to this count as ties (default 0.01)")
     parser.add_argument("--d2-threshold", type=float, default=0.9,
@@ -26,8 +28,12 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..data import check_score
+    from ..errors import BayesreproError
     from ..instruments.circularity import circularity_test
 
+    if args.prediction in args.features:
+        raise BayesreproError(f"--features names the prediction column '{args.prediction}'; the features must "
+                              "explain the predictions, not contain them")
     frame = read_rows(args, list(args.features) + [args.prediction])
     predictions = check_score(frame, args.prediction)
     result = circularity_test(frame[args.features], predictions, defining=args.defining,

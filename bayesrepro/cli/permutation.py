@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .bootstrap import add_comparison_arguments, best_instances, describe, report, select_pair
+from .bootstrap import add_comparison_arguments, best_instances, describe, progress_bar, report, select_pair
 
 HELP = "approximate randomization (permutation) test of two systems scored on the same items"
 
@@ -18,7 +18,8 @@ def run(args) -> int:
 
     a, b = select_pair(args)
     scores_a, scores_b, chosen = best_instances(args, a, b)
-    result = permutation_test(scores_a, scores_b, n_resamples=args.resamples, seed=args.seed,
-                              alternative=args.alternative)
+    with progress_bar(args, "permutation") as bar:
+        result = permutation_test(scores_a, scores_b, n_resamples=args.resamples, seed=args.seed,
+                                  alternative=args.alternative, progress=bar.update)
     report({**describe(args, a, b, chosen), **result.to_dict()}, args.json)
     return 0

@@ -31,19 +31,21 @@ def dataset_path(name: str):
 
 
 def load_dataset(name: str) -> pd.DataFrame:
-    """Load a bundled dataset with identifier columns as categories (levels sorted as text)."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
+    """A bundled dataset, read by the same rule as any CSV file; identifier columns become categories.
+
+    The measurement columns must come out numeric under that rule; every other
+    column keeps its text as written, with its levels sorted as text.
+    """
+    from ..readers import read_delimited, read_header
 
     path = dataset_path(name)
     with resources.as_file(path) as file:
-        header = pd.read_csv(file, nrows=0).columns
-        text = pa.dictionary(pa.int32(), pa.string())
-        types = {column: text for column in header if column not in _NUMERIC_COLUMNS[name]}
-        table = pa_csv.read_csv(
-            file, convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=True, null_values=[""])
-        )
-    frame = table.to_pandas()
-    for column in types:
-        frame[column] = frame[column].cat.reorder_categories(sorted(frame[column].cat.categories))
+        header = read_header(file, ",")
+        identifiers = [column for column in header if column not in _NUMERIC_COLUMNS[name]]
+        frame = read_delimited(file, ",", text_columns=identifiers)
+    for column in _NUMERIC_COLUMNS[name]:
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            raise BayesreproError(f"bundled dataset '{name}': column '{column}' is not numeric; reinstall the package")
+    for column in identifiers:
+        frame[column] = pd.Categorical(frame[column])
     return frame

@@ -10,10 +10,22 @@ successes and a column (or a constant number) of trials.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import formulae
+import numpy as np
 
 from ..errors import BayesreproError, first_line
+
+# The functions a formula may call. formulae evaluates calls by looking their
+# names up in an environment, so any reachable function (numpy's file
+# writers, the package's own readers) could run from --formula; a formula is
+# checked against this list when parsed, and evaluated in an environment
+# that holds nothing else.
+TRANSFORMS = ("C", "I", "S", "T", "center", "scale", "standardize", "poly", "bs")
+MATH = {name: getattr(np, name) for name in ("log", "log2", "log10", "log1p", "exp", "sqrt", "abs")}
+ALLOWED_CALLS = frozenset(TRANSFORMS) | set(MATH) | {f"np.{name}" for name in MATH}
+FORMULA_NAMESPACE = {**MATH, "np": SimpleNamespace(**MATH)}
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,11 @@ def parse_formula(formula: str) -> FormulaSpec:
         raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     if model.response is None:
         raise BayesreproError(f"formula {formula!r} has no response on the left of '~'")
+    for term in [model.response.term, *model.common_terms]:
+        for component in getattr(term, "components", ()):
+            call = getattr(component, "call", None)
+            if term is not model.response.term or getattr(call, "callee", None) != "p":  # p(successes, trials)
+                _check_calls(call, formula)
     response, trials = _response(model.response.term, formula)
     intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
     fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
@@ -114,3 +131,17 @@ def _response(term, formula: str) -> tuple[str, str | int | None]:
     if isinstance(value, (int, float)) and value >= 1 and float(value).is_integer():
         return successes.name, int(value)
     raise BayesreproError(f"the trials of {term.name!r} in {formula!r} must be a column or a whole number of at least 1")
+
+
+def _check_calls(lazy, formula: str) -> None:
+    """Refuse any call in a term whose function is not in ALLOWED_CALLS, however deeply nested."""
+    if lazy is None:
+        return
+    callee = getattr(lazy, "callee", None)
+    if callee is not None and callee not in ALLOWED_CALLS:
+        raise BayesreproError(
+            f"formula {formula!r} calls '{callee}', which is not allowed; a formula may call "
+            f"{', '.join(sorted(ALLOWED_CALLS))}"
+        )
+    for argument in [*getattr(lazy, "args", ()), *getattr(lazy, "kwargs", {}).values()]:
+        _check_calls(argument, formula)

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import formulae
+from formulae.environment import Environment
 import numpy as np
 import pandas as pd
 
 from ..data import as_factor, check_score, is_categorical, read_table, remove_missing, require_columns
 from ..errors import BayesreproError, first_line
 from .cells import fixed_cells
-from .formula import FormulaSpec, parse_formula
+from .checks import confounded_pairs, require_estimable, require_levels
+from .formula import FORMULA_NAMESPACE, FormulaSpec, parse_formula
 from .gaussian import stats_from_sums
 from .sums import GroupedSums, sums_from_rows
 
@@ -194,6 +196,10 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
         from .binomial import binomial_trials
 
         trials = binomial_trials(frame, spec, y)
+    elif len(y) and y.min() == y.max():
+        raise BayesreproError(
+            f"score column '{spec.response}' is constant ({y[0]:g} in every row); there is no variance to analyse"
+        )
     design = _fixed_design(spec, frame)
     if design is None:
         raise BayesreproError(
@@ -206,35 +212,16 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     X = X[:, kept]
     notes += [rank_note] if rank_note else []
     groups = [_grouping_factor(frame, columns) for columns in spec.group_factors]
-    for group in groups:
-        if group.n_levels < 2:
-            raise BayesreproError(
-                f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
-                f"at least 2 levels: remove (1|{group.name}) or widen --where"
-            )
-        if group.n_levels >= len(y) and trials is None:  # with several trials per row, a level per row is identified
-            raise BayesreproError(
-                f"grouping factor '{group.name}' has {group.n_levels} levels for {len(y)} observations; its variance "
-                f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
-            )
-    notes += _confounded_groups(groups)
     cell_codes, cells = fixed_cells(frame, spec.fixed_variables)
     X_cells = X[np.unique(cell_codes, return_index=True)[1]]
-    return ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes, cells, cell_codes, X_cells,
-                      trials=trials)
-
-
-def _confounded_groups(groups: list[GroupingFactor]) -> list[str]:
-    """Pairs of grouping factors that split the rows identically: only their summed variance is identified."""
-    notes = []
-    for i, a in enumerate(groups):
-        for b in groups[i + 1 :]:
-            if a.n_levels == b.n_levels and len(np.unique(a.codes * b.n_levels + b.codes)) == a.n_levels:
-                notes.append(
-                    f"grouping factors '{a.name}' and '{b.name}' are confounded (every level of one goes with exactly "
-                    "one level of the other): only the sum of their variances is identified, the split between them is arbitrary"
-                )
-    return notes
+    model = ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes, cells, cell_codes, X_cells,
+                       trials=trials)
+    if trials is None:
+        require_estimable(model)
+    else:  # counts of several trials: a level per row is identified, the Gaussian checks do not apply
+        require_levels(model)
+    model.notes.extend(confounded_pairs(groups, model.sums()))
+    return model
 
 
 def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
@@ -250,7 +237,8 @@ def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
         {name: _text_as_category(values) for name, values in columns.items()}
     )
     try:
-        return formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error").common
+        return formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error",
+                                        env=Environment([FORMULA_NAMESPACE])).common
     except Exception as exc:  # formulae surfaces pandas/numpy errors from inside term evaluation
         raise BayesreproError(f"could not build the fixed effects of {spec.formula!r}: {first_line(exc)}") from None
 

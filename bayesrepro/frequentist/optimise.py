@@ -15,7 +15,9 @@ BOUNDARY_THETA = 1e-4
 ESCAPE_STEPS = (1e-3, 1e-2, 1e-1)
 # The search stops once the criterion's gradient in θ is this small: the
 # estimates then no longer move in their tenth significant digit.
-POLISHED_GRADIENT = 1e-6
+POLISHED_GRADIENT = 1e-9
+# A search that cannot lower the gradient further (the criterion's rounding) stops at this one.
+SEARCH_GRADIENT = 1e-6
 NEWTON_ITERATIONS = 30
 FD_STEP = 1e-5  # relative step of the finite-difference Hessian (of the exact gradient)
 
@@ -126,22 +128,31 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray
     identity = np.eye(len(u))
     columns = [(evaluate(u + FD_STEP * identity[i])[1] - gradient) / FD_STEP for i in range(len(u))]
     hessian = 0.5 * (np.array(columns) + np.array(columns).T)
+    def size(u, gradient):
+        return np.abs(gradient / np.where(bounded, theta_of(u), 1.0)).max()
+
+    def settled(u, gradient):
+        return theta_of(u) if size(u, gradient) < SEARCH_GRADIENT else None
+
+    noise = 1e-13 * abs(value) + 1e-9   # the criterion's rounding error near the optimum
     for _ in range(NEWTON_ITERATIONS):
-        if np.abs(gradient / np.where(bounded, theta_of(u), 1.0)).max() < POLISHED_GRADIENT:
+        if size(u, gradient) < POLISHED_GRADIENT:
             return theta_of(u)
         try:
             step = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), gradient)
         except np.linalg.LinAlgError:
-            return None
+            return settled(u, gradient)
         alpha = 1.0
         while True:
             trial = u + alpha * step
             trial_value, trial_gradient = evaluate(trial)
             if trial_value <= value + 1e-4 * alpha * (gradient @ step):   # Armijo's sufficient decrease
                 break
+            if trial_value <= value + noise and size(trial, trial_gradient) < size(u, gradient):
+                break   # below the criterion's rounding the gradient decides
             alpha /= 2
             if alpha < 1e-3:
-                return None
+                return settled(u, gradient)
         s, y = trial - u, trial_gradient - gradient
         if s @ y > 0:
             hs = hessian @ s
@@ -149,7 +160,7 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray
         u, value, gradient = trial, trial_value, trial_gradient
         if np.any(bounded) and theta_of(u)[bounded].min() < 10 * BOUNDARY_THETA:
             return None
-    return None
+    return settled(u, gradient)
 
 
 def _resume_from_boundary(objective: ProfiledDeviance, result):

@@ -25,7 +25,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import require_columns
+from ..data import level_labels, require_columns
+from ..readers import parse_numbers
 from ..errors import BayesreproError
 
 LEVELS = ("nominal", "interval")
@@ -75,8 +76,9 @@ def agreement(frame: pd.DataFrame, item: str | Sequence[str], rater: str, score:
     """All coefficients from long data: one row per rating.
 
     ``item`` names the column(s) whose combination is the unit of analysis.
-    κ and π are reported only for exactly two raters who rate each unit at
-    most once; otherwise they are None and ``note`` says why.
+    Each rater rates each unit at most once (a repeated rating is refused).
+    κ and π are reported only for exactly two raters; otherwise they are None
+    and ``note`` says why.
     """
     items = [item] if isinstance(item, str) else list(item)
     if not items:
@@ -85,26 +87,23 @@ def agreement(frame: pd.DataFrame, item: str | Sequence[str], rater: str, score:
     require_columns(frame, [rater], "rater column")
     require_columns(frame, [score], "score column")
     _check_level(level)
-    values = pd.to_numeric(frame[score], errors="coerce")
-    text = values.isna() & frame[score].notna()
-    if text.any():
-        raise BayesreproError(
-            f"score column '{score}' is not numeric: row {frame.index[text.argmax()]} holds "
-            f"{frame[score][text].iloc[0]!r}; code the ratings as numbers"
-        )
-    present = values.notna().to_numpy()
+    if rater in items:
+        raise BayesreproError(f"--rater '{rater}' is also an --item column; the unit and the rater must differ")
+    values = _ratings(frame, score)
+    present = ~np.isnan(values)
     notes = []
     if not present.all():
         notes.append(f"{int((~present).sum())} rating(s) with a missing score treated as not given")
     rows = frame.loc[present]
     unit_codes = rows.groupby(items, observed=True, sort=False).ngroup().to_numpy()
-    rater_codes, rater_names = pd.factorize(rows[rater].astype(str))
+    rater_codes, rater_names = pd.factorize(level_labels(rows[rater]))
     n_raters = len(rater_names)
     if n_raters < 2:
         raise BayesreproError(
             f"rater column '{rater}' has {n_raters} rater(s); agreement needs at least 2"
         )
-    scores = values[present].to_numpy(dtype=float)
+    _refuse_repeated_ratings(frame, items, rater)
+    scores = values[present]
     alpha = _alpha_long(unit_codes, scores, level)
 
     kappa = pi = None
@@ -112,18 +111,45 @@ def agreement(frame: pd.DataFrame, item: str | Sequence[str], rater: str, score:
         notes.append(f"Cohen's kappa and Scott's pi are defined for exactly 2 raters, not {n_raters}")
     else:
         pairs = pd.DataFrame({"unit": unit_codes, "rater": rater_codes, "score": scores})
-        if pairs.duplicated(["unit", "rater"]).any():
-            notes.append("Cohen's kappa and Scott's pi need one rating per rater and unit; "
-                         "add the column that tells repeated ratings apart to the item columns")
-        else:
-            wide = pairs.pivot(index="unit", columns="rater", values="score")
-            kappa = cohen_kappa(wide[0], wide[1], level)
-            pi = scott_pi(wide[0], wide[1], level)
+        wide = pairs.pivot(index="unit", columns="rater", values="score")
+        kappa = cohen_kappa(wide[0], wide[1], level)
+        pi = scott_pi(wide[0], wide[1], level)
     return AgreementResult(
         krippendorff_alpha=alpha, cohen_kappa=kappa, scott_pi=pi,
         n_items=int(len(np.unique(unit_codes))), n_raters=n_raters, n_ratings=int(len(scores)),
         level=level, note="; ".join(notes),
     )
+
+
+def _refuse_repeated_ratings(frame: pd.DataFrame, items: list[str], rater: str) -> None:
+    """One rating per (unit, rater): a repeated one would be counted as another rater's."""
+    keys = pd.DataFrame({column: level_labels(frame[column]) for column in [*items, rater]})
+    repeated = keys.duplicated(keep=False) & keys.notna().all(axis=1)
+    if repeated.any():
+        first = keys[repeated].iloc[0]
+        unit = ", ".join(f"{column} {first[column]!r}" for column in items)
+        raise BayesreproError(
+            f"rater {first[rater]!r} rated the unit ({unit}) {int((keys == first).all(axis=1).sum())} times; "
+            "each rater may rate each unit once: add the column that tells the ratings apart (an occasion) to --item"
+        )
+
+
+def _ratings(frame: pd.DataFrame, score: str) -> np.ndarray:
+    """The ratings as numbers (NaN where not given), refusing text and infinite values."""
+    values = frame[score]
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        numbers = values.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        numbers, text = parse_numbers(values.astype(object))
+        if text.any():
+            row = int(np.argmax(text))
+            raise BayesreproError(
+                f"score column '{score}' is not numeric: row {frame.index[row]} holds {values.iloc[row]!r}; "
+                "code the ratings as numbers"
+            )
+    if np.isinf(numbers).any():
+        raise BayesreproError(f"score column '{score}' has infinite values; code the ratings as finite numbers")
+    return numbers
 
 
 def _alpha_long(units: np.ndarray, values: np.ndarray, level: str) -> float:

@@ -23,13 +23,14 @@ from this grid, not the best score a larger search could find.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..data import check_score, require_columns
+from ..data import check_score, level_labels, require_columns
 from ..errors import BayesreproError
+from .resampling import MAX_RESAMPLED_CELLS, check_resamples, check_seed
 
 BOUNDARY_NOTE = (
     "The best of B resampled configurations can never be better than the best configuration observed; "
@@ -73,7 +74,8 @@ def expected_max_closed_form(scores, budgets) -> np.ndarray:
 
 
 def expected_max(scores, budgets=None, *, higher_is_better: bool = True, level: float = 0.95,
-                 n_resamples: int = 2000, seed: int | None = None) -> ExpectedMaxResult:
+                 n_resamples: int = 2000, seed: int | None = None,
+                 progress: Callable[[float], None] | None = None) -> ExpectedMaxResult:
     """Closed-form and bootstrap (Algorithm 3.1) estimates of the best of B, per budget B.
 
     For ``higher_is_better=False`` (error rates such as TER) "best" is the
@@ -84,9 +86,15 @@ def expected_max(scores, budgets=None, *, higher_is_better: bool = True, level: 
     n = len(values)
     budgets = _budgets(default_budgets(n) if budgets is None else budgets)
     if not 0 < level < 1:
-        raise BayesreproError(f"level must lie strictly between 0 and 1, not {level!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise BayesreproError(f"n_resamples (--resamples) must be a positive integer, not {n_resamples!r}")
+        raise BayesreproError(f"--level must lie strictly between 0 and 1, not {level!r}")
+    draws_per_resample = sum(int(b) for b in budgets)
+    if draws_per_resample > MAX_RESAMPLED_CELLS:
+        raise BayesreproError(
+            f"--budgets add up to {draws_per_resample:,} draws per resample, more than the {MAX_RESAMPLED_CELLS:,} "
+            "that finish in a few minutes; a budget larger than the number of configurations adds little"
+        )
+    check_resamples(n_resamples, draws_per_resample)
+    check_seed(seed)
     sign = 1.0 if higher_is_better else -1.0
     oriented = np.sort(sign * values)
     cdf = _max_cdf(n, budgets)
@@ -99,8 +107,12 @@ def expected_max(scores, budgets=None, *, higher_is_better: bool = True, level: 
 
     rng = np.random.default_rng(seed)
     boot_mean, boot_low, boot_high = [], [], []
+    done, work = 0, float(budgets.sum())
     for budget in budgets:
         maxima = _bootstrap_maxima(oriented, int(budget), n_resamples, rng)
+        done += budget
+        if progress is not None:
+            progress(done / work)
         boot_mean.append(maxima.mean())
         boot_low.append(np.quantile(maxima, tail))
         boot_high.append(np.quantile(maxima, 1 - tail))
@@ -138,10 +150,18 @@ def configuration_scores(frame: pd.DataFrame, configuration: Sequence[str], scor
     if not configuration:
         raise BayesreproError("--config needs at least one column that identifies a configuration")
     require_columns(frame, configuration, "configuration column")
+    if score in configuration:
+        raise BayesreproError(
+            f"--config names the score column '{score}'; configurations are identified by meta-parameter columns, "
+            "not by the score they reach"
+        )
+    repeated = [c for i, c in enumerate(configuration) if c in configuration[:i]]
+    if repeated:
+        raise BayesreproError(f"--config names the column '{repeated[0]}' twice")
     if aggregate not in ("mean", "median"):
         raise BayesreproError(f"aggregate must be 'mean' or 'median', not {aggregate!r}")
     values = pd.Series(check_score(frame, score), index=frame.index, name=score)
-    keys = [frame[c].astype(str) for c in configuration]
+    keys = [level_labels(frame[c]) for c in configuration]
     return getattr(values.groupby(keys, sort=True), aggregate)()
 
 
@@ -186,7 +206,7 @@ def _budgets(budgets) -> np.ndarray:
     array = np.atleast_1d(np.asarray(budgets))
     if array.size == 0 or not np.issubdtype(array.dtype, np.number) or np.any(array != np.round(array)) \
             or np.any(array < 1):
-        raise BayesreproError(f"budgets (--budgets) must be whole numbers B >= 1, not {budgets!r}")
+        raise BayesreproError(f"--budgets must be whole numbers B >= 1, not {budgets!r}")
     return array.astype(int)
 
 

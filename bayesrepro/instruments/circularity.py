@@ -35,6 +35,10 @@ import pandas as pd
 from ..errors import BayesreproError
 
 MAX_SUBSETS = 1000
+# An unpenalised GAM with k coefficients explains about (k − 1)/(n − 1) of the
+# deviance of predictions unrelated to the features; at 10 rows per
+# coefficient that is at most 0.1, below the margins the verdict rests on.
+ROWS_PER_COEFFICIENT = 10
 
 
 @dataclass(frozen=True)
@@ -72,25 +76,31 @@ def circularity_test(features: pd.DataFrame, predictions, *, defining: Sequence[
     """Rank feature subsets by how much of the predictions' deviance their GAM explains."""
     X, names = _features(features)
     y = _predictions(predictions, len(X))
+    for j, name in enumerate(names):
+        if np.array_equal(X[:, j], y):
+            raise BayesreproError(f"feature '{name}' holds the predictions themselves; leave it out of the features")
     defining = tuple(defining)
     for name in defining:
         if name not in names:
             raise BayesreproError(f"defining feature '{name}' is not among the features: {', '.join(names)}")
+    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 4:
+        raise BayesreproError(f"--df must be a whole number of at least 4 for cubic smooths, not {df!r}")
     if not 0 <= tie_tolerance < 1:
-        raise BayesreproError(f"tie_tolerance (--tie-tolerance) must lie in [0, 1), not {tie_tolerance!r}")
+        raise BayesreproError(f"--tie-tolerance must lie in [0, 1), not {tie_tolerance!r}")
     if not 0 < d2_threshold <= 1:
-        raise BayesreproError(f"d2_threshold (--d2-threshold) must lie in (0, 1], not {d2_threshold!r}")
+        raise BayesreproError(f"--d2-threshold must lie in (0, 1], not {d2_threshold!r}")
     if max_size is None:
         max_size = len(names)
     if not 1 <= max_size <= len(names):
-        raise BayesreproError(f"max_size (--max-size) must lie between 1 and {len(names)}, not {max_size}")
+        raise BayesreproError(f"--max-size must lie between 1 and {len(names)}, not {max_size}")
     subsets = [s for k in range(1, max_size + 1) for s in itertools.combinations(range(len(names)), k)]
     if len(subsets) > MAX_SUBSETS:
         raise BayesreproError(
-            f"{len(subsets)} feature subsets are too many to fit; lower max_size (--max-size) "
+            f"{len(subsets)} feature subsets are too many to fit; lower --max-size "
             f"or pass fewer features"
         )
     dfs = [_smooth_df(X[:, j], names[j], df) for j in range(len(names))]
+    _require_rows_per_coefficient(len(y), dfs, df)
     rows = []
     for subset in subsets:
         fit, _ = _fit_gam(X, y, subset, dfs)
@@ -164,6 +174,18 @@ def _d2(fit) -> float:
     return float(1.0 - fit.deviance / fit.null_deviance)
 
 
+def _require_rows_per_coefficient(n_rows: int, dfs: list[int], df: int) -> None:
+    """Refuse GAMs that would fit noise: D² of unrelated predictions is about (coefficients − 1)/(rows − 1)."""
+    coefficients = 1 + sum(d - 1 for d in dfs)
+    if n_rows < ROWS_PER_COEFFICIENT * coefficients:
+        raise BayesreproError(
+            f"the GAM on all {len(dfs)} feature(s) has {coefficients} coefficients (df {df} per smooth) but there are "
+            f"only {n_rows} rows; the test needs at least {ROWS_PER_COEFFICIENT} rows per coefficient "
+            f"({ROWS_PER_COEFFICIENT * coefficients}), else D² comes near 1 from overfitting alone: lower --df, "
+            "pass fewer --features or add rows"
+        )
+
+
 def _smooth_df(column: np.ndarray, name: str, df: int) -> int:
     distinct = len(np.unique(column))
     if distinct < 5:
@@ -171,8 +193,6 @@ def _smooth_df(column: np.ndarray, name: str, df: int) -> int:
             f"feature '{name}' has {distinct} distinct values; smooth terms need at least 5 — "
             "leave categorical features out of the circularity test"
         )
-    if df < 4:
-        raise BayesreproError(f"df (--df) must be at least 4 for cubic smooths, not {df}")
     return int(min(df, distinct - 1))
 
 
@@ -180,6 +200,9 @@ def _features(features):
     if not isinstance(features, pd.DataFrame) or features.shape[1] == 0:
         raise BayesreproError("features must be a DataFrame with one column per candidate feature")
     names = [str(c) for c in features.columns]
+    repeated = [n for i, n in enumerate(names) if n in names[:i]]
+    if repeated:
+        raise BayesreproError(f"feature '{repeated[0]}' is named more than once")
     bad = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if bad:
         raise BayesreproError(f"feature '{bad[0]}' is not numeric; the circularity test needs numeric features")

@@ -31,6 +31,11 @@ from ..errors import BayesreproError
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 _CHUNK_CELLS = 2_000_000  # resamples x items handled per vectorised block
+# Bounds that keep a run within minutes on one core: a paired bootstrap draws
+# about 15 million resampled items a second, so 2e9 of them take about two
+# minutes; 1e7 resamples resolve p-values far below any threshold in use.
+MAX_RESAMPLES = 10_000_000
+MAX_RESAMPLED_CELLS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -52,53 +57,56 @@ class ResamplingResult:
 
 
 def paired_bootstrap_test(scores_a, scores_b, metric: Callable | None = None, *, n_resamples: int = 10_000,
-                          seed: int | None = None, alternative: str = "two-sided") -> ResamplingResult:
-    """Paired bootstrap test (shift method) of metric(a) = metric(b)."""
+                          seed: int | None = None, alternative: str = "two-sided",
+                          progress: Callable[[float], None] | None = None) -> ResamplingResult:
+    """Paired bootstrap test (shift method) of metric(a) = metric(b); ``progress(fraction)`` is told how far it got."""
     a, b = _paired_rows(scores_a, scores_b, metric)
-    _check_options(n_resamples, alternative)
+    n = a.shape[0]
+    _check_options(n_resamples, alternative, seed, n)
     rng = np.random.default_rng(seed)
     observed = _metric(metric, a) - _metric(metric, b)
-    n = a.shape[0]
     if metric is None:
         diff = a - b
-        draws = np.concatenate([
-            rng.multinomial(n, np.full(n, 1.0 / n), size=size) @ diff / n
-            for size in _chunks(n_resamples, n)
-        ])
+        draws = _in_chunks(n_resamples, n, progress,
+                           lambda size: rng.multinomial(n, np.full(n, 1.0 / n), size=size) @ diff / n)
     else:
-        draws = np.empty(n_resamples)
-        for r in range(n_resamples):
+        def one(_):
             idx = rng.integers(0, n, n)
-            draws[r] = _metric(metric, a[idx]) - _metric(metric, b[idx])
+            return _metric(metric, a[idx]) - _metric(metric, b[idx])
+
+        draws = _one_by_one(n_resamples, progress, one)
     return _result("paired bootstrap (shift method)", observed, draws - observed, alternative,
                    n, seed)
 
 
 def permutation_test(scores_a, scores_b, metric: Callable | None = None, *, n_resamples: int = 10_000,
-                     seed: int | None = None, alternative: str = "two-sided") -> ResamplingResult:
+                     seed: int | None = None, alternative: str = "two-sided",
+                     progress: Callable[[float], None] | None = None) -> ResamplingResult:
     """Approximate randomization test: swap the systems' rows within items."""
     a, b = _paired_rows(scores_a, scores_b, metric)
-    _check_options(n_resamples, alternative)
+    n = a.shape[0]
+    _check_options(n_resamples, alternative, seed, n)
     rng = np.random.default_rng(seed)
     observed = _metric(metric, a) - _metric(metric, b)
-    n = a.shape[0]
     if metric is None:
         diff = a - b
-        draws = np.concatenate([
-            (rng.integers(0, 2, size=(size, n)) * 2 - 1) @ diff / n for size in _chunks(n_resamples, n)
-        ])
+        draws = _in_chunks(n_resamples, n, progress,
+                           lambda size: (rng.integers(0, 2, size=(size, n)) * 2 - 1) @ diff / n)
     else:
-        draws = np.empty(n_resamples)
         shape = (n,) + (1,) * (a.ndim - 1)
-        for r in range(n_resamples):
+
+        def one(_):
             swap = rng.integers(0, 2, n).astype(bool).reshape(shape)
-            draws[r] = _metric(metric, np.where(swap, b, a)) - _metric(metric, np.where(swap, a, b))
+            return _metric(metric, np.where(swap, b, a)) - _metric(metric, np.where(swap, a, b))
+
+        draws = _one_by_one(n_resamples, progress, one)
     return _result("approximate randomization", observed, draws, alternative, n, seed)
 
 
 def multi_bootstrap_test(instances_a, instances_b, metric: Callable | None = None, *,
                          n_resamples: int = 10_000, seed: int | None = None,
-                         alternative: str = "two-sided") -> ResamplingResult:
+                         alternative: str = "two-sided",
+                         progress: Callable[[float], None] | None = None) -> ResamplingResult:
     """Multi-bootstrap (shift method) over items and instances together.
 
     ``instances_a`` has one row block per trained instance: shape
@@ -113,27 +121,27 @@ def multi_bootstrap_test(instances_a, instances_b, metric: Callable | None = Non
             f"instances_a has items x statistics {a.shape[1:]} but instances_b has {b.shape[1:]}; "
             "both systems must be scored on the same items"
         )
-    _check_options(n_resamples, alternative)
-    rng = np.random.default_rng(seed)
     m_a, n = a.shape[:2]
     m_b = b.shape[0]
+    _check_options(n_resamples, alternative, seed, n * (m_a + m_b))
+    rng = np.random.default_rng(seed)
     observed = _instance_mean(metric, a) - _instance_mean(metric, b)
     if metric is None:
-        parts = []
-        for size in _chunks(n_resamples, n):
+        def block(size):
             items = rng.multinomial(n, np.full(n, 1.0 / n), size=size) / n      # (size, n)
             seeds_a = rng.multinomial(m_a, np.full(m_a, 1.0 / m_a), size=size) / m_a
             seeds_b = rng.multinomial(m_b, np.full(m_b, 1.0 / m_b), size=size) / m_b
-            parts.append(np.einsum("rj,jr->r", seeds_a, a @ items.T)
-                         - np.einsum("rj,jr->r", seeds_b, b @ items.T))
-        draws = np.concatenate(parts)
+            return np.einsum("rj,jr->r", seeds_a, a @ items.T) - np.einsum("rj,jr->r", seeds_b, b @ items.T)
+
+        draws = _in_chunks(n_resamples, n, progress, block)
     else:
-        draws = np.empty(n_resamples)
-        for r in range(n_resamples):
+        def one(_):
             idx = rng.integers(0, n, n)
             ja = rng.integers(0, m_a, m_a)
             jb = rng.integers(0, m_b, m_b)
-            draws[r] = (_instance_mean(metric, a[ja][:, idx]) - _instance_mean(metric, b[jb][:, idx]))
+            return _instance_mean(metric, a[ja][:, idx]) - _instance_mean(metric, b[jb][:, idx])
+
+        draws = _one_by_one(n_resamples, progress, one)
     return _result("multi-bootstrap over items and instances (shift method)", observed,
                    draws - observed, alternative, n, seed)
 
@@ -158,17 +166,53 @@ def _result(method, observed, null_draws, alternative, n_items, seed) -> Resampl
     )
 
 
-def _chunks(total: int, n_items: int):
+def _in_chunks(total: int, n_items: int, progress, block) -> np.ndarray:
+    """``block(size)`` returns ``size`` resampled statistics; called in chunks of bounded memory."""
     size = max(1, _CHUNK_CELLS // max(1, n_items))
-    for start in range(0, total, size):
-        yield min(size, total - start)
+    parts, done = [], 0
+    while done < total:
+        parts.append(block(min(size, total - done)))
+        done += len(parts[-1])
+        if progress is not None:
+            progress(done / total)
+    return np.concatenate(parts)
 
 
-def _check_options(n_resamples, alternative) -> None:
+def _one_by_one(total: int, progress, one) -> np.ndarray:
+    draws = np.empty(total)
+    for r in range(total):
+        draws[r] = one(r)
+        if progress is not None:
+            progress((r + 1) / total)
+    return draws
+
+
+def check_resamples(n_resamples, cells_per_resample: int, option: str = "--resamples") -> None:
+    """A whole number of resamples that can finish in minutes: at most MAX_RESAMPLES and MAX_RESAMPLED_CELLS draws."""
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise BayesreproError(f"n_resamples (--resamples) must be a positive integer, not {n_resamples!r}")
+        raise BayesreproError(f"{option} must be a positive whole number, not {n_resamples!r}")
+    if n_resamples > MAX_RESAMPLES:
+        raise BayesreproError(f"{option} {n_resamples} is more than {MAX_RESAMPLES:,} resamples; "
+                              "p-values need far fewer (10,000 resolve p = 0.001)")
+    if n_resamples * cells_per_resample > MAX_RESAMPLED_CELLS:
+        most = MAX_RESAMPLED_CELLS // max(1, cells_per_resample)
+        raise BayesreproError(
+            f"{option} {n_resamples} would draw {n_resamples * cells_per_resample:,} values, more than the "
+            f"{MAX_RESAMPLED_CELLS:,} that finish in a few minutes; use at most {most:,} resamples here"
+        )
+
+
+def check_seed(seed, option: str = "--seed") -> None:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise BayesreproError(f"{option} must be a whole number >= 0, not {seed!r}")
+
+
+def _check_options(n_resamples, alternative, seed, cells_per_resample: int) -> None:
+    check_resamples(n_resamples, cells_per_resample)
+    check_seed(seed)
     if alternative not in ALTERNATIVES:
-        raise BayesreproError(f"alternative must be one of {', '.join(ALTERNATIVES)}, not {alternative!r}")
+        raise BayesreproError(f"--alternative must be one of {', '.join(ALTERNATIVES)}, "
+                              f"not {alternative!r}")
 
 
 def _as_float_array(values, name: str) -> np.ndarray:

@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ...errors import BayesreproError
+from ...readers import NUMBER
 from ..cells import COUNT
+from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
 from ..frame import GroupingFactor, ModelFrame, _aliasing, _fixed_design, _independent_columns
 from ..sums import GroupedSums, LevelCellSums, PairCounts
@@ -41,11 +43,12 @@ _AGGREGATE_SUCCESSES, _AGGREGATE_TRIALS = "__successes__", "__trials__"
 
 @dataclass(frozen=True)
 class Dialect:
-    """How one SQL engine spells identifiers, text, a failed cast and a non-finite number."""
+    """How one SQL engine spells identifiers, text, a non-finite number and a text that is a number."""
 
     quote: Callable[[str], str]
     text_type: str
     nonfinite: Callable[[str], str]
+    is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
 
 
 def quote_double(name: str) -> str:
@@ -56,8 +59,10 @@ def quote_backtick(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})")
-SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))")
+DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})",
+                 lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')")
+SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
+                lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')")
 
 
 class GroupedSource:
@@ -144,7 +149,7 @@ class GroupedSource:
             parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
         text_fixed = [v for v in spec.fixed_variables if self.schema[v]]
         for k, v in enumerate(text_fixed):
-            parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND TRY_CAST({q(v)} AS DOUBLE) IS NULL) AS nonnum_{k}",
+            parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND NOT {d.is_number(q(v))}) AS nonnum_{k}",
                       f"COUNT(DISTINCT {q(v)}) AS texts_{k}",
                       f"COUNT(DISTINCT TRY_CAST({q(v)} AS DOUBLE)) AS numbers_{k}"]
         counts = self.run(f"SELECT {', '.join(parts)} FROM {self._rows(None)}", self.params).iloc[0]
@@ -264,17 +269,6 @@ class GroupedSource:
         return self._frame(spec, cells, sums, groups, notes)
 
     def _frame(self, spec, cells, sums, groups, notes) -> ModelFrame:
-        for group, size in zip(groups, sums.sizes):
-            if size < 2:
-                raise BayesreproError(
-                    f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
-                    f"at least 2 levels: remove (1|{group.name}) or widen --where"
-                )
-            if size >= sums.n_obs:
-                raise BayesreproError(
-                    f"grouping factor '{group.name}' has {size} levels for {sums.n_obs} observations; its variance "
-                    f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
-                )
         notes = notes + confounded_pairs(groups, sums)
         design_data = cells.drop(columns=COUNT).assign(**{spec.response: 0.0})
         design = _fixed_design(spec, design_data)
@@ -290,20 +284,8 @@ class GroupedSource:
                            notes + ([rank_note] if rank_note else []), cells, None, X_cells[:, kept],
                            n_rows=sums.n_obs, source=self)
         frame._computed["sums"] = sums
+        require_estimable(frame)
         return frame
-
-
-def confounded_pairs(groups, sums: GroupedSums) -> list[str]:
-    """Pairs of grouping factors that split the rows identically: only their summed variance is identified."""
-    notes = []
-    for (i, j), pair in sums.pairs.items():
-        if sums.sizes[i] == sums.sizes[j] == len(pair.n):
-            notes.append(
-                f"grouping factors '{groups[i].name}' and '{groups[j].name}' are confounded (every level of one goes "
-                "with exactly one level of the other): only the sum of their variances is identified, the split "
-                "between them is arbitrary"
-            )
-    return notes
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""Models that cannot be estimated are refused before any fit; formulas run no code."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesrepro.bayes import fit_bayes
+from bayesrepro.design import build_model_frame, model_frame
+from bayesrepro.errors import BayesreproError
+from bayesrepro.frequentist import fit_lmm
+from bayesrepro.reliability import default_object
+
+
+def grid(n_items=20, n_seeds=4, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "item": np.repeat([f"i{k}" for k in range(n_items)], n_seeds),
+        "seed": np.tile([f"s{k}" for k in range(n_seeds)], n_items),
+    })
+    frame["group"] = frame["item"].map(lambda s: f"g{int(s[1:]) % 5}")
+    item_effect = frame["item"].map(dict(zip(frame["item"].unique(), rng.normal(0, 1, n_items))))
+    frame["score"] = item_effect + rng.normal(0, 0.5, len(frame))
+    frame["item_only"] = item_effect
+    frame["additive"] = item_effect + frame["seed"].map(lambda s: 0.3 * int(s[1:]))
+    return frame
+
+
+@pytest.mark.parametrize("formula, match", [
+    # a constant score: refused before any family is chosen (no Bernoulli model of all-1.0 scores)
+    ("ones ~ 1 + (1|item)", "score column 'ones' is constant \\(1 in every row\\)"),
+    ("zeros ~ 1 + (1|item)", "is constant \\(0 in every row\\)"),
+    # level indicators in the span of the fixed design
+    ("score ~ item + (1|item)", "grouping factor 'item' cannot be estimated: the fixed-effect term 'item' already fixes"),
+    ("score ~ group + (1|item) + (1|group)", "grouping factor 'group' .* term 'group'"),
+    ("score ~ item + (1|group)", "grouping factor 'group' .* term 'item'"),
+    # no residual left
+    ("item_only ~ 1 + (1|item) + (1|seed)", "'item_only' does not vary within the levels of 'item'"),
+    ("additive ~ seed + (1|item)", "'additive' does not vary within the levels of 'item' beyond the fixed effects"),
+    ("additive ~ 1 + (1|item) + (1|seed)", "reproduce 'additive' exactly .* a sum of level effects without noise"),
+    ("score ~ item * seed + (1|seed)", "but only 80 observations; it needs at least 82"),
+    # a level for every row, or a single level
+    ("score ~ 1 + (1|item:seed)", "'item:seed' has 80 levels for 80 observations"),
+    ("score ~ 1 + (1|constant)", "'constant' has a single level"),
+])
+def test_unestimable_models_are_refused_in_one_line(formula, match):
+    data = grid().assign(ones=1.0, zeros=0.0, constant="c")
+    with pytest.raises(BayesreproError, match=match) as error:
+        build_model_frame(formula, data)
+    assert "\n" not in str(error.value)
+
+
+def test_all_ones_score_is_refused_before_the_bayesian_family_choice():
+    data = grid().assign(score=1.0)
+    with pytest.raises(BayesreproError, match="is constant"):
+        fit_bayes("score ~ 1 + (1|item)", data, draws=100, tune=100, chains=2)
+
+
+def test_small_noise_is_not_mistaken_for_an_exact_fit():
+    data = grid()
+    data["additive"] += np.random.default_rng(1).normal(0, 1e-3, len(data))
+    fit = fit_lmm("additive ~ 1 + (1|item) + (1|seed)", data)
+    assert fit.variances["Residual"] == pytest.approx(1e-6, rel=0.5)
+
+
+def test_confounded_factors_are_noted_in_the_fit():
+    data = grid()
+    data["alias"] = data["item"].str.replace("i", "a")
+    fit = fit_lmm("score ~ 1 + (1|item) + (1|alias) + (1|seed)", data)
+    assert any("'item' and 'alias' are confounded" in note for note in fit.notes)
+    assert "note: grouping factors 'item' and 'alias' are confounded" in str(fit)
+
+
+def test_the_same_checks_apply_to_frames_built_by_duckdb(tmp_path):
+    path = tmp_path / "grid.csv"
+    grid().to_csv(path, index=False)
+    with pytest.raises(BayesreproError, match="the fixed-effect term 'item' already fixes"):
+        model_frame("score ~ item + (1|item)", str(path), engine="duckdb")
+    with pytest.raises(BayesreproError, match="does not vary within the levels of 'item'"):
+        model_frame("item_only ~ 1 + (1|item) + (1|seed)", str(path), engine="duckdb")
+
+
+def test_default_object_is_the_single_column_factor_with_most_levels_first_on_a_tie():
+    # an interaction grouping with more levels is never the default object
+    assert default_object({"a": 1, "b": 1, "a:b": 1}, {"a": 2, "b": 5, "a:b": 10}) == "b"
+    assert default_object({"a": 1, "b": 1}, {"a": 3, "b": 3}) == "a"
+    with pytest.raises(BayesreproError, match="no grouping factor of a single column"):
+        default_object({"a:b": 1}, {"a:b": 4})
+    with pytest.raises(BayesreproError, match="has no \\(1\\|g\\) term"):
+        default_object({}, {})
+
+
+@pytest.mark.parametrize("term", [
+    "np.save('written', seed)", "I(np.load('x'))", "open('x', 'w')", "read_table('x.csv')",
+    "print(seed)", "Path('x')", "pd.read_csv('x')", "np.lib.format.os.system('true')",
+    "C(seed, levels=np.save('y', 1))",
+])
+def test_a_formula_calls_only_the_listed_functions(term, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = grid().assign(seed=np.tile([1.0, 2.0, 3.0, 4.0], 20))
+    with pytest.raises(BayesreproError, match="which is not allowed; a formula may call"):
+        build_model_frame(f"score ~ {term} + (1|item)", data)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("term", ["np.log(seed)", "log(seed)", "scale(seed)", "C(seed)", "{seed + 1}", "np.sqrt(seed)"])
+def test_the_listed_functions_work(term):
+    data = grid().assign(seed=np.tile([1.0, 2.0, 3.0, 4.0], 20))
+    assert build_model_frame(f"score ~ {term} + (1|item)", data).n_fixed >= 2
