@@ -20,13 +20,16 @@ from .datasets import DATASETS, load_dataset
 from .errors import BayesreproError, first_line
 
 SUPPORTED_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".jsonl", ".jsonl.gz", ".ndjson")
+# "lm-eval:runs/" or "inspect:logs/": harness logs read into the long table (bayesrepro.harness)
+HARNESS_PREFIXES = ("lm-eval:", "inspect:")
 
 
 def read_table(source, where: str | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
     """Read evaluation data and apply an optional row filter.
 
     ``source`` is a pandas DataFrame, a file path (CSV/TSV, optionally
-    gzipped, Parquet, JSON Lines) or the name of a bundled dataset.
+    gzipped, Parquet, JSON Lines), harness logs (``"lm-eval:PATH"``,
+    ``"inspect:PATH"``) or the name of a bundled dataset.
     ``where`` is a pandas query expression (``"mode == 'Marking'"``).
     Columns named in ``categorical`` are converted to categories.
     """
@@ -45,6 +48,11 @@ def _read_source(source) -> pd.DataFrame:
         raise BayesreproError(
             f"data must be a pandas DataFrame, a file path or a bundled dataset name, not {type(source).__name__}"
         )
+    if isinstance(source, str) and source.startswith(HARNESS_PREFIXES):
+        from .harness import read_logs
+
+        harness, _, logs = source.partition(":")
+        return read_logs(harness, [logs])
     path = Path(source)
     if not path.exists():
         if str(source) in DATASETS:

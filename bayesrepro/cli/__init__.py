@@ -8,7 +8,8 @@ import sys
 
 from ..errors import BayesreproError
 
-COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity")
+# modules of this package, each registering its subcommand (import_logs registers `import`)
+COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity", "import_logs")
 
 
 def build_parser() -> argparse.ArgumentParser:
