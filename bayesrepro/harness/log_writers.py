@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .eval_zip import ZSTANDARD
-from .inspect_scores import score_to_float
+from .inspect_scores import UnreadableScore, score_to_float
 from .zip_writer import write_zip
 
 
@@ -145,6 +145,7 @@ def write_inspect_log(path: Path, *, task: str, model: str, samples: Sequence[In
                       eval_id: str | None = None, method: int = ZSTANDARD) -> Path:
     """An Inspect log at ``path`` (``.eval`` archive or ``.json``); a ``.eval`` with status "started" holds only the journal."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     eval_id = eval_id or hashlib.blake2b(str(path.name).encode(), digest_size=8).hexdigest()
     epochs = max((s.epoch for s in samples), default=1)
     ids = list(dict.fromkeys(s.id for s in samples))
@@ -203,16 +204,32 @@ def _full_sample(sample: InspectSample) -> dict:
 
 
 def _inspect_results(samples: Sequence[InspectSample]) -> dict:
-    """Inspect's ``accuracy`` of each scorer: the mean over samples of the mean over epochs."""
+    """Inspect's ``accuracy`` of each score: the mean over samples of the mean over epochs.
+
+    A dictionary value gives one score per key, as Inspect reports them; a
+    value Inspect cannot read counts as 0, as Inspect counts it (with a
+    warning); a missing or NaN value is not scored.
+    """
     scored = [s for s in samples if s.error is None]
+    per_name: dict[str, dict] = {}
+    for s in scored:
+        for scorer, value in s.scores.items():
+            for name, entry in (value.items() if isinstance(value, dict) else [(scorer, value)]):
+                number = _inspect_float(entry)
+                if not math.isnan(number):
+                    per_name.setdefault(name, {}).setdefault(s.id, []).append(number)
     scores = []
-    for name in _scorer_names(scored):
-        per_sample: dict = {}
-        for s in scored:
-            per_sample.setdefault(s.id, []).append(score_to_float(s.scores[name]))
+    for name, per_sample in per_name.items():
         reduced = [sum(v) / len(v) for v in per_sample.values()]
         scores.append({
             "name": name, "scorer": name, "scored_samples": len(reduced), "unscored_samples": 0, "params": {},
             "metrics": {"accuracy": {"name": "accuracy", "value": sum(reduced) / len(reduced), "params": {}}},
         })
     return {"total_samples": len(samples), "completed_samples": len(scored), "scores": scores}
+
+
+def _inspect_float(value) -> float:
+    try:
+        return score_to_float(value)
+    except UnreadableScore:
+        return 0.0
