@@ -73,6 +73,9 @@ def test_filters_become_metric_columns_and_are_aligned_by_doc_id(tmp_path):
     assert table["item"].tolist() == ["0", "1", "2", "3"]
     assert table["exact_match_strict_match"].tolist() == [1.0, 0.0, 0.0, 1.0]
     assert table["exact_match_flexible_extract"].tolist() == [1.0, 1.0, 0.0, 1.0]
+    flexible = read_logs("lm-eval", [tmp_path], metrics=["exact_match_flexible_extract"])
+    assert flexible.sort_values("item")["exact_match_flexible_extract"].tolist() == [1.0, 1.0, 0.0, 1.0]
+    assert "exact_match_strict_match" not in flexible
 
 
 def test_group_is_the_outermost_group_of_a_task(tmp_path):

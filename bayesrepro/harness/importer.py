@@ -65,8 +65,10 @@ def read_logs(harness: str, paths: Iterable[str | Path], *, metrics: Sequence[st
     return sink.frame()
 
 
-def _stream(name, paths, open_sink, metrics, strict, notify):
+def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics: Sequence[str] | None,
+            strict: bool, notify: Callable[[str], None]) -> tuple[ImportSummary, FileSink | MemorySink]:
     harness = _harness(name)
+    paths = list(paths)
     runs, skipped = harness.find_runs(expand_paths(paths))
     for entry in skipped:
         _skip(f"skipped '{entry.path}': {entry.reason}", strict, notify)

@@ -13,20 +13,13 @@ from .runs import Block, Run
 
 def refuse_duplicate_runs(runs: list[Run]) -> None:
     """Two files that are the same run (a copied folder, a log given twice) would count its rows twice."""
-    seen: dict[str, Run] = {}
-    for run in runs:
-        other = seen.setdefault(run.identity, run)
-        if other is not run:
-            raise BayesreproError(
-                f"'{run.source}' and '{other.source}' are the same run ({run.name}); import each run once"
-            )
-    names: dict[str, Run] = {}
-    for run in runs:
-        other = names.setdefault(run.name, run)
-        if other is not run:
-            raise BayesreproError(
-                f"'{run.source}' and '{other.source}' are both named run '{run.name}'; rename one of the files"
-            )
+    for key, problem in ((lambda r: r.identity, "are the same run ({name}); import each run once"),
+                         (lambda r: r.name, "are both named run '{name}'; rename one of the files")):
+        seen: dict[str, Run] = {}
+        for run in runs:
+            other = seen.setdefault(key(run), run)
+            if other is not run:
+                raise BayesreproError(f"'{run.source}' and '{other.source}' " + problem.format(name=run.name))
 
 
 @dataclass

@@ -72,10 +72,7 @@ def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
     claimed = {task.path.resolve() for run in runs for task in run.detail.tasks}
     for path, found in samples.items():
         if path not in claimed:
-            raise BayesreproError(
-                f"samples file '{found.path}' has no results file beside it "
-                f"(results_{SAMPLES_FILE.match(found.path.name)['date']}.json); lm-eval writes both, keep them together"
-            )
+            raise _orphan(found.path)
     return runs, []
 
 
@@ -83,11 +80,16 @@ def _results_file_of(samples_path: Path) -> Path:
     date = SAMPLES_FILE.match(samples_path.name)["date"]
     candidates = sorted(samples_path.parent.glob(f"*_{date}.json"))
     if not candidates:
-        raise BayesreproError(
-            f"samples file '{samples_path}' has no results file beside it (results_{date}.json); "
-            "lm-eval writes both, keep them together"
-        )
+        raise _orphan(samples_path)
     return candidates[0]
+
+
+def _orphan(samples_path: Path) -> BayesreproError:
+    date = SAMPLES_FILE.match(samples_path.name)["date"]
+    return BayesreproError(
+        f"samples file '{samples_path}' has no results file beside it (results_{date}.json); "
+        "lm-eval writes both, keep them together"
+    )
 
 
 def _read_results(found: FoundFile) -> Run | None:
@@ -182,7 +184,7 @@ def _read_task(run: Run, task: TaskSamples, columns: dict[str, tuple[str, str]])
     fields = {"doc_id": ID, "doc_hash": TEXT, "filter": TEXT} | {metric: NUMBER for metric in metrics}
     lines = read_fields(task.path, fields)
     filters = list(dict.fromkeys(f for _, f in columns.values()))
-    unknown = set(pc.unique(lines["filter"]).to_pylist()) - set(filters)
+    unknown = set(pc.unique(lines["filter"]).to_pylist()) - {f for _, f in task.columns.values()}
     if unknown:
         raise BayesreproError(
             f"'{task.path}' has documents under filter '{sorted(unknown)[0]}', which its results file "

@@ -89,6 +89,6 @@ def _documents(task: int, items: int) -> list[Document]:
 def _write_inspect_run(path: Path, task: str, model: str, seed: int, shots: int, documents: list[Document],
                        correct: np.ndarray) -> None:
     samples = [InspectSample(f"q{doc.doc_id}", 1, doc.question, doc.choices[doc.answer], {"choice": "C" if ok else "I"})
-               for doc, ok in zip(documents, correct)]
+               for doc, ok in zip(documents, correct, strict=True)]
     write_inspect_log(path, task=task, model=f"hf/{model}", samples=samples, seed=seed,
                       model_args={"dtype": "float32"}, task_args={"fewshot": shots})
