@@ -9,9 +9,12 @@ bayesrepro.harness.simulate (10 models × runs/20 seeds × 2 few-shot
 settings): lm-eval writes, per run, a results file and one samples file per
 task (items split over --lm-eval-tasks tasks; multiple-choice lines with the
 document, the four prompts and the log-likelihoods, about 1 kB each);
-Inspect writes one .eval archive per run with a summary and a full sample
-member per item. They are written once to benchmarks/.cache/ (or --folder)
-and reused; --clean removes them afterwards.
+Inspect writes one .eval archive per run with the header, the journal and
+a summary per item, but without the full sample per item that Inspect also
+writes (15 M of them take an hour to simulate; the reader never opens them:
+it reads only the archive's directory, searched as bytes, and two members).
+--sample-members writes them too. The logs are written once to
+benchmarks/.cache/ (or --folder) and reused; --clean removes them afterwards.
 
 Ours is the whole command as a user runs it, start-up included:
     bayesrepro import HARNESS FOLDER --out FILE.parquet --json
@@ -56,7 +59,8 @@ TARGET_SECONDS, TARGET_MB = 120, 2048
 def logs_folder(args, harness: str) -> Path:
     tasks = args.lm_eval_tasks if harness == "lm-eval" else 1
     root = Path(args.folder) if args.folder else CACHE
-    return root / f"harness-{harness}-{args.runs}x{args.items}x{tasks}"
+    members = "-members" if harness == "inspect" and args.sample_members else ""
+    return root / f"harness-{harness}-{args.runs}x{args.items}x{tasks}{members}"
 
 
 def ensure_logs(args, harness: str) -> Path:
@@ -71,7 +75,7 @@ def ensure_logs(args, harness: str) -> Path:
     print(f"writing {args.runs} simulated {harness} runs of {args.items} items to {folder} ...", flush=True)
     start = time.perf_counter()
     simulate_grid(folder / "logs", harness=harness, seeds=range(args.runs // (MODELS * len(SHOTS))),
-                  items=args.items // tasks, tasks=tasks, truth=truth)
+                  items=args.items // tasks, tasks=tasks, truth=truth, sample_members=args.sample_members)
     done.write_text(json.dumps({"runs": args.runs, "items": args.items, "tasks": tasks,
                                 "seconds": time.perf_counter() - start}))
     return folder
@@ -138,6 +142,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=15000)
     parser.add_argument("--lm-eval-tasks", type=int, default=15)
     parser.add_argument("--peer-runs", type=int, default=10)
+    parser.add_argument("--sample-members", action="store_true", help="write Inspect's full samples too (slow)")
     parser.add_argument("--folder", help="where the simulated logs go (default benchmarks/.cache/)")
     parser.add_argument("--drop-caches", action="store_true")
     parser.add_argument("--clean", action="store_true", help="remove the simulated logs afterwards")

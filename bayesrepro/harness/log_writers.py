@@ -142,8 +142,12 @@ class InspectSample:
 
 def write_inspect_log(path: Path, *, task: str, model: str, samples: Sequence[InspectSample], seed: int | None = None,
                       status: str = "success", model_args: Mapping | None = None, task_args: Mapping | None = None,
-                      eval_id: str | None = None, method: int = ZSTANDARD) -> Path:
-    """An Inspect log at ``path`` (``.eval`` archive or ``.json``); a ``.eval`` with status "started" holds only the journal."""
+                      eval_id: str | None = None, method: int = ZSTANDARD, sample_members: bool = True) -> Path:
+    """An Inspect log at ``path`` (``.eval`` archive or ``.json``); a ``.eval`` with status "started" holds only the journal.
+
+    ``sample_members=False`` leaves the full samples out of a ``.eval``
+    archive (Inspect writes them; a reader of the summaries never opens them).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     eval_id = eval_id or hashlib.blake2b(str(path.name).encode(), digest_size=8).hexdigest()
@@ -168,7 +172,7 @@ def write_inspect_log(path: Path, *, task: str, model: str, samples: Sequence[In
         path.write_text(json.dumps(header | {"samples": [_full_sample(s) for s in samples]}), encoding="utf-8")
         return path
     members = [("_journal/start.json", {"version": 2, "eval": spec, "plan": plan})]
-    members += [(f"samples/{s.id}_epoch_{s.epoch}.json", _full_sample(s)) for s in samples]
+    members += [(f"samples/{s.id}_epoch_{s.epoch}.json", _full_sample(s)) for s in samples if sample_members]
     members += [("_journal/summaries/1.json", summaries)]
     if status != "started":
         members += [("summaries.json", summaries), ("header.json", header)]

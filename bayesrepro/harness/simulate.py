@@ -42,8 +42,13 @@ class SimulatedGrid:
 
 
 def simulate_grid(folder: str | Path, *, harness: str = "lm-eval", seeds: Sequence[int] = (1, 2, 3), items: int = 100,
-                  tasks: int = 1, truth: Truth = Truth(), random_seed: int = 0) -> SimulatedGrid:
-    """Write one run per model × seed × few-shot setting under ``folder``; ``items`` per task, ``tasks`` tasks."""
+                  tasks: int = 1, truth: Truth = Truth(), random_seed: int = 0,
+                  sample_members: bool = True) -> SimulatedGrid:
+    """Write one run per model × seed × few-shot setting under ``folder``; ``items`` per task, ``tasks`` tasks.
+
+    ``sample_members=False`` writes Inspect archives without their full
+    samples (header, journal and summaries only), much faster at scale.
+    """
     if harness not in ("lm-eval", "inspect"):
         raise ValueError(f"harness must be 'lm-eval' or 'inspect', not {harness!r}")
     folder = Path(folder)
@@ -73,7 +78,7 @@ def simulate_grid(folder: str | Path, *, harness: str = "lm-eval", seeds: Sequen
                 else:
                     for t, docs in enumerate(documents):
                         _write_inspect_run(folder / f"{date}_sim-mc-{t}_{model}-{seed}-{shots}.eval", f"sim_mc_{t}",
-                                           model, seed, shots, docs, correct[t])
+                                           model, seed, shots, docs, correct[t], sample_members)
                 run += 1
     return SimulatedGrid(folder, harness, run, items * tasks, truth)
 
@@ -87,8 +92,8 @@ def _documents(task: int, items: int) -> list[Document]:
 
 
 def _write_inspect_run(path: Path, task: str, model: str, seed: int, shots: int, documents: list[Document],
-                       correct: np.ndarray) -> None:
+                       correct: np.ndarray, sample_members: bool) -> None:
     samples = [InspectSample(f"q{doc.doc_id}", 1, doc.question, doc.choices[doc.answer], {"choice": "C" if ok else "I"})
                for doc, ok in zip(documents, correct, strict=True)]
     write_inspect_log(path, task=task, model=f"hf/{model}", samples=samples, seed=seed,
-                      model_args={"dtype": "float32"}, task_args={"fewshot": shots})
+                      model_args={"dtype": "float32"}, task_args={"fewshot": shots}, sample_members=sample_members)
