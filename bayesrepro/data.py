@@ -21,15 +21,19 @@ from .errors import BayesreproError
 from .readers import SUPPORTED_SUFFIXES, parse_numbers, read_file
 from .where import Where, as_where
 
+# "lm-eval:runs/" or "inspect:logs/": harness logs read into the long table (bayesrepro.harness)
+HARNESS_PREFIXES = ("lm-eval:", "inspect:")
+
 
 def read_table(source, where: str | Where | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
     """Read evaluation data and apply an optional row filter.
 
     ``source`` is a pandas DataFrame, a file path (CSV/TSV, optionally
-    gzipped, Parquet, JSON Lines; see ``readers`` for how columns are typed)
-    or the name of a bundled dataset. ``where`` is a condition in the
-    language of ``bayesrepro.where`` (``"mode == 'Marking'"``). Columns named
-    in ``categorical`` become categories of their text as written.
+    gzipped, Parquet, JSON Lines; see ``readers`` for how columns are typed),
+    harness logs (``"lm-eval:PATH"``, ``"inspect:PATH"``) or the name of a
+    bundled dataset. ``where`` is a condition in the language of
+    ``bayesrepro.where`` (``"mode == 'Marking'"``). Columns named in
+    ``categorical`` become categories of their text as written.
     """
     categorical = list(categorical)
     condition = as_where(where)
@@ -53,6 +57,11 @@ def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
         raise BayesreproError(
             f"data must be a pandas DataFrame, a file path or a bundled dataset name, not {type(source).__name__}"
         )
+    if isinstance(source, str) and source.startswith(HARNESS_PREFIXES):
+        from .harness import read_logs
+
+        harness, _, logs = source.partition(":")
+        return read_logs(harness, [logs])
     path = Path(source)
     try:
         exists = path.exists()

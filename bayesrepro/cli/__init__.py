@@ -8,8 +8,9 @@ import sys
 
 from ..errors import BayesreproError
 
-COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity",
-            "baselines")
+# modules of this package, each registering its subcommand (import_logs registers `import`)
+COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
+            "circularity", "baselines", "import_logs")
 
 
 def build_parser() -> argparse.ArgumentParser:

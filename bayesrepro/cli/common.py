@@ -7,7 +7,8 @@ import math
 
 
 def add_data_options(parser) -> None:
-    parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, or a bundled dataset name")
+    parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs "
+                        "(lm-eval:PATH, inspect:PATH), or a bundled dataset name")
     parser.add_argument("--where", help="condition selecting rows (comparisons, in, and/or/not; see README), e.g. \"mode == 'Marking'\"")
     parser.add_argument("--categorical", default="", help="comma-separated columns to treat as categories")
     parser.add_argument("--drop-missing", action="store_true", help="drop rows with missing values instead of failing")

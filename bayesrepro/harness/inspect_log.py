@@ -1,0 +1,141 @@
+"""Inspect AI logs: ``.eval`` archives and ``.json`` logs, one run of one task each.
+
+A ``.eval`` file is a ZIP: ``header.json`` (the log without samples:
+``status``, ``eval`` with the task, model, model arguments and epochs,
+``plan.config`` with the seed, ``task_args``, ``results.scores`` with the aggregates) and
+``summaries.json`` (per sample and epoch: ``id``, ``epoch``, ``input``,
+``target``, ``scores[<scorer>].value``, ``error``). A run still going, or
+killed, has only ``_journal/start.json`` and journal summaries. A ``.json``
+log is the same object in one file, its ``samples`` in place of the
+summaries. Runs whose status is not "success" did not finish and are
+skipped; the rows are built by ``inspect_rows.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from ..errors import BayesreproError, first_line
+from .eval_zip import EvalArchive
+from .inspect_rows import Rows, rows_from_records, rows_from_summaries
+from .model_args import flatten_model_args
+from .paths import FoundFile
+from .runs import Block, Harness, Run, Skipped
+
+SETTINGS = {"seed": pa.int64(), "epoch": pa.int64()}
+HEADER, START, SUMMARIES = "header.json", "_journal/start.json", "summaries.json"
+_JOURNAL_SUMMARY = re.compile(rb"_journal/summaries/(\d+)\.json")
+
+
+@dataclass(frozen=True)
+class LogDetail:
+    task: str
+    seed: int | None
+
+
+def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
+    runs, skipped = [], []
+    for found in files:
+        header = _header(found)
+        if header is None:
+            continue
+        status = header.get("status")
+        if status == "success":
+            runs.append(_run(found.path, header))
+        else:
+            skipped.append(Skipped(found.path, _unfinished(header)))
+    return runs, skipped
+
+
+def _header(found: FoundFile) -> dict | None:
+    suffix = found.path.suffix.lower()
+    if suffix == ".eval":
+        with EvalArchive(found.path) as archive:
+            if header := archive.member(HEADER):
+                return _checked(found.path, archive.read_json(header))
+            if start := archive.member(START):
+                return _checked(found.path, archive.read_json(start)) | {"status": "started"}
+        raise BayesreproError(f"'{found.path}' is not an Inspect log: it has neither {HEADER} nor {START}")
+    if suffix == ".json":
+        log = _json_log(found.path)
+        if isinstance(log, dict) and "eval" in log and "status" in log:
+            return _checked(found.path, log)
+        if found.named:
+            raise BayesreproError(f"'{found.path}' is not an Inspect log: it has no 'eval' and 'status'")
+        return None
+    if found.named:
+        raise BayesreproError(f"'{found.path}' is not an Inspect log: expected a .eval or .json file")
+    return None
+
+
+def _json_log(path: Path):
+    try:
+        with open(path, encoding="utf-8") as text:
+            return json.load(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BayesreproError(f"Inspect log '{path}' is not valid JSON ({first_line(exc)}); it may be cut short") from None
+
+
+def _checked(path: Path, header) -> dict:
+    if not (isinstance(header, dict) and isinstance(header.get("eval"), dict)):
+        raise BayesreproError(f"Inspect log '{path}' has no 'eval' section in its header")
+    for key in ("task", "model"):
+        if not isinstance(header["eval"].get(key), str):
+            raise BayesreproError(f"Inspect log '{path}' names no {key} (eval.{key})")
+    return header
+
+
+def _unfinished(header: dict) -> str:
+    status = header.get("status")
+    if status == "started":
+        return "the run did not finish (status 'started': no header.json; interrupted or still running)"
+    if status == "error":
+        message = ((header.get("error") or {}).get("message") or "").strip().splitlines()
+        return "the run ended in an error" + (f": {message[0]}" if message else "")
+    return f"the run did not finish (status '{status}')"
+
+
+def _run(path: Path, header: dict) -> Run:
+    spec = header["eval"]
+    plan_config = (header.get("plan") or {}).get("config") or {}
+    seed = plan_config.get("seed", (spec.get("model_generate_config") or {}).get("seed"))
+    names = [score.get("name") for score in (header.get("results") or {}).get("scores") or [] if isinstance(score, dict)]
+    names = list(dict.fromkeys(name for name in names if isinstance(name, str)))
+    if not names:
+        raise BayesreproError(f"Inspect log '{path}' has no scores in its results; score it (inspect score) first")
+    identity = spec.get("eval_id") or f"{spec.get('run_id')}/{spec.get('task_id')}"
+    detail = LogDetail(spec["task"], seed if isinstance(seed, int) else None)
+    return Run(path, path.stem, identity, spec["model"], flatten_model_args(spec.get("model_args")),
+               flatten_model_args(spec.get("task_args")), tuple(names), detail)
+
+
+def read_blocks(run: Run) -> Iterator[Block]:
+    if run.source.suffix.lower() == ".json":
+        records = _json_log(run.source).get("samples")
+        if records is None:
+            raise BayesreproError(f"Inspect log '{run.source}' holds no samples; rerun it with log_samples=True")
+        rows = rows_from_records(records, run.source, run.metrics)
+    else:
+        rows = _rows_of_archive(run)
+    settings = {"seed": run.detail.seed, "epoch": rows.epochs}
+    yield Block(run.source, run.detail.task, rows.items, rows.documents, settings | rows.metrics, rows.dropped)
+
+
+def _rows_of_archive(run: Run) -> Rows:
+    with EvalArchive(run.source) as archive:
+        if summaries := archive.member(SUMMARIES):
+            return rows_from_summaries(archive.read_raw(summaries), run.source, run.metrics)
+        journal = sorted(archive.members_matching(_JOURNAL_SUMMARY), key=lambda m: int(_JOURNAL_SUMMARY.fullmatch(m.name.encode())[1]))
+        if not journal:
+            raise BayesreproError(f"Inspect log '{run.source}' holds no sample summaries")
+        records = [record for member in journal for record in archive.read_json(member)]
+    return rows_from_records(records, run.source, run.metrics)
+
+
+INSPECT = Harness("inspect", SETTINGS, find_runs, read_blocks)

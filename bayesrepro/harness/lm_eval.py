@@ -1,0 +1,233 @@
+"""lm-evaluation-harness logs: ``results_<date>.json`` beside ``samples_<task>_<date>.jsonl``.
+
+``lm_eval --log_samples --output_path OUT`` writes, per run, one results
+file ``OUT/<model>/results_<date>.json`` (``<stem>_<date>.json`` when OUT
+names a .json file) and one samples file per task in the same folder,
+``samples_<task>_<date>.jsonl``, one line per document and filter with
+``doc_id``, ``doc_hash``, ``filter`` and one key per metric. Runs of one
+model share a folder and are told apart by the date alone. The results file
+holds the settings (``config.random_seed``, ``config.model_args``,
+``n-shot``), the number of documents per task (``n-samples``) and the
+harness's aggregates under ``"<metric>,<filter>"``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import BayesreproError, first_line
+from .jsonl import ID, NUMBER, TEXT, read_fields
+from .model_args import flatten_model_args
+from .paths import FoundFile
+from .runs import Block, Harness, Run, Skipped
+
+_DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
+RESULTS_FILE = re.compile(rf"^(?P<stem>.+)_(?P<date>{_DATE})\.json$")
+SAMPLES_FILE = re.compile(rf"^samples_(?P<task>.+)_(?P<date>{_DATE})\.jsonl$")
+SETTINGS = {"group": pa.string(), "seed": pa.int64(), "num_fewshot": pa.int64()}
+
+
+@dataclass(frozen=True)
+class TaskSamples:
+    """One task of a run: its samples file, settings, and metric columns as (metric, filter)."""
+
+    task: str
+    path: Path
+    group: str
+    num_fewshot: int | None
+    documents: int | None
+    columns: dict[str, tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    seed: int | None
+    tasks: tuple[TaskSamples, ...]
+
+
+def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
+    results: dict[Path, FoundFile] = {}
+    samples: dict[Path, FoundFile] = {}
+    for found in files:
+        if SAMPLES_FILE.match(found.path.name):
+            samples[found.path.resolve()] = found
+        elif RESULTS_FILE.match(found.path.name):
+            results[found.path.resolve()] = found
+        elif found.named:
+            raise BayesreproError(
+                f"'{found.path}' is not an lm-eval log: expected results_<date>.json or samples_<task>_<date>.jsonl"
+            )
+    for found in [f for f in samples.values() if f.named]:
+        owner = _results_file_of(found.path)
+        results.setdefault(owner.resolve(), FoundFile(owner, named=True))
+    runs = [run for run in (_read_results(found) for found in results.values()) if run is not None]
+    claimed = {task.path.resolve() for run in runs for task in run.detail.tasks}
+    for path, found in samples.items():
+        if path not in claimed:
+            raise _orphan(found.path)
+    return runs, []
+
+
+def _results_file_of(samples_path: Path) -> Path:
+    date = SAMPLES_FILE.match(samples_path.name)["date"]
+    candidates = sorted(samples_path.parent.glob(f"*_{date}.json"))
+    if not candidates:
+        raise _orphan(samples_path)
+    return candidates[0]
+
+
+def _orphan(samples_path: Path) -> BayesreproError:
+    date = SAMPLES_FILE.match(samples_path.name)["date"]
+    return BayesreproError(
+        f"samples file '{samples_path}' has no results file beside it (results_{date}.json); "
+        "lm-eval writes both, keep them together"
+    )
+
+
+def _read_results(found: FoundFile) -> Run | None:
+    path = found.path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BayesreproError(f"lm-eval results file '{path}' cannot be read: {first_line(exc)}") from None
+    if not (isinstance(data, dict) and isinstance(data.get("results"), dict) and isinstance(data.get("configs"), dict)):
+        if found.named:
+            raise BayesreproError(f"'{path}' is not an lm-eval results file: it has no 'results' and 'configs'")
+        return None
+    date = RESULTS_FILE.match(path.name)["date"]
+    config = data.get("config") or {}
+    model_args = flatten_model_args(config.get("model_args"))
+    model = str(data.get("model_name") or _model_from_args(model_args) or config.get("model") or "")
+    if not model:
+        raise BayesreproError(f"lm-eval results file '{path}' names no model (no model_name, no config.model)")
+    folder = data.get("model_name_sanitized") or re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model)
+    name = f"{folder}/{date}"
+    groups = _outer_groups(data.get("group_subtasks") or {})
+    tasks = tuple(_task_samples(path, data, task, date, groups) for task in data["configs"])
+    if not tasks:
+        raise BayesreproError(f"lm-eval results file '{path}' lists no tasks under 'configs'")
+    metrics = tuple(dict.fromkeys(column for task in tasks for column in task.columns))
+    detail = RunDetail(seed=_integer(config.get("random_seed")), tasks=tasks)
+    return Run(path, name, name, model, model_args, {}, metrics, detail)
+
+
+def _model_from_args(model_args: dict[str, str]) -> str | None:
+    # the keys lm-eval itself takes the model name from, in its order
+    for key in ("peft", "delta", "pretrained", "model", "path", "engine"):
+        if key in model_args:
+            return model_args[key]
+    return None
+
+
+def _outer_groups(group_subtasks: dict) -> dict[str, str]:
+    """Each task's outermost group (mmlu for mmlu_anatomy under mmlu_stem under mmlu)."""
+    parent = {child: group for group, children in group_subtasks.items() for child in children or ()}
+    outer = {}
+    for task in parent:
+        top, seen = task, {task}
+        while top in parent and parent[top] not in seen:
+            top = parent[top]
+            seen.add(top)
+        outer[task] = top
+    return outer
+
+
+def _task_samples(path: Path, data: dict, task: str, date: str, groups: dict[str, str]) -> TaskSamples:
+    aggregates = data["results"].get(task)
+    if not isinstance(aggregates, dict):
+        raise BayesreproError(f"lm-eval results file '{path}' has no results for task '{task}'")
+    pairs = [tuple(key.split(",", 1)) for key in aggregates if "," in key and not key.split(",", 1)[0].endswith("_stderr")]
+    if not pairs:
+        raise BayesreproError(f"lm-eval results file '{path}' has no metrics for task '{task}'")
+    filters = list(dict.fromkeys(f for _, f in pairs))
+    columns = {(metric if len(filters) == 1 else f"{metric}_{_slug(f)}"): (metric, f) for metric, f in pairs}
+    samples = path.parent / f"samples_{task}_{date}.jsonl"
+    if not samples.is_file():
+        raise BayesreproError(
+            f"lm-eval results file '{path}' has no samples file for task '{task}' ({samples.name}); "
+            "run lm-eval with --log_samples and keep the samples files beside the results"
+        )
+    shots = (data.get("n-shot") or {}).get(task, data["configs"][task].get("num_fewshot"))
+    documents = ((data.get("n-samples") or {}).get(task) or {}).get("effective")
+    return TaskSamples(task, samples, groups.get(task, task), _integer(shots), _integer(documents), columns)
+
+
+def _slug(filter_name: str) -> str:
+    """A filter's name as part of a column name that formulas can use (strict-match: strict_match)."""
+    return re.sub(r"\W+", "_", filter_name).strip("_")
+
+
+def _integer(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_blocks(run: Run) -> Iterator[Block]:
+    for task in run.detail.tasks:
+        columns = {column: pair for column, pair in task.columns.items() if column in run.metrics}
+        if columns:
+            yield _read_task(run, task, columns)
+
+
+def _read_task(run: Run, task: TaskSamples, columns: dict[str, tuple[str, str]]) -> Block:
+    metrics = list(dict.fromkeys(metric for metric, _ in columns.values()))
+    fields = {"doc_id": ID, "doc_hash": TEXT, "filter": TEXT} | {metric: NUMBER for metric in metrics}
+    lines = read_fields(task.path, fields)
+    filters = list(dict.fromkeys(f for _, f in columns.values()))
+    unknown = set(pc.unique(lines["filter"]).to_pylist()) - {f for _, f in task.columns.values()}
+    if unknown:
+        raise BayesreproError(
+            f"'{task.path}' has documents under filter '{sorted(unknown)[0]}', which its results file "
+            f"'{run.source}' does not list for task '{task.task}'"
+        )
+    by_filter = {f: _rows_of_filter(task, lines, f) for f in filters}
+    first = by_filter[filters[0]]
+    items = first["doc_id"]
+    values = {"group": task.group, "seed": run.detail.seed, "num_fewshot": task.num_fewshot}
+    for column, (metric, f) in columns.items():
+        values[column] = _aligned(task, by_filter[f], metric, items, f)
+    return Block(task.path, task.task, items, first["doc_hash"], values)
+
+
+def _rows_of_filter(task: TaskSamples, lines: dict[str, pa.Array], name: str) -> dict[str, pa.Array]:
+    keep = pc.equal(lines["filter"], name)
+    rows = {key: pc.filter(column, keep) for key, column in lines.items()}
+    ids = rows["doc_id"]
+    if len(ids) == 0:
+        raise BayesreproError(f"'{task.path}' has no documents under filter '{name}'")
+    if pc.count_distinct(ids).as_py() != len(ids):
+        repeated = pd.Series(ids.to_pylist())
+        raise BayesreproError(
+            f"'{task.path}' holds doc_id {repeated[repeated.duplicated()].iloc[0]} twice under filter '{name}'; "
+            "a samples file holds each document once"
+        )
+    if task.documents is not None and len(ids) != task.documents:
+        raise BayesreproError(
+            f"'{task.path}' holds {len(ids)} documents under filter '{name}' but its results file counts "
+            f"{task.documents}; the samples file is incomplete: rerun or re-copy it"
+        )
+    return rows
+
+
+def _aligned(task: TaskSamples, rows: dict[str, pa.Array], metric: str, items: pa.Array, name: str) -> pa.Array:
+    """The metric of ``rows`` in the order of ``items`` (filters may list documents in different orders)."""
+    if rows["doc_id"].equals(items):
+        return rows[metric]
+    positions = pd.Index(rows["doc_id"].to_pylist()).get_indexer(items.to_pylist())
+    if (positions < 0).any():
+        missing = items[int((positions < 0).argmax())]
+        raise BayesreproError(f"'{task.path}' has no line for doc_id {missing} under filter '{name}'")
+    return pc.take(rows[metric], pa.array(positions))
+
+
+LM_EVAL = Harness("lm-eval", SETTINGS, find_runs, read_blocks)
