@@ -8,7 +8,7 @@ import sys
 
 from ..errors import BayesreproError
 
-COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity")
+COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement", "circularity", "plan")
 
 
 def build_parser() -> argparse.ArgumentParser:
