@@ -10,7 +10,7 @@ from ..errors import BayesreproError
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
-            "circularity", "baselines", "import_logs")
+            "circularity", "baselines", "import_logs", "plan")
 
 
 def build_parser() -> argparse.ArgumentParser:
