@@ -17,9 +17,14 @@ ESCAPE_STEPS = (1e-3, 1e-2, 1e-1)
 # estimates then no longer move in their tenth significant digit.
 POLISHED_GRADIENT = 1e-6
 NEWTON_ITERATIONS = 30
+# Where the search starts a component given at zero.
+BOUNDARY_START = 1e-2
+# Without polishing, the search stops when a Newton step would gain less than this in the criterion.
+CRITERION_PRECISION = 1e-6
 
 
-def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None) -> tuple[np.ndarray, bool, str]:
+def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None,
+             polish: bool = True) -> tuple[np.ndarray, bool, str]:
     """Minimise the profiled criterion over θ ≥ 0 with its exact gradient.
 
     From ``start`` (a previous fit's θ, say) or one-way moment estimates of θ,
@@ -35,14 +40,23 @@ def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None) -> tu
     the criterion stops improving (a restart discards a stale curvature
     estimate, which matters where components are orders of magnitude apart).
     The best optimum found is kept.
+
+    Without ``polish`` (refits of simulated data, where only the minimum
+    counts) the quasi-Newton search stops once its step would lower the
+    criterion by less than ``CRITERION_PRECISION``, and only the boundary
+    part of the convergence test is applied to its result.
     """
     k = objective.n_theta
     if k == 0:
         return np.zeros(0), True, "no variance components: closed form"
     first = moment_start(objective.cross) if start is None else np.asarray(start, dtype=float)
-    interior = _newton_search(objective, first)
+    interior = _newton_search(objective, first, None if polish else CRITERION_PRECISION)
     if interior is not None:
-        theta, converged, message = _check_convergence(objective, interior)
+        if polish:
+            theta, converged, message = _check_convergence(objective, interior)
+        else:
+            theta, message = interior, _boundary_message(objective, interior, objective(interior))
+            converged = not message
         if converged:
             return theta, converged, message
     best = None
@@ -90,34 +104,35 @@ def moment_start(stats) -> np.ndarray:
     return theta
 
 
-def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray | None:
-    """θ where the gradient vanishes, reached from an interior start by Newton steps with BFGS updates.
+def _newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: float | None = None) -> np.ndarray | None:
+    """θ where the gradient vanishes, reached by Newton steps with BFGS updates, without bounds.
 
-    Returns None as soon as a step would leave θ > 0 or stops lowering the
-    criterion (an optimum on the boundary, or a poor start): the bounded
-    search takes over there.
+    The criterion is even in each θ_k, so a minimum at θ_k = 0 is a
+    stationary point there and the search needs no bound: it runs over all
+    real θ and returns |θ|, components within the boundary tolerance of zero
+    set to exactly zero where that does not worsen the criterion. Components
+    that start at zero are started at ``BOUNDARY_START`` instead (at zero the
+    gradient vanishes whether or not they should leave it). Returns None as
+    soon as the steps stop lowering the criterion (a poor start): the bounded
+    search takes over there. With ``decrement`` it also stops once a Newton
+    step would lower the criterion by less than that.
     """
-    theta = start.copy()
-    if np.any(theta <= 0):
-        return None
+    theta = np.where(start > 0, start, BOUNDARY_START)
     value, gradient = objective.value_and_gradient(theta)
     if not np.isfinite(value):
         return None
-    hessian = _hessian(objective, theta, np.ones(len(theta), dtype=bool), gradient)
+    everything = np.ones(len(theta), dtype=bool)
+    hessian = _hessian(objective, theta, everything, gradient)
     for _ in range(NEWTON_ITERATIONS):
-        if np.abs(gradient).max() < POLISHED_GRADIENT:
-            return theta
-        try:
-            step = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), gradient)
-        except np.linalg.LinAlgError:
-            return None
+        step = -_descent_solve(hessian, gradient)
+        if np.abs(gradient).max() < POLISHED_GRADIENT or (decrement and -0.5 * (gradient @ step) < decrement):
+            return _snap_to_boundary(objective, np.abs(theta))
         alpha = 1.0
         while True:
             trial = theta + alpha * step
-            if np.all(trial > 0):
-                trial_value, trial_gradient = objective.value_and_gradient(trial)
-                if trial_value <= value + 1e-4 * alpha * (gradient @ step):   # Armijo's sufficient decrease
-                    break
+            trial_value, trial_gradient = objective.value_and_gradient(trial)
+            if trial_value <= value + 1e-4 * alpha * (gradient @ step):   # Armijo's sufficient decrease
+                break
             alpha /= 2
             if alpha < 1e-3:
                 return None
@@ -127,6 +142,13 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray) -> np.ndarray
             hessian = hessian - np.outer(hs, hs) / (s @ hs) + np.outer(y, y) / (s @ y)
         theta, value, gradient = trial, trial_value, trial_gradient
     return None
+
+
+def _descent_solve(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """H⁻¹g with H's eigenvalues made positive (|λ|, at least 1e-8 of the largest): a descent direction always."""
+    values, vectors = np.linalg.eigh(hessian)
+    values = np.maximum(np.abs(values), 1e-8 * max(np.abs(values).max(), 1e-300))
+    return vectors @ ((vectors.T @ gradient) / values)
 
 
 def _resume_from_boundary(objective: ProfiledDeviance, result):
@@ -196,12 +218,9 @@ def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[
     """
     value, gradient = objective.value_and_gradient(theta)
     free = theta > 0
-    for j in np.flatnonzero(~free):
-        for trial_value in ESCAPE_STEPS:
-            trial = theta.copy()
-            trial[j] = trial_value
-            if objective(trial) < value - 1e-8:
-                return theta, False, f"the criterion still falls when the zero variance of component {j + 1} is made positive"
+    message = _boundary_message(objective, theta, value)
+    if message:
+        return theta, False, message
     if not free.any():
         return theta, True, ""
     if np.abs(gradient[free]).max() < POLISHED_GRADIENT:
@@ -217,6 +236,17 @@ def _check_convergence(objective: ProfiledDeviance, theta: np.ndarray) -> tuple[
     if worst < 2e-3 or 0.5 * float(scaled @ scaled) < 1e-6:
         return theta, True, ""
     return theta, False, f"optimizer stopped with scaled max|gradient| {worst:.2g} (tolerance 0.002)"
+
+
+def _boundary_message(objective: ProfiledDeviance, theta: np.ndarray, value: float) -> str:
+    """Why θ is not optimal on the boundary: a component at zero that lowers the criterion when made positive."""
+    for j in np.flatnonzero(theta == 0):
+        for trial_value in ESCAPE_STEPS:
+            trial = theta.copy()
+            trial[j] = trial_value
+            if objective(trial) < value - 1e-8:
+                return f"the criterion still falls when the zero variance of component {j + 1} is made positive"
+    return ""
 
 
 def _newton_polish(objective, theta, value, gradient, free, hessian, steps: int = 3):
