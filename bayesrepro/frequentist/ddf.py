@@ -274,7 +274,8 @@ class SmallSampleInference:
         v0 = 0.0 if abs(v0) < 1e-10 else v0
         v1, v2 = 1 - c2 * b, 1 - c3 * b
         ratio = 0.0 if v1 == 0 else (1 - a2 / q) / v1
-        rho = ratio**2 * v0 / (q * v2)
+        with np.errstate(divide="ignore"):   # v2 = 0 (a t test with exactly 4 df): ρ = ∞ and ddf = 4, as in R
+            rho = ratio**2 * v0 / (q * v2)
         ddf = 4 + (q + 2) / (q * rho - 1)
         scaling = 1.0 if abs(ddf - 2) < 1e-2 else ddf * (1 - a2 / q) / (ddf - 2)
         return ddf, scaling
