@@ -108,12 +108,14 @@ class SideBySide:
                 lines += [title, _indent(_estimate_display(rows, quantity)), ""]
         for test in self.tests:
             lines.append(f"GLRT {test['h1']}  vs  {test['h0']}: chi2 = {test['chi2']:.2f}, df = {test['df']}, "
-                         f"p = {test['p']:.3g}")
+                         f"p = {test['p']:.3g} ({test['reference']})")
+            if test.get("method", "chi2") != "chi2":
+                lines.append(f"  asymptotic p = {test['p_asymptotic']:.3g} ({test['asymptotic_reference']})")
             if "loo_elpd_diff" in test:
                 lines.append(f"LOO (leave one item out): elpd(H1) - elpd(H0) = {test['loo_elpd_diff']:.2f} "
                              f"(SE {test['loo_se']:.2f})")
         if self.contrasts is not None:
-            lines += ["", "Contrasts (Wald on the ML fit; Holm within each family) next to the posterior",
+            lines += ["", f"Contrasts ({self.contrasts['reference'].iloc[0]}; Holm within each family) next to the posterior",
                       _indent(_contrast_display(self.contrasts, self.by))]
         lines += ["", "Disagreements:" if self.flags else "No disagreements flagged."]
         lines += [f"  - {flag}" for flag in self.flags]
@@ -259,13 +261,13 @@ def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tup
 
 def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: str | None):
     from .frequentist.analyses import compare_conditional, compare_levels
-    from .frequentist.glrt import compare_fits, fixed_parts_equal, nested_frames
+    from .frequentist.glrt import calibrate, compare_fits, fixed_parts_equal, nested_frames
 
     comparison = compare_conditional(frame, factor=factor, by=by) if by else compare_levels(frame, factor=factor)
     if h0 is not None:
         frame0, _ = nested_frames(h0, frame)
-        comparison.test = compare_fits(fit_model_frame(frame0, "ml"), comparison.test.h1,
-                                       variance_component_only=fixed_parts_equal(frame0, frame))
+        comparison.test = calibrate(compare_fits(fit_model_frame(frame0, "ml"), comparison.test.h1,
+                                                 variance_component_only=fixed_parts_equal(frame0, frame)), frame0, frame)
         comparison.null_frame = frame0
     return comparison
 
@@ -368,12 +370,12 @@ def _flags(estimates: pd.DataFrame, contrasts, reml: LmmFit, bayes, object, prob
             interval = f"[{row['post_low']:.3g}, {row['post_high']:.3g}]"
             if row["p"] < ALPHA and includes_zero:
                 flags.append(
-                    f"contrast {row['contrast']}{where}: significant at 5 % (Wald p = {row['p']:.3g}) but the {level} "
+                    f"contrast {row['contrast']}{where}: significant at 5 % ({row['reference']} p = {row['p']:.3g}) but the {level} "
                     f"posterior interval {interval} includes 0 (probability of direction {row['p_direction']:.3f})"
                 )
             elif row["p"] >= ALPHA and not includes_zero:
                 flags.append(
-                    f"contrast {row['contrast']}{where}: not significant at 5 % (Wald p = {row['p']:.3g}) but the "
+                    f"contrast {row['contrast']}{where}: not significant at 5 % ({row['reference']} p = {row['p']:.3g}) but the "
                     f"{level} posterior interval {interval} excludes 0 (probability of direction {row['p_direction']:.3f})"
                 )
     if not bayes.diagnostics.converged:
@@ -383,14 +385,24 @@ def _flags(estimates: pd.DataFrame, contrasts, reml: LmmFit, bayes, object, prob
     return flags
 
 
-CONTRAST_COLUMNS = {"contrast", "estimate", "std_error", "low", "high", "z", "p", "effect_size", "p_holm",
-                     "post_median", "post_low", "post_high", "p_direction"}
+CONTRAST_COLUMNS = {"contrast", "estimate", "std_error", "df", "low", "high", "statistic", "p", "reference",
+                    "effect_size", "p_holm", "post_median", "post_low", "post_high", "p_direction"}
 
 
 def _test_flags(tests: list[dict]) -> list[str]:
-    """GLRT and LOO disagree when one is decisive and the other is not (LOO: two standard errors)."""
+    """GLRT and LOO disagree when one is decisive and the other is not (LOO: two standard errors); the
+    asymptotic and the calibrated p-value of the GLRT disagree when only one of them is below 5 %."""
     flags = []
     for test in tests:
+        asymptotic = test.get("p_asymptotic")
+        if test.get("method", "chi2") != "chi2" and (asymptotic < ALPHA) != (test["p"] < ALPHA):
+            which = "asymptotic" if asymptotic < ALPHA else "calibrated"
+            why = f"; {test['reason']}" if test.get("reason") not in (None, "", "requested") else ""
+            flags.append(
+                f"the GLRT's asymptotic p = {asymptotic:.3g} ({test['asymptotic_reference']}) and its calibrated "
+                f"p = {test['p']:.3g} ({test['reference']}) disagree at 5 %: only the {which} one rejects "
+                f"{test['h0']}{why}"
+            )
         if "loo_elpd_diff" not in test:
             continue
         difference, se = test["loo_elpd_diff"], test["loo_se"]
@@ -428,7 +440,7 @@ def _contrast_display(contrasts: pd.DataFrame, by: str | None) -> str:
     keys = ["contrast"] + [k for k in contrasts.columns if k not in CONTRAST_COLUMNS]
     table = contrasts[keys].copy()
     table["estimate"] = contrasts["estimate"].map(g)
-    table["Wald interval"] = [f"[{g(a)}, {g(b)}]" for a, b in zip(contrasts["low"], contrasts["high"])]
+    table["interval"] = [f"[{g(a)}, {g(b)}]" for a, b in zip(contrasts["low"], contrasts["high"])]
     table["p"] = contrasts["p"].map(g)
     table["p (Holm)"] = contrasts["p_holm"].map(g)
     table["posterior median"] = contrasts["post_median"].map(g)

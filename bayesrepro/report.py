@@ -150,7 +150,7 @@ def _results(heading: str, spec: Spec, result) -> str:
         if spec.facets:
             parts.append(_d_study(spec, result))
     if result.tests:
-        columns = ["h1", "h0", "chi2", "df", "p", "reference", "loo_elpd_diff", "loo_se"]
+        columns = ["h1", "h0", "chi2", "df", "p", "reference", "p_asymptotic", "reason", "loo_elpd_diff", "loo_se"]
         tests = pd.DataFrame(result.tests)
         parts.append("<h3>Likelihood-ratio test (ML) and leave-one-item-out LOO (elpd of H1 minus H0)</h3>"
                      + _frame(tests[[c for c in columns if c in tests]]))

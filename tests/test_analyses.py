@@ -57,10 +57,17 @@ def test_comparison_needs_the_interaction(ter):
         compare_conditional("ter ~ system + src_length + (1|sentence_id)", ter, "system", "src_length")
 
 
-def test_variance_component_test_reports_the_boundary_mixture(ter):
-    result = variance_component_test("ter ~ system + (1|sentence_id) + (1|system:replication)", "system:replication", ter)
-    assert result.reference == "0.5*chi2(0) + 0.5*chi2(1)"
-    assert result.df == 1
+def test_variance_component_test_reports_its_reference(ter):
+    formula = "ter ~ system + (1|sentence_id) + (1|system:replication)"
+    mixture = variance_component_test(formula, "system:replication", ter, reference="chi2")
+    assert mixture.reference == "0.5*chi2(0) + 0.5*chi2(1)"
+    assert mixture.df == 1
+    # seven replications: few levels carry the component, so the default reads the exact RLRT; the
+    # replication variance is estimated at 0, so the statistic is 0 and p = 1
+    exact = variance_component_test(formula, "system:replication", ter, seed=1)
+    assert exact.method == "exact-rlrt" and "system:replication" in exact.reason
+    assert exact.details["statistic"] == 0
+    assert exact.p == 1.0 and exact.asymptotic_p == 1.0
     with pytest.raises(BayesreproError, match="'seed' is not a random intercept"):
         variance_component_test("ter ~ system + (1|sentence_id)", "seed", ter)
 
@@ -78,7 +85,7 @@ def test_boundary_mixture_p_value_is_half_the_chi2_one():
     for _ in range(40):
         frame = pd.DataFrame({"item": np.repeat(np.arange(30), 4), "seed": np.tile(np.arange(4), 30)})
         frame["y"] = rng.normal(size=30).repeat(4) + rng.normal(scale=0.5, size=len(frame))
-        result = variance_component_test("y ~ 1 + (1|item) + (1|seed)", "seed", frame)
+        result = variance_component_test("y ~ 1 + (1|item) + (1|seed)", "seed", frame, reference="chi2")
         zero.append(result.chi2 == 0.0)
         assert result.p == pytest.approx(1.0 if result.chi2 == 0 else 0.5 * __import__("scipy").stats.chi2.sf(result.chi2, 1))
     # P(statistic = 0) = 1/2 under H0; with 40 draws a share outside 0.2–0.8 has probability < 0.2 %

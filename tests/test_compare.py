@@ -98,9 +98,9 @@ def test_flags_in_words_for_contrasts_and_labels():
     contrasts = pd.DataFrame({"contrast": ["A - B", "A - C"], "estimate": [0.1, 0.1], "low": [0.01, -0.01],
                               "high": [0.19, 0.21], "p": [0.02, 0.08], "p_holm": [0.04, 0.08],
                               "post_median": [0.09, 0.1], "post_low": [-0.01, 0.02], "post_high": [0.2, 0.2],
-                              "p_direction": [0.96, 0.99], "len": ["short", "long"]})
+                              "p_direction": [0.96, 0.99], "len": ["short", "long"], "reference": "Wald z"})
     flags = cmp._flags(_estimates(0.74, 0.78), contrasts, reml, bayes, "item", 0.95)
-    assert any("contrast A - B within len = short: significant at 5 % (Wald p = 0.02)" in f and "includes 0" in f
+    assert any("contrast A - B within len = short: significant at 5 % (Wald z p = 0.02)" in f and "includes 0" in f
                for f in flags)
     assert any("contrast A - C within len = long: not significant at 5 %" in f and "excludes 0" in f for f in flags)
     assert any("phi (item): the REML estimate 0.740 is 'moderate' but the posterior median 0.780 is 'good'"
@@ -121,6 +121,19 @@ def test_glrt_and_loo_disagreement_in_words():
         "by only 3.0 elpd (SE 2.0), less than two standard errors"]
     assert "does not reject" in cmp._test_flags([{**base, "p": 0.2, "loo_elpd_diff": 9.0, "loo_se": 2.0}])[0]
     assert cmp._test_flags([{**base, "p": 0.01, "loo_elpd_diff": 9.0, "loo_se": 2.0}, {**base, "p": 0.01}]) == []
+
+
+def test_asymptotic_and_calibrated_disagreement_in_words():
+    base = {"h0": "y ~ 1 + (1|item) + (1|system:seed)", "h1": "y ~ system + (1|item) + (1|system:seed)",
+            "asymptotic_reference": "chi2(1)", "reference": "Kenward-Roger F(1, 4) of the REML fit = 5.1",
+            "method": "kenward-roger", "reason": "'system:seed' (6 levels) carries the tested effect"}
+    flags = cmp._test_flags([{**base, "p": 0.087, "p_asymptotic": 0.012}])
+    assert flags == [
+        "the GLRT's asymptotic p = 0.012 (chi2(1)) and its calibrated p = 0.087 (Kenward-Roger F(1, 4) of the REML "
+        "fit = 5.1) disagree at 5 %: only the asymptotic one rejects y ~ 1 + (1|item) + (1|system:seed); "
+        "'system:seed' (6 levels) carries the tested effect"]
+    assert cmp._test_flags([{**base, "p": 0.03, "p_asymptotic": 0.012}]) == []
+    assert cmp._test_flags([{**base, "method": "chi2", "p": 0.012, "p_asymptotic": 0.012}]) == []
 
 
 def test_bad_options_are_one_line_errors(ter):

@@ -7,6 +7,13 @@
 - the same for a meta-parameter as fixed effect (hyperparameter assessment);
 - the averaged-replications analysis that shows the power lost by averaging;
 - a likelihood-ratio test of one variance component ("does the seed matter?").
+
+Every test takes ``reference`` (``frequentist.reference``): by default the
+χ² where the tested effect is carried by factors with many levels, a
+calibrated reference where it is carried by a few (seeds, say). The contrasts
+follow the omnibus test: Wald z tests on the ML fit next to a χ² test, t tests
+with Kenward–Roger (or, when asked, Satterthwaite) degrees of freedom on the
+REML fit next to a calibrated one.
 """
 
 from __future__ import annotations
@@ -20,8 +27,10 @@ import scipy.stats
 from ..data import read_table, require_columns
 from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula
-from .contrasts import estimated_means, pairwise_contrasts, slopes
-from .glrt import GlrtResult, compare_fits, glrt, nested_frames
+from . import reference as ref
+from .contrasts import SmallSample, estimated_means, pairwise_contrasts, slopes
+from .ddf import KENWARD_ROGER, SATTERTHWAITE, small_sample_inference
+from .glrt import DEFAULT_SAMPLES, GlrtResult, calibrate, check_samples, compare_fits, glrt, nested_frames
 from .lmm import fit_model_frame
 
 
@@ -52,12 +61,15 @@ class Comparison:
             parts += ["Estimated means (95 % interval):", _indent(self.means)]
         if self.slopes is not None:
             parts += [f"Slopes per level of {self.factor}:", _indent(self.slopes)]
-        parts += ["Pairwise contrasts (Holm-adjusted p; effect size = estimate / residual SD of H1):", _indent(self.contrasts)]
+        reference = self.contrasts["reference"].iloc[0] if len(self.contrasts) else ref.CHI2
+        parts += [f"Pairwise contrasts ({reference}; Holm-adjusted p; effect size = estimate / residual SD of H1):",
+                  _indent(self.contrasts.drop(columns="reference"))]
         return "\n".join(parts)
 
 
 def compare_levels(h1, data=None, factor: str = "system", where: str | None = None,
-                   drop_missing: bool = False) -> Comparison:
+                   drop_missing: bool = False, reference: str = ref.AUTO, bootstrap_samples: int = DEFAULT_SAMPLES,
+                   seed=None) -> Comparison:
     """Do the levels of ``factor`` differ? H0 drops every fixed term involving it.
 
     ``h1`` is a formula (then ``data`` is read and filtered by ``where``) or a model frame already built.
@@ -65,14 +77,16 @@ def compare_levels(h1, data=None, factor: str = "system", where: str | None = No
     spec = _spec(h1)
     _require_fixed(spec, factor)
     h0 = spec.rewritten(drop_fixed=lambda used: factor in used)
-    test, frame0, frame1 = _ml_test(h0, h1, data, where, drop_missing)
-    means = estimated_means(test.h1, frame1, factor)
-    contrasts = pairwise_contrasts(test.h1, frame1, factor)
+    test, frame0, frame1, small = _tested(h0, h1, data, where, drop_missing, reference, bootstrap_samples, seed)
+    fit = small.fit if small else test.h1
+    means = estimated_means(fit, frame1, factor, small_sample=small)
+    contrasts = pairwise_contrasts(fit, frame1, factor, small_sample=small)
     return Comparison(test, means, contrasts, factor, null_frame=frame0)
 
 
 def compare_conditional(h1, data=None, factor: str = "system", by: str | None = None, where: str | None = None,
-                        drop_missing: bool = False) -> Comparison:
+                        drop_missing: bool = False, reference: str = ref.AUTO,
+                        bootstrap_samples: int = DEFAULT_SAMPLES, seed=None) -> Comparison:
     """Does the difference between levels of ``factor`` depend on the data property ``by``?
 
     H0 drops the interaction terms of ``factor`` and ``by``. For a categorical
@@ -87,25 +101,28 @@ def compare_conditional(h1, data=None, factor: str = "system", by: str | None = 
     if not any({factor, by} <= used for used in spec.term_variables):
         raise BayesreproError(f"H1 {spec.formula!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
     h0 = spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
-    test, frame0, frame1 = _ml_test(h0, h1, data, where, drop_missing)
+    test, frame0, frame1, small = _tested(h0, h1, data, where, drop_missing, reference, bootstrap_samples, seed)
+    fit = small.fit if small else test.h1
     if _is_numeric(frame1.cells[by]):
-        per_level, differences = slopes(test.h1, frame1, by, factor)
+        per_level, differences = slopes(fit, frame1, by, factor, small_sample=small)
         return Comparison(test, None, differences, factor, by, slopes=per_level, null_frame=frame0)
-    means = estimated_means(test.h1, frame1, factor, by=by)
-    contrasts = pairwise_contrasts(test.h1, frame1, factor, by=by)
+    means = estimated_means(fit, frame1, factor, by=by, small_sample=small)
+    contrasts = pairwise_contrasts(fit, frame1, factor, by=by, small_sample=small)
     return Comparison(test, means, contrasts, factor, by, null_frame=frame0)
 
 
 def variance_component_test(h1, component: str, data=None, where: str | None = None,
-                            drop_missing: bool = False) -> GlrtResult:
-    """Does the variance of ``component`` differ from zero? (boundary-corrected GLRT)"""
+                            drop_missing: bool = False, reference: str = ref.AUTO,
+                            bootstrap_samples: int = DEFAULT_SAMPLES, seed=None) -> GlrtResult:
+    """Does the variance of ``component`` differ from zero? (the boundary mixture, or a calibrated reference)"""
     spec = _spec(h1)
     if component not in spec.group_names:
         raise BayesreproError(
             f"'{component}' is not a random intercept of {spec.formula!r}; its groupings are: {', '.join(spec.group_names) or 'none'}"
         )
     h0 = spec.rewritten(drop_group=lambda columns: ":".join(columns) == component)
-    return glrt(h0, h1, data, where=where, drop_missing=drop_missing)
+    return glrt(h0, h1, data, where=where, drop_missing=drop_missing, reference=reference,
+                bootstrap_samples=bootstrap_samples, seed=seed)
 
 
 @dataclass
@@ -162,10 +179,24 @@ def averaged_comparison(data, score: str, factor: str, item: str, where: str | N
     )
 
 
-def _ml_test(h0, h1, data, where, drop_missing):
+def _tested(h0, h1, data, where, drop_missing, reference, samples, seed):
+    """The omnibus test read against ``reference``, its frames, and the small-sample machinery of the contrasts.
+
+    The contrasts get Kenward–Roger (Satterthwaite when that was asked for)
+    t tests whenever the omnibus test is calibrated; when it is not, Wald z
+    tests on the ML fit (None).
+    """
+    reference = ref.check_reference(reference)
+    samples = check_samples(samples)
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    return compare_fits(fit0, fit1, variance_component_only=False), frame0, frame1
+    test = calibrate(compare_fits(fit0, fit1, variance_component_only=False), frame0, frame1, reference, samples, seed)
+    small = None
+    if test.calibrated and ref.dense_size(frame1) <= ref.DENSE_LIMIT:
+        reml = fit_model_frame(frame1, "reml")
+        method = SATTERTHWAITE if test.method == SATTERTHWAITE else KENWARD_ROGER
+        small = SmallSample(reml, small_sample_inference(frame1.stats(), reml), method)
+    return test, frame0, frame1, small
 
 
 def _spec(h1) -> FormulaSpec:

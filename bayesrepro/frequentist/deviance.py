@@ -15,9 +15,9 @@ A Cholesky factor of S (random part first) gives log|L|² and log|R_X|².
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import copy
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
@@ -32,6 +32,8 @@ LOG_2PI = np.log(2.0 * np.pi)
 # below a few hundred rows the threads cost more than they save.
 PARALLEL_BLAS_SIZE = 400
 MAX_BLAS_THREADS = 4
+# The dominant factor's coupling is summed per distinct count when its levels outnumber those counts this often.
+FEW_COUNTS_RATIO = 4
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,16 @@ class ProfiledDeviance:
         self.cross = cross
         self.reml = reml
         self.n_theta = cross.n_groups
-        self._grouped = CountGroupedGram(cross) if sp.issparse(cross.cross) else None
+        self._grouped = CountGroupedGram(cross) if sp.issparse(cross.cross) or _few_counts(cross) else None
         self._last: tuple[bytes, Solution] | None = None   # optimisers ask for the same θ more than once
+
+    def with_stats(self, cross: GaussianStats) -> "ProfiledDeviance":
+        """The criterion of statistics that differ from these only in the response (a simulated one, say):
+        what was built from the design alone is shared."""
+        other = copy.copy(self)
+        other.cross = cross
+        other._last = None
+        return other
 
     @property
     def blas_threads(self) -> int:
@@ -154,8 +164,9 @@ class ProfiledDeviance:
         for θ_k > 0:  ∂log|A|/∂θ_k = 2(q_k − tr[(A⁻¹)_kk])/θ_k  and
         ∂r²/∂θ_k = −2‖u_k‖²/θ_k (the first follows from Λ'Z'ZΛ = A − I on the
         random block, the second from the normal equations u = Λ'Z'(y − Xβ − ZΛu)).
-        ML uses the random-effects block A_ZZ alone for log|L|². At θ_k = 0 the
-        criterion is even in θ_k, so the derivative is 0.
+        ML uses the random-effects block A_ZZ alone for log|L|². The criterion
+        is even in θ_k: the same expressions hold for θ_k < 0, and at θ_k = 0
+        the derivative is 0.
         """
         c = self.cross
         q_rest = len(c.rest_zy)
@@ -174,11 +185,21 @@ class ProfiledDeviance:
         dof = n - p if self.reml else n
         gradient_ordered = np.zeros(len(ordered))
         for k, t in enumerate(ordered):
-            if t > 0:
+            if t != 0:
                 gradient_ordered[k] = (2.0 * (levels[k] - traces[k]) - 2.0 * dof * norms[k] / r2) / t
         gradient = np.empty_like(gradient_ordered)
         gradient[c.order] = gradient_ordered
         return gradient
+
+
+def _few_counts(cross: GaussianStats) -> bool:
+    """Do the dominant factor's levels share a few observation counts (a balanced or nearly balanced design)?
+
+    Then its coupling to the rest is summed per distinct count once, and an
+    evaluation costs a product over those sums instead of one over every level.
+    """
+    counts = cross.dominant_counts
+    return len(counts) > 0 and len(np.unique(counts)) * FEW_COUNTS_RATIO <= len(counts)
 
 
 def _cholesky_lower(matrix: np.ndarray) -> np.ndarray:

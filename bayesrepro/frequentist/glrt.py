@@ -1,18 +1,25 @@
-"""Generalized likelihood-ratio tests between nested random-intercept models (LMMs, or binary GLMMs).
+"""Generalized likelihood-ratio tests between nested random-intercept LMMs.
 
 Both models are fitted by ML on the same rows (REML likelihoods of models with
 different fixed effects are not comparable). When the models differ only in
 one variance component, the null value lies on the boundary of the parameter
 space and the statistic follows a 50:50 mixture of χ²₀ and χ²₁ (Self & Liang
-1987; Stram & Lee 1994): the p-value is half the χ²₁ one. The result says
-which reference distribution was used. 0/1 scores are tested as Bernoulli
-GLMMs (or binomial, for p(successes, trials)) fitted by ML with the Laplace
-approximation, unless a Gaussian family is asked for.
+1987; Stram & Lee 1994): the p-value is half the χ²₁ one. Both are
+asymptotic; with few levels of the grouping factor that carries the tested
+effect, the p-value is taken from a calibrated reference instead (Kenward–Roger
+or Satterthwaite F test, parametric bootstrap, exact restricted LRT; the rule
+is in ``reference``). The result says which reference was used and keeps the
+asymptotic p-value beside it. 0/1 scores are tested as Bernoulli GLMMs (or
+binomial, for p(successes, trials)) fitted by ML with the Laplace
+approximation, unless a Gaussian family is asked for; their only reference is
+the asymptotic one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import os
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 s to every start-up
@@ -20,6 +27,8 @@ from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 
 from ..data import read_table, remove_missing, require_columns
 from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
+from . import reference as ref
+from .bootstrap_test import check_samples
 from .lmm import LmmFit, fit_model_frame
 
 CHI2 = "chi2"
@@ -27,16 +36,24 @@ BOUNDARY_MIXTURE = "0.5*chi2(0) + 0.5*chi2(1)"
 # Differences of −2 log L below this are within the optimizer's tolerance: the
 # statistic is zero (which matters for the point mass of the boundary mixture).
 STATISTIC_RESOLUTION = 1e-6
+DEFAULT_SAMPLES = 1000
+# Draws of the exact RLRT's null distribution: its Monte-Carlo SE at p = 0.05 is 0.001.
+RLRT_DRAWS = 50_000
 
 
 @dataclass
 class GlrtResult:
     h0: LmmFit
     h1: LmmFit
-    chi2: float
+    chi2: float                       # 2(ℓ₁ − ℓ₀) of the ML fits
     df: int
-    p: float
-    reference: str
+    p: float                          # read against ``reference``
+    reference: str                    # what p was read against, in words
+    method: str = ref.CHI2            # its key: chi2, kenward-roger, satterthwaite, bootstrap, exact-rlrt
+    asymptotic_p: float | None = None  # from χ² (or the boundary mixture), kept beside a calibrated p
+    asymptotic_reference: str = ""
+    reason: str = ""                  # why this reference (the rule of --reference auto)
+    details: dict = field(default_factory=dict)   # F and its df, or the simulation's size and Monte-Carlo SE
     family: str = "gaussian"
 
     @property
@@ -47,6 +64,10 @@ class GlrtResult:
     def loglik_h1(self) -> float:
         return self.h1.loglik
 
+    @property
+    def calibrated(self) -> bool:
+        return self.method in ref.CALIBRATED
+
     def to_dict(self) -> dict:
         return {
             "chi2": self.chi2,
@@ -55,6 +76,11 @@ class GlrtResult:
             "loglik_h0": self.loglik_h0,
             "loglik_h1": self.loglik_h1,
             "reference": self.reference,
+            "method": self.method,
+            "p_asymptotic": self.asymptotic_p,
+            "asymptotic_reference": self.asymptotic_reference,
+            "reason": self.reason,
+            **self.details,
             "h0": self.h0.formula,
             "h1": self.h1.formula,
             "family": self.family,
@@ -62,33 +88,59 @@ class GlrtResult:
 
     def __str__(self) -> str:
         fits = "ML fits" if self.family == "gaussian" else f"ML fits, Laplace approximation, {self.family} GLMMs"
-        return (
-            f"GLRT ({fits}, {self.h1.n_obs} observations)\n"
-            f"  H0: {self.h0.formula}   log-likelihood {self.loglik_h0:.4f}\n"
-            f"  H1: {self.h1.formula}   log-likelihood {self.loglik_h1:.4f}\n"
-            f"  chi2 = {self.chi2:.4f}, df = {self.df}, p = {self.p:.4g}   (reference: {self.reference})"
-        ) + "".join(f"\n  note: {note}" for note in (self.h1.notes if self.family != "gaussian" else []))
+        lines = [
+            f"GLRT ({fits}, {self.h1.n_obs} observations)",
+            f"  H0: {self.h0.formula}   log-likelihood {self.loglik_h0:.4f}",
+            f"  H1: {self.h1.formula}   log-likelihood {self.loglik_h1:.4f}",
+            f"  chi2 = {self.chi2:.4f}, df = {self.df}, p = {self.p:.4g}   (reference: {self.reference})",
+        ]
+        if self.calibrated:
+            lines.append(f"  asymptotic p = {self.asymptotic_p:.4g} ({self.asymptotic_reference})")
+        if self.reason:
+            lines.append(f"  reference chosen because {self.reason}" if self.reason != "requested"
+                         else "  reference as requested")
+        lines += [f"  note: {note}" for note in (self.h1.notes if self.family != "gaussian" else [])]
+        return "\n".join(lines)
 
 
-def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False, family: str = "auto",
+def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False, reference: str = ref.AUTO,
+         bootstrap_samples: int = DEFAULT_SAMPLES, seed=None, workers: int | None = None, family: str = "auto",
          link: str | None = None) -> GlrtResult:
     """Test H0 against the larger H1 by the likelihood ratio of ML fits.
 
     ``h0`` and ``h1`` are formulas (then ``data`` is read and filtered by
     ``where``), or ``h1`` is a model frame already built and H0 is built on its rows.
-    ``family`` and ``link`` choose the model (``design.resolve_family``).
+    ``reference`` is ``auto`` (the rule of ``frequentist.reference``), ``chi2``
+    (χ², or the boundary mixture for one variance component),
+    ``kenward-roger``, ``satterthwaite``, ``bootstrap`` (``bootstrap_samples``
+    refits, ``seed``, ``workers`` processes) or ``exact-rlrt``. ``family`` and
+    ``link`` choose the model (``design.resolve_family``); binary GLMMs are read
+    against χ² only.
     """
+    reference = ref.check_reference(reference)
+    samples = check_samples(bootstrap_samples)
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     resolved = resolve_family(frame1, family, link)
     if resolved.binary:
-        from .glmm import fit_glmm_frame
+        return _binary_glrt(frame0, frame1, resolved, reference)
+    fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
+    test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
+    return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
-        fit0, fit1 = fit_glmm_frame(frame0, resolved), fit_glmm_frame(frame1, resolved)
-    else:
-        fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    result = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
-    result.family = resolved.name
-    return result
+
+def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str) -> GlrtResult:
+    from .glmm import fit_glmm_frame
+
+    if reference not in (ref.AUTO, ref.CHI2):
+        raise BayesreproError(
+            f"--reference {reference} is available for Gaussian models; binary GLMMs are tested against chi2 only"
+        )
+    test = compare_fits(fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family),
+                        variance_component_only=fixed_parts_equal(frame0, frame1))
+    reason = ("requested" if reference == ref.CHI2 else
+              "binary GLMMs have no calibrated reference here; with few levels of the factor that carries the "
+              "effect the chi2 reference of a Laplace likelihood ratio is liberal")
+    return dataclasses.replace(test, family=family.name, reason=reason)
 
 
 def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> GlrtResult:
@@ -107,7 +159,58 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
         reference = BOUNDARY_MIXTURE
     else:
         p, reference = chdtrc(df, statistic), f"{CHI2}({df})"
-    return GlrtResult(fit0, fit1, statistic, df, float(p), reference)
+    return GlrtResult(fit0, fit1, statistic, df, float(p), reference, asymptotic_p=float(p),
+                      asymptotic_reference=reference)
+
+
+def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, reference: str = ref.AUTO,
+              samples: int = DEFAULT_SAMPLES, seed=None, workers: int | None = None) -> GlrtResult:
+    """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
+    x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
+    choice = ref.choose(frame0, frame1, x0_on_h1, reference)
+    method = choice.method
+    if method == ref.CHI2:
+        return dataclasses.replace(test, reason=choice.reason)
+    if method in (ref.KENWARD_ROGER, ref.SATTERTHWAITE):
+        from .ddf import small_sample_inference
+
+        reml1 = fit_model_frame(frame1, "reml")
+        f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1), method)
+        return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=method,
+                                   reason=choice.reason,
+                                   details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
+    if method == ref.BOOTSTRAP:
+        from .bootstrap_test import bootstrap_lrt
+
+        simulated = bootstrap_lrt(frame0, frame1, test.h0, test.h1, x0_on_h1, samples, seed,
+                                  _workers(workers, samples))
+        text = f"parametric bootstrap, {samples} refits under H0"
+    else:
+        from .rlrt import exact_rlrt
+
+        reml0, reml1 = fit_model_frame(frame0, "reml"), fit_model_frame(frame1, "reml")
+        component = ref.test_kind(frame0, frame1).random[0]
+        simulated = exact_rlrt(frame1, reml0, reml1, component, RLRT_DRAWS, seed)
+        text = f"exact restricted LRT = {simulated.statistic:.4g} against {RLRT_DRAWS} draws of its null"
+    details = {"samples": len(simulated.sample), "exceed": simulated.exceed, "mc_se": simulated.mc_se,
+               "statistic": simulated.statistic, "unconverged": simulated.unconverged}
+    return dataclasses.replace(test, p=simulated.p, reference=f"{text} (Monte-Carlo SE {simulated.mc_se:.2g})",
+                               method=method, reason=choice.reason, details=details)
+
+
+def restriction_matrix(frame1: ModelFrame, x0_on_h1_cells: np.ndarray) -> np.ndarray:
+    """L with H0 ⇔ Lβ = 0 on H1's coefficients: an orthonormal basis of the directions H0 removes."""
+    import scipy.linalg
+
+    to_h1, *_ = np.linalg.lstsq(frame1.X_cells, x0_on_h1_cells, rcond=None)
+    return scipy.linalg.null_space(to_h1.T).T
+
+
+def _workers(workers: int | None, samples: int) -> int:
+    """Processes for a bootstrap: two where a machine has them and the run is long enough to repay the start."""
+    if workers is not None:
+        return max(int(workers), 1)
+    return min(os.cpu_count() or 1, 2) if samples >= 400 else 1
 
 
 def nested_frames(h0, h1, data=None, drop_missing: bool = False, where: str | None = None) -> tuple[ModelFrame, ModelFrame]:

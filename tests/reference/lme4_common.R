@@ -1,5 +1,5 @@
 # Shared helpers for the lme4 reference scripts in this directory
-# (sourced by lme4_public.R, lme4_papers.R and lme4_full_grid.R).
+# (sourced by lme4_public.R, lme4_papers.R, lme4_full_grid.R and small_sample.R).
 #
 # fit_record(formula, data, method) fits one lmer model and returns a list that is
 # written to JSON as one "fit record":
@@ -162,4 +162,15 @@ lrt <- function(fit0, fit1) {
   chi2 <- 2 * (as.numeric(logLik(fit1)) - as.numeric(logLik(fit0)))
   df <- attr(logLik(fit1), "df") - attr(logLik(fit0), "df")
   list(chi2 = chi2, df = df, p = stats::pchisq(chi2, df, lower.tail = FALSE))
+}
+
+# A dataset bundled in bayesrepro/datasets/, every column a factor except the numeric ones.
+numeric_columns <- c("ter", "src_length", "score", "accuracy")
+load_bundled <- function(name, repo) {
+  path <- file.path(repo, "bayesrepro", "datasets", paste0(name, ".csv.gz"))
+  frame <- utils::read.csv(path, colClasses = "character")
+  for (col in names(frame)) {
+    frame[[col]] <- if (col %in% numeric_columns) as.numeric(frame[[col]]) else factor(frame[[col]])
+  }
+  frame
 }

@@ -1,6 +1,6 @@
 # lme4 reference fits on the paper datasets bundled in bayesrepro/datasets/*.csv.gz.
 # Run from anywhere:  Rscript tests/reference/lme4_papers.R
-# Every column except ter, src_length, score and accuracy is read as a factor.
+# Every column except ter, src_length, score and accuracy is read as a factor (load_bundled).
 # The seven-component model on the full Marking grid is slow and lives in
 # lme4_full_grid.R (output lme4_full_grid.json).
 #
@@ -37,16 +37,6 @@ ref_dir <- dirname(script)
 repo <- dirname(dirname(ref_dir))
 out_path <- file.path(ref_dir, "lme4_papers.json")
 
-numeric_columns <- c("ter", "src_length", "score", "accuracy")
-
-load_bundled <- function(name) {
-  path <- file.path(repo, "bayesrepro", "datasets", paste0(name, ".csv.gz"))
-  frame <- utils::read.csv(path, colClasses = "character")
-  for (col in names(frame)) {
-    frame[[col]] <- if (col %in% numeric_columns) as.numeric(frame[[col]]) else factor(frame[[col]])
-  }
-  frame
-}
 
 with_boundary <- function(test) c(test, list(p_boundary = test$p / 2))
 
@@ -54,7 +44,7 @@ out <- list(producer = "tests/reference/lme4_papers.R", versions = versions())
 save <- function() write_json_exact(out, out_path)
 
 # --- kreutzer_annotation: G-study per mode -------------------------------------
-annotation <- load_bundled("kreutzer_annotation")
+annotation <- load_bundled("kreutzer_annotation", repo)
 f_annot <- score ~ 1 + (1 | sentence) + (1 | rater) + (1 | occasion) +
   (1 | sentence:rater) + (1 | sentence:occasion) + (1 | rater:occasion)
 out$kreutzer_annotation <- list()
@@ -68,7 +58,7 @@ for (mode in c("Marking", "Post Edit")) {
 save()
 
 # --- kreutzer_ter: system comparison -------------------------------------------
-ter <- load_bundled("kreutzer_ter")
+ter <- load_bundled("kreutzer_ter", repo)
 stopifnot(identical(levels(ter$system), c("Baseline", "Marking", "PostEdit")))
 f1 <- ter ~ system + (1 | sentence_id)
 f0 <- ter ~ 1 + (1 | sentence_id)
@@ -128,7 +118,7 @@ out$kreutzer_ter <- list(
 save()
 
 # --- sofa_mlp_grid: meta-parameter importance -----------------------------------
-sofa <- load_bundled("sofa_mlp_grid")
+sofa <- load_bundled("sofa_mlp_grid", repo)
 f_sofa <- accuracy ~ 1 + (1 | hidden_size_max) + (1 | hidden_number) + (1 | learning_rate) +
   (1 | batch_size) + (1 | random_seed) + (1 | epochs) + (1 | dropout)
 out$sofa_mlp_grid <- list(REML = fit_record(f_sofa, sofa, "REML"),
@@ -143,7 +133,7 @@ f_seven <- ter ~ 1 + (1 | sentence_id) + (1 | learning_rate) + (1 | seed) +
 f_minimal <- ter ~ 1 + (1 | sentence_id)
 f_nested <- ter ~ 1 + (1 | sentence_id) + (1 | learning_rate/src_length_class)
 
-partial <- load_bundled("kreutzer_marking_partial")
+partial <- load_bundled("kreutzer_marking_partial", repo)
 configs <- unique(partial[, c("encoder_dropout", "decoder_dropout", "decoder_dropout_hidden")])
 # The partial grid pairs encoder_dropout and decoder_dropout_hidden one to one, and
 # decoder_dropout is a function of them: only the sum of those variances is identified.
@@ -161,7 +151,7 @@ out$kreutzer_marking_partial <- list(
 )
 save()
 
-full <- load_bundled("kreutzer_marking_full")
+full <- load_bundled("kreutzer_marking_full", repo)
 out$kreutzer_marking_full <- list(
   minimal = list(REML = fit_record(f_minimal, full, "REML")),
   seven = "lme4_full_grid.json"
