@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-import sys
+from .common import add_data_options, add_formula_options, convergence_status, formula_of, print_json, read_rows
 
-from .common import add_data_options, categorical_columns, print_json
+HELP = "variance components (REML/ML), their percent of the total, and reliability phi with its Koo & Li label"
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("vca", help="variance components (REML/ML) and reliability phi")
+    parser = subparsers.add_parser("vca", help=HELP, description=HELP)
     add_data_options(parser)
-    parser.add_argument("--formula", required=True, help="e.g. 'ter ~ 1 + (1|sentence_id) + (1|seed)'")
-    parser.add_argument("--object", help="object of measurement (default: the grouping factor with most levels)")
-    parser.add_argument("--method", default="reml", choices=("reml", "ml"))
+    add_formula_options(parser)
+    parser.add_argument("--method", default="reml", choices=("reml", "ml"),
+                        help="reml (default): restricted maximum likelihood; ml: maximum likelihood")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ..data import read_table
     from ..frequentist import fit_lmm
-    from ..reliability import koo_li_label, phi, vca_table
-    from ..reliability import default_object
+    from ..reliability import default_object, koo_li_label, phi, vca_table
 
-    data = read_table(args.data, where=args.where, categorical=categorical_columns(args))
-    fit = fit_lmm(args.formula, data, method=args.method, drop_missing=args.drop_missing)
+    formula_of(args.formula, object=args.object)
+    fit = fit_lmm(args.formula, read_rows(args), method=args.method, drop_missing=args.drop_missing)
     object_name = args.object or default_object(fit.variances, fit.n_levels)
     reliability = float(phi(fit.variances, object_name))
+    label = koo_li_label(reliability)
     table = vca_table(fit.variances, object_name)
     if args.json:
         print_json(
@@ -37,6 +36,7 @@ def run(args) -> int:
                     for name, row in table.iterrows()
                 ],
                 "phi": reliability,
+                "koo_li_label": label,
                 "object": object_name,
                 "loglik": fit.loglik,
                 "reml_criterion": fit.reml_criterion,
@@ -47,8 +47,6 @@ def run(args) -> int:
         )
     else:
         print(fit)
-        print(f"phi ({object_name}) = {reliability:.4f}: {koo_li_label(reliability)} (Koo & Li)")
-    if not fit.converged:
-        print(f"bayesrepro: warning: the {fit.method.upper()} fit did not converge: {fit.message}", file=sys.stderr)
-        return 1
-    return 0
+        print(f"phi ({object_name}) = {reliability:.4f}: {label} (Koo & Li)")
+    return convergence_status([] if fit.converged else
+                              [f"the {fit.method.upper()} fit did not converge ({fit.message})"])
