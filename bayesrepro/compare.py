@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
@@ -31,6 +32,9 @@ from .frequentist.lmm import LmmFit, fit_model_frame
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
 
 DEFAULT_BOOTSTRAP = 300
+# The ends of a 95 % percentile interval are the 2.5 % and 97.5 % quantiles of the
+# replicates: with fewer than 100 they rest on one or two replicates each.
+MIN_BOOTSTRAP = 100
 ALPHA = 0.05
 # A component REML puts at exactly zero is flagged when the posterior allows it
 # more than one percentage point of the total variance: a share that size
@@ -91,6 +95,15 @@ class SideBySide:
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
+    def not_converged(self) -> list[str]:
+        """What did not converge, one phrase each; empty when both engines converged."""
+        problems = []
+        if not self.reml.converged:
+            problems.append(f"the REML fit did not converge ({self.reml.message})")
+        if not self.bayes.diagnostics.converged:
+            problems.append(f"the sampler did not converge ({self.bayes.diagnostics.line()})")
+        return problems
+
     def __str__(self) -> str:
         level = f"{100 * self.prob:g} %"
         d = self.bayes.diagnostics
@@ -115,7 +128,8 @@ class SideBySide:
                 lines.append(f"LOO (leave one item out): elpd(H1) - elpd(H0) = {test['loo_elpd_diff']:.2f} "
                              f"(SE {test['loo_se']:.2f})")
         if self.contrasts is not None:
-            lines += ["", f"Contrasts ({self.contrasts['reference'].iloc[0]}; Holm within each family) next to the posterior",
+            lines += ["", f"Contrasts ({self.contrasts['reference'].iloc[0]}, 95 % intervals; Holm within each family) "
+                          f"next to the posterior ({level} intervals)",
                       _indent(_contrast_display(self.contrasts, self.by))]
         lines += ["", "Disagreements:" if self.flags else "No disagreements flagged."]
         lines += [f"  - {flag}" for flag in self.flags]
@@ -152,10 +166,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
 
     settings = SamplingSettings.of(sampling, **({"seed": 0} if sampling is None else {}) | settings)
     seed = settings.seed
-    if not 0 < prob < 1:
-        raise BayesreproError(f"prob must lie in (0, 1), got {prob}")
-    if int(n_boot) < 20:
-        raise BayesreproError(f"n_boot={n_boot} is too few for a {100 * prob:g} % bootstrap interval; use at least 100")
+    check_probability(prob)
+    check_bootstrap(n_boot)
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     if not frame.groups:
         raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
@@ -198,6 +210,16 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
     return SideBySide(frame.formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, reml, bayes,
                       boot, unconverged, factor, by, seed, notes)
+
+
+def check_bootstrap(n_boot) -> int:
+    """The number of bootstrap replicates (the command line's ``--bootstrap``), refused below ``MIN_BOOTSTRAP``."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < MIN_BOOTSTRAP:
+        raise BayesreproError(
+            f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP} (the ends of a percentile interval "
+            f"need that many replicates); got {n_boot!r}"
+        )
+    return int(n_boot)
 
 
 def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:

@@ -35,10 +35,15 @@ def _checked(path: Path, option: str) -> Path:
         raise BayesreproError(f"directory '{parent}' of {option} does not exist; create it first")
     if not parent.is_dir():
         raise BayesreproError(f"'{parent}' in {option} is a file, not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise BayesreproError(f"directory '{parent}' of {option} is not writable")
     if path.exists() and not os.access(path, os.W_OK):
         raise BayesreproError(f"{option} '{path}' exists and is not writable")
+    # permission bits say too little (root, read-only mounts, ACLs): create and remove the temporary sibling
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=parent)
+    except OSError as exc:
+        raise BayesreproError(f"directory '{parent}' of {option} is not writable ({exc.strerror or exc})") from None
+    os.close(handle)
+    os.unlink(probe)
     return path
 
 
@@ -51,6 +56,7 @@ def atomic_path(path: str | Path):
     os.close(handle)
     try:
         yield Path(temporary)
+        os.chmod(temporary, _file_mode(path))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -65,3 +71,13 @@ def write_atomic(path: str | Path, content: str | bytes) -> None:
             temporary.write_text(content, encoding="utf-8")
         else:
             temporary.write_bytes(content)
+
+
+def _file_mode(path: Path) -> int:
+    """The mode the file keeps (if it exists) or a new file gets; temporary files are created private (0600)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -3,11 +3,13 @@
 Every function returns a ``matplotlib.figure.Figure`` built without pyplot
 (no global state, any backend, safe on headless machines); notebooks display
 it, ``fig.savefig`` writes it. Frequentist marks are filled squares with
-their interval, Bayesian marks open circles with theirs.
+their interval, Bayesian marks open circles with theirs. Names and levels
+from the data are drawn as written: a ``$`` in a level starts no mathtext.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -22,6 +24,21 @@ BAYES = {"color": "#c0392b", "marker": "o", "label": "posterior"}
 BAND_COLOURS = {"poor": "#f4cccc", "moderate": "#fce5cd", "good": "#d9ead3", "excellent": "#b6d7a8"}
 
 
+def _literal_text(function):
+    """Build the figure with mathtext off, so that user strings are drawn literally and never fail to parse."""
+    @functools.wraps(function)
+    def build(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return function(*args, **kwargs)
+    return build
+
+
+def _level(prob: float) -> str:
+    return f"{100 * prob:g} %"
+
+
 def _figure(width: float, height: float):
     from matplotlib.figure import Figure
 
@@ -29,15 +46,18 @@ def _figure(width: float, height: float):
     return figure, figure.add_subplot()
 
 
+@_literal_text
 def vca_bars(result, title: str | None = None):
     """Percent of the total variance per component: REML bars with bootstrap intervals, posterior medians with intervals."""
     rows = result.estimates[result.estimates["quantity"] == "percent"]
     figure, ax = _figure(7.5, 0.55 * len(rows) + 1.6)
     y = np.arange(len(rows))[::-1]
-    ax.barh(y + 0.18, rows["reml"], height=0.34, color=FREQ["color"], alpha=0.75, label="REML (bootstrap interval)")
+    ax.barh(y + 0.18, rows["reml"], height=0.34, color=FREQ["color"], alpha=0.75,
+            label=f"REML ({_level(result.prob)} bootstrap interval)")
     ax.errorbar(rows["reml"], y + 0.18, xerr=_spread(rows, "reml", "boot_low", "boot_high"), fmt="none",
                 ecolor="black", capsize=3, lw=1)
-    ax.barh(y - 0.18, rows["median"], height=0.34, color=BAYES["color"], alpha=0.6, label="posterior median (interval)")
+    ax.barh(y - 0.18, rows["median"], height=0.34, color=BAYES["color"], alpha=0.6,
+            label=f"posterior median ({_level(result.prob)} interval)")
     ax.errorbar(rows["median"], y - 0.18, xerr=_spread(rows, "median", "low", "high"), fmt="none",
                 ecolor="black", capsize=3, lw=1)
     ax.set_yticks(y, rows["component"])
@@ -48,9 +68,10 @@ def vca_bars(result, title: str | None = None):
     return figure
 
 
+@_literal_text
 def phi_posterior(draws, reml: float | None = None, interval: tuple[float, float] | None = None,
-                  object: str | None = None, title: str | None = None):
-    """Posterior density of φ over the Koo & Li bands (shaded), with the REML estimate and its interval."""
+                  object: str | None = None, title: str | None = None, prob: float = 0.95):
+    """Posterior density of φ over the Koo & Li bands (shaded), with the REML estimate and its ``prob`` intervals."""
     draws = np.asarray(draws, dtype=float).ravel()
     if draws.size < 2:
         raise BayesreproError("phi_posterior needs posterior draws of phi (an array with more than one value)")
@@ -61,14 +82,15 @@ def phi_posterior(draws, reml: float | None = None, interval: tuple[float, float
         ax.text((low + high) / 2, 0.97, f"{label}\nP = {share:.2f}", transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=8)
     ax.hist(draws, bins=60, range=(0, 1), density=True, color=BAYES["color"], alpha=0.7, label="posterior of phi")
-    median, low, high = np.quantile(draws, [0.5, 0.025, 0.975])
+    median, low, high = np.quantile(draws, [0.5, (1 - prob) / 2, (1 + prob) / 2])
     ax.axvline(median, color=BAYES["color"], lw=1.5)
-    ax.hlines(0, low, high, color=BAYES["color"], lw=5, label=f"95 % posterior interval [{low:.3f}, {high:.3f}]")
+    ax.hlines(0, low, high, color=BAYES["color"], lw=5,
+              label=f"{_level(prob)} posterior interval [{low:.3f}, {high:.3f}]")
     if reml is not None:
         ax.axvline(reml, color=FREQ["color"], ls="--", lw=1.5, label=f"REML {reml:.3f}")
         if interval is not None:
             ax.hlines(-0.04 * ax.get_ylim()[1], *interval, color=FREQ["color"], lw=5,
-                      label=f"bootstrap interval [{interval[0]:.3f}, {interval[1]:.3f}]")
+                      label=f"{_level(prob)} bootstrap interval [{interval[0]:.3f}, {interval[1]:.3f}]")
     ax.set_xlim(0, 1)
     ax.set_xlabel(f"phi ({object})" if object else "phi")
     ax.set_ylabel("density")
@@ -77,21 +99,23 @@ def phi_posterior(draws, reml: float | None = None, interval: tuple[float, float
     return figure
 
 
+@_literal_text
 def phi_figure(result, title: str | None = None):
     """``phi_posterior`` of a comparison result."""
     if result.object is None:
         raise BayesreproError("this comparison has no object of measurement; compare with reliability=True for phi")
     row = result.phi
     return phi_posterior(result.bayes.idata.posterior["phi"].values, row["reml"], (row["boot_low"], row["boot_high"]),
-                         result.object, title)
+                         result.object, title, result.prob)
 
 
+@_literal_text
 def interaction_plot(means: pd.DataFrame, factor: str, by: str | None = None, score: str = "score",
-                     title: str | None = None):
+                     title: str | None = None, prob: float = 0.95):
     """Estimated means per level of ``factor`` (one line each) across the levels of ``by``, both engines.
 
     ``means`` has the columns of ``SideBySide.means``: ``factor``, ``by``,
-    ``estimate``/``low``/``high`` (Wald) and ``post_median``/``post_low``/``post_high``.
+    ``estimate``/``low``/``high`` (Wald, 95 %) and ``post_median``/``post_low``/``post_high`` (``prob``).
     """
     for column in [factor] + ([by] if by else []) + ["estimate", "low", "high", "post_median", "post_low", "post_high"]:
         if column not in means.columns:
@@ -115,18 +139,21 @@ def interaction_plot(means: pd.DataFrame, factor: str, by: str | None = None, sc
     ax.set_xlabel(x_axis)
     ax.set_ylabel(f"estimated mean {score}")
     ax.legend(fontsize=7, ncol=2)
-    ax.set_title(title or (f"{factor} x {by}: estimated means, 95 % intervals" if by else f"estimated means by {factor}"),
-                 fontsize=9)
+    intervals = f"Wald 95 % and posterior {_level(prob)} intervals"
+    ax.set_title(title or (f"{factor} x {by}: estimated means, {intervals}" if by
+                           else f"estimated means by {factor}, {intervals}"), fontsize=9)
     return figure
 
 
+@_literal_text
 def d_study_curves(variances: Mapping[str, float | np.ndarray], object: str, facet: str,
                    n: Sequence[int] = (1, 2, 3, 5, 10, 15, 20), fixed: Mapping[str, Sequence[int]] | None = None,
-                   posterior: Mapping[str, np.ndarray] | None = None, title: str | None = None):
+                   posterior: Mapping[str, np.ndarray] | None = None, title: str | None = None,
+                   prob: float = 0.95):
     """φ of scores averaged over n levels of ``facet`` (thesis Fig. 3.3), one curve per setting of ``fixed``.
 
     ``variances`` are REML estimates (lines); ``posterior`` optional draws of
-    the same components (medians dotted, 95 % bands shaded). ``fixed`` maps
+    the same components (medians dotted, central ``prob`` bands shaded). ``fixed`` maps
     another facet to the level counts to draw a curve for each, e.g.
     ``{"occasion": [1, 3]}``.
     """
@@ -142,7 +169,7 @@ def d_study_curves(variances: Mapping[str, float | np.ndarray], object: str, fac
         ax.plot(n, values, color=f"C{k}", marker="s", label=f"REML{' (' + label + ')' if label else ''}")
         if posterior is not None:
             draws = np.array([np.asarray(d_study(posterior, object, {facet: m, **setting})["phi"]).ravel() for m in n])
-            low, median, high = np.quantile(draws, [0.025, 0.5, 0.975], axis=1)
+            low, median, high = np.quantile(draws, [(1 - prob) / 2, 0.5, (1 + prob) / 2], axis=1)
             ax.plot(n, median, color=f"C{k}", ls=":", marker="o", mfc="white",
                     label=f"posterior median{' (' + label + ')' if label else ''}")
             ax.fill_between(n, low, high, color=f"C{k}", alpha=0.15)
@@ -157,7 +184,8 @@ def d_study_curves(variances: Mapping[str, float | np.ndarray], object: str, fac
     return figure
 
 
-def forest_plot(contrasts: pd.DataFrame, title: str | None = None):
+@_literal_text
+def forest_plot(contrasts: pd.DataFrame, title: str | None = None, prob: float = 0.95):
     """Every contrast on one axis: Wald estimate and interval next to posterior median and interval."""
     for column in ("contrast", "estimate", "low", "high", "post_median", "post_low", "post_high"):
         if column not in contrasts.columns:
@@ -169,7 +197,8 @@ def forest_plot(contrasts: pd.DataFrame, title: str | None = None):
     ax.errorbar(contrasts["estimate"], y + 0.15, xerr=_spread(contrasts, "estimate", "low", "high"), fmt=FREQ["marker"],
                 color=FREQ["color"], capsize=3, label="Wald 95 % interval")
     ax.errorbar(contrasts["post_median"], y - 0.15, xerr=_spread(contrasts, "post_median", "post_low", "post_high"),
-                fmt=BAYES["marker"], mfc="white", color=BAYES["color"], capsize=3, label="95 % posterior interval")
+                fmt=BAYES["marker"], mfc="white", color=BAYES["color"], capsize=3,
+                label=f"{_level(prob)} posterior interval")
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel("difference of estimated means")

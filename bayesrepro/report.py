@@ -2,7 +2,11 @@
 
 Figures are embedded as base64 PNG and the page has no scripts, no external
 styles or fonts, so the file opens offline in any browser and can be archived
-with a paper.
+with a paper. Every string that comes from the user (data path, spec, columns,
+levels, formulas, the row filter, messages quoting them) is HTML-escaped:
+through ``_e`` in the page's own markup, by pandas in tables, and as plain
+text (no mathtext) in the figures. The file is written atomically, after
+``--out`` was checked before any work.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
-from .compare import compare
+from .compare import DEFAULT_BOOTSTRAP, check_bootstrap, compare
 from .data import read_table
 from .errors import BayesreproError
+from .output import check_writable, write_atomic
 from .reliability import koo_li_label
 from .specs import Spec, load_spec
 
@@ -38,25 +44,39 @@ img{max-width:100%;border:1px solid #ddd;margin:6px 0}.meta td{text-align:left}
 """
 
 
+REPORT_SUFFIXES = (".html", ".htm")
+
+
 @dataclass
 class ReportOptions:
-    n_boot: int = 300
+    """How the report's analyses run: bootstrap replicates, the sampler, the probability of every interval."""
+
+    n_boot: int = DEFAULT_BOOTSTRAP
     sampling: SamplingSettings = field(default_factory=lambda: SamplingSettings(seed=0))
+    prob: float = 0.95
+
+    def __post_init__(self):
+        check_bootstrap(self.n_boot)
+        check_probability(self.prob)
 
 
 def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None = None, where: str | None = None,
                  categorical=(), options: ReportOptions | None = None) -> dict:
-    """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns a summary."""
+    """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns a summary.
+
+    ``out`` is checked before any work and replaced only by a complete report: a
+    failed or interrupted run leaves a previous report as it was.
+    """
+    out = check_writable(out, REPORT_SUFFIXES)
     spec = spec if isinstance(spec, Spec) else load_spec(spec, **(columns or {}))
-    out = Path(out)
-    if out.suffix.lower() not in (".html", ".htm"):
-        raise BayesreproError(f"--out '{out}' should end in .html: the report is one HTML file")
-    if not out.parent.exists():
-        raise BayesreproError(f"directory '{out.parent}' of --out does not exist; create it first")
     digest, described = input_digest(source)
     data = spec.prepare(read_table(source, where=where, categorical=categorical))
     page, summary = render(spec, data, options or ReportOptions(), described, digest, where)
-    out.write_text(page, encoding="utf-8")
+    try:
+        write_atomic(out, page)
+    except OSError as exc:
+        raise BayesreproError(f"--out '{out}' could not be written ({exc.strerror or exc}); "
+                              "a previous report there is unchanged") from None
     return {"out": str(out), "sha256": digest, "n_rows": len(data), **summary}
 
 
@@ -81,28 +101,30 @@ def render(spec: Spec, data: pd.DataFrame, options: ReportOptions, described: st
     parts.append(_provenance(spec, data, described, digest, where, options))
     parts.append(_formulas(spec))
     levels = list(dict.fromkeys(data[spec.split].astype(str))) if spec.split else [None]
-    flags = {}
+    flags, not_converged = {}, []
     for level in levels:
         rows = data if level is None else data[data[spec.split].astype(str) == level]
         heading = "Results" if level is None else f"Results for {spec.split} = {level}"
         result = compare(spec.formula, rows, spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
                          reliability=spec.analysis != "importance", n_boot=options.n_boot,
-                         sampling=options.sampling)
+                         sampling=options.sampling, prob=options.prob)
         parts.append(_results(heading, spec, result))
         flags[level or "all"] = result.flags
+        not_converged += [f"{heading}: {problem}" for problem in result.not_converged()]
     parts.append(_versions())
     body = "\n".join(parts)
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(spec.title)}</title>"
             f"<style>{STYLE}</style></head><body>{body}</body></html>")
-    return page, {"spec": spec.name, "flags": flags}
+    return page, {"spec": spec.name, "flags": flags, "not_converged": not_converged}
 
 
 def _provenance(spec, data, described, digest, where, options) -> str:
     rows = [
-        ("data", described), ("sha256 of the input", f"<code>{digest}</code>"), ("rows analysed", f"{len(data):,}"),
+        ("data", _e(described)), ("sha256 of the input", f"<code>{digest}</code>"), ("rows analysed", f"{len(data):,}"),
         ("row filter", _e(where or "none")), ("spec", f"{_e(spec.name)} ({_e(spec.source)})"),
         ("columns", _e(", ".join(f"{k} = {v}" for k, v in spec.columns.items()))),
         ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the REML fit"),
+        ("intervals", f"central {_level(options.prob)} (bootstrap percentile and posterior); Wald 95 %"),
         ("sampling", f"NUTS, {options.sampling.chains} chains x {options.sampling.draws} draws after "
                      f"{options.sampling.tune} tuning steps"),
         ("seed", str(options.sampling.seed)), ("generated", datetime.datetime.now().isoformat(timespec="seconds")),
@@ -156,10 +178,12 @@ def _results(heading: str, spec: Spec, result) -> str:
                      + _frame(tests[[c for c in columns if c in tests]]))
     if result.contrasts is not None:
         parts += ["<h3>Contrasts: Wald (ML fit, Holm within each family) and posterior</h3>",
-                  _frame(result.contrasts.drop(columns=["z"], errors="ignore")), _image(plots.forest_plot(result.contrasts))]
+                  _frame(_interval_columns(result.contrasts.drop(columns=["z"], errors="ignore"), result.prob)),
+                  _image(plots.forest_plot(result.contrasts, prob=result.prob))]
     if result.means is not None and result.by and "post_median" in result.means and "estimate" in result.means \
             and spec.by in result.means:
-        parts.append(_image(plots.interaction_plot(result.means, result.factor, result.by, result.reml.formula.split("~")[0].strip())))
+        parts.append(_image(plots.interaction_plot(result.means, result.factor, result.by,
+                                                   result.reml.formula.split("~")[0].strip(), prob=result.prob)))
     parts.append(_diagnostics(result))
     return "\n".join(parts)
 
@@ -172,13 +196,17 @@ def _d_study(spec: Spec, result) -> str:
     posterior = result.bayes.idata.posterior["variance"]
     draws = {str(c): posterior.sel(component=c).values.ravel() for c in posterior.component.values}
     fixed = {others[0]: [1, 3]} if others else None
+    level = _level(result.prob)
     rows = []
     for n in (1, 2, 3, 5, 10, 20):
         setting = {facet: n}
         reml = float(d_study(result.reml.variances, result.object, setting)["phi"])
-        post = pd.Series(d_study(draws, result.object, setting)["phi"]).quantile([0.5, 0.025, 0.975]).to_numpy()
-        rows.append({f"n {facet}": n, "phi (REML)": reml, "posterior median": post[0], "low": post[1], "high": post[2]})
-    figure = plots.d_study_curves(result.reml.variances, result.object, facet, fixed=fixed, posterior=draws)
+        post = pd.Series(d_study(draws, result.object, setting)["phi"]).quantile(
+            [0.5, (1 - result.prob) / 2, (1 + result.prob) / 2]).to_numpy()
+        rows.append({f"n {facet}": n, "phi (REML)": reml, "posterior median": post[0],
+                     f"posterior {level} low": post[1], f"posterior {level} high": post[2]})
+    figure = plots.d_study_curves(result.reml.variances, result.object, facet, fixed=fixed, posterior=draws,
+                                  prob=result.prob)
     return (f"<h3>D-study: &phi; of the mean over n levels of {_e(facet)}</h3>" + _frame(pd.DataFrame(rows)) + _image(figure))
 
 
@@ -198,9 +226,22 @@ def _diagnostics(result) -> str:
 
 def _estimate_table(result, quantity: str) -> str:
     rows = result.estimates[result.estimates["quantity"] == quantity].drop(columns="quantity")
-    rows = rows.rename(columns={"reml": "REML", "boot_low": "bootstrap low", "boot_high": "bootstrap high",
-                                "median": "posterior median", "low": "posterior low", "high": "posterior high"})
+    level = _level(result.prob)
+    rows = rows.rename(columns={"reml": "REML", "boot_low": f"bootstrap {level} low", "boot_high": f"bootstrap {level} high",
+                                "median": "posterior median", "low": f"posterior {level} low",
+                                "high": f"posterior {level} high"})
     return _frame(rows)
+
+
+def _interval_columns(contrasts: pd.DataFrame, prob: float) -> pd.DataFrame:
+    """The contrast table with the level of each interval in its column names."""
+    level = _level(prob)
+    return contrasts.rename(columns={"low": "Wald 95 % low", "high": "Wald 95 % high",
+                                     "post_low": f"posterior {level} low", "post_high": f"posterior {level} high"})
+
+
+def _level(prob: float) -> str:
+    return f"{100 * prob:g} %"
 
 
 def _versions() -> str:
@@ -215,7 +256,8 @@ def _versions() -> str:
 
 
 def _frame(table: pd.DataFrame) -> str:
-    return table.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}", na_rep="")
+    # escape=True: pandas escapes <, > and & in every cell and header (quotes are harmless in element text)
+    return table.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}", na_rep="", escape=True)
 
 
 def _image(figure) -> str:

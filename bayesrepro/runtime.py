@@ -28,6 +28,8 @@ _SILENCED = (
     ("overflow encountered", RuntimeWarning),
     ("invalid value encountered", RuntimeWarning),
     ("divide by zero encountered", RuntimeWarning),
+    # PSIS-LOO's Pareto-k warning: the comparison reports it in its own words (a note)
+    ("Estimated shape parameter of Pareto", UserWarning),
 )
 _QUIET_LOGGERS = ("pymc", "pytensor", "arviz", "bambi", "nutpie", "py4j", "numba")
 

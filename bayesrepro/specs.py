@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import BayesreproError
+from .errors import BayesreproError, first_line
 
 # the repository's models/ (installed as bayesrepro/specfiles), then ./models for the user's own
 SPEC_DIRS = (
@@ -63,7 +63,7 @@ class Spec:
     facets: tuple[str, ...] = ()
     split: str | None = None
     derive: tuple[Derived, ...] = ()
-    source: str = ""
+    source: str = ""                 # how the spec is shown: the path as given, or the bundled name
     templates: dict = field(default_factory=dict, compare=False)
 
     def prepare(self, data: pd.DataFrame) -> pd.DataFrame:
@@ -114,12 +114,12 @@ def list_specs() -> list[str]:
 
 def load_spec(name_or_path: str | Path, **columns: str) -> Spec:
     """Load a spec by name (``models/<name>.toml``) or path, with column names overridden by keyword."""
-    path = _locate(name_or_path)
+    path, shown = _locate(name_or_path)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BayesreproError(f"spec file '{path}' is not valid TOML: {exc}") from None
-    return _build(path, raw, columns)
+        raise BayesreproError(f"spec file '{shown}' is not valid TOML: {first_line(exc)}") from None
+    return _build(path, raw, columns, shown)
 
 
 def parse_column_options(pairs) -> dict[str, str]:
@@ -133,22 +133,27 @@ def parse_column_options(pairs) -> dict[str, str]:
     return columns
 
 
-def _locate(name_or_path) -> Path:
+def _locate(name_or_path) -> tuple[Path, str]:
+    """The spec file, and how reports show it: the path as given, ``models/NAME.toml`` or the bundled name.
+
+    The install location of a bundled spec is no business of a report's reader.
+    """
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
             raise BayesreproError(f"spec file '{path}' does not exist")
-        return path
+        return path, str(name_or_path)
     for directory in SPEC_DIRS:
         candidate = directory / f"{name_or_path}.toml"
         if candidate.is_file():
-            return candidate
+            bundled = directory != Path.cwd() / "models"
+            return candidate, f"bundled spec {name_or_path}" if bundled else f"models/{name_or_path}.toml"
     raise BayesreproError(
         f"no spec named '{name_or_path}'; choose one of: {', '.join(list_specs()) or 'none found'}, or give a .toml path"
     )
 
 
-def _build(path: Path, raw: dict, overrides: dict) -> Spec:
+def _build(path: Path, raw: dict, overrides: dict, shown: str) -> Spec:
     name = path.stem
     unknown = set(raw) - _TOP_KEYS
     if unknown:
@@ -160,7 +165,8 @@ def _build(path: Path, raw: dict, overrides: dict) -> Spec:
     bad = set(overrides) - set(defaults)
     if bad:
         raise BayesreproError(
-            f"spec '{name}' has no column parameter {', '.join(sorted(bad))}; its parameters are: {', '.join(defaults)}"
+            f"spec '{name}' has no column parameter {', '.join(sorted(bad))}; its parameters are: {', '.join(defaults)} "
+            "(--column PARAMETER=COLUMN)"
         )
     columns = {key: str(value) for key, value in {**defaults, **overrides}.items()}
     for key, value in columns.items():
@@ -201,7 +207,7 @@ def _build(path: Path, raw: dict, overrides: dict) -> Spec:
         h0=h0,
         facets=tuple(fill(f) for f in model.get("facets", [])),
         derive=tuple(derive),
-        source=str(path),
+        source=shown,
         templates={"columns": dict(defaults), "model": dict(model)},
         **optional,
     )

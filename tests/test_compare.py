@@ -141,7 +141,7 @@ def test_bad_options_are_one_line_errors(ter):
         cmp.compare("ter ~ system + (1|sentence_id)", ter, factor="sytem")
     with pytest.raises(BayesreproError, match="object of measurement 'system'"):
         cmp.compare("ter ~ system + (1|sentence_id)", ter, "system")
-    with pytest.raises(BayesreproError, match="n_boot=5 is too few"):
+    with pytest.raises(BayesreproError, match="--bootstrap must be a whole number of at least 100"):
         cmp.compare("ter ~ system + (1|sentence_id)", ter, n_boot=5)
 
 
@@ -151,10 +151,10 @@ def test_cli_compare_json_and_error_line(monkeypatch, capsys):
     if "compare" not in cli.COMMANDS:
         monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + ("compare",))
     code = cli.main(["compare", "kreutzer_annotation", "--where", "mode == 'Post Edit'", "--formula",
-                     "score ~ 1 + (1|sentence) + (1|rater)", "--object", "sentence", "--bootstrap", "50",
+                     "score ~ 1 + (1|sentence) + (1|rater)", "--object", "sentence", "--bootstrap", "100",
                      "--draws", "300", "--tune", "300", "--chains", "2", "--allow-unconverged", "--json"])
     payload = json.loads(capsys.readouterr().out)
-    assert code in (0, 1) and payload["object"] == "sentence" and payload["n_obs"] == 150
+    assert code in (0, 3) and payload["object"] == "sentence" and payload["n_obs"] == 150
     code = cli.main(["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--factor", "sytem"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "factor 'sytem'" in err[0]
@@ -179,6 +179,6 @@ def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch):
     monkeypatch.setattr(frame_module, "build_model_frame", counting_build)
     monkeypatch.setattr(frame_module, "sums_from_rows", counting_sums)
     small = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]
-    cmp.compare("ter ~ system + (1|sentence_id)", small, n_boot=20, draws=100, tune=100, chains=2, seed=1,
+    cmp.compare("ter ~ system + (1|sentence_id)", small, n_boot=100, draws=100, tune=100, chains=2, seed=1,
                 allow_unconverged=True)
-    assert calls == {"frames": 2, "sums": 2 + 20}   # the bootstrap's refits sum their new responses
+    assert calls == {"frames": 2, "sums": 2 + 100}   # the bootstrap's refits sum their new responses

@@ -186,3 +186,20 @@ def test_binary_scores_through_duckdb_give_the_memory_glmm(tmp_path):
     for name, value in memory.variances.items():
         assert duck.variances[name] == pytest.approx(value, rel=1e-6, abs=1e-10), name
     assert duck.loglik == pytest.approx(memory.loglik, rel=1e-10)
+
+
+def test_where_and_categorical_columns_through_duckdb_equal_memory(tmp_path):
+    data = load_dataset("kreutzer_ter")
+    path = tmp_path / "ter.csv"
+    data.to_csv(path, index=False)
+    formula = "ter ~ system + replication + (1|sentence_id)"
+    where = "src_length > 15 and system in ['Marking', 'PostEdit'] and not startswith(sentence_id, '1')"
+    duck = model_frame(formula, str(path), where=where, engine="duckdb", categorical=["replication"])
+    memory = model_frame(formula, str(path), where=where, engine="memory", categorical=["replication"])
+    assert duck.n_obs == memory.n_obs < len(data)
+    assert duck.fixed_names == memory.fixed_names and any("replication" in n for n in duck.fixed_names)
+    assert_same_fit(fit_model_frame(duck, "reml"), fit_model_frame(memory, "reml"))
+    with pytest.raises(BayesreproError, match="keeps no rows|has no rows"):
+        model_frame(formula, str(path), where="src_length > 10000", engine="duckdb")
+    with pytest.raises(BayesreproError, match="srclength"):
+        model_frame(formula, str(path), where="srclength > 10", engine="duckdb")

@@ -19,7 +19,7 @@ from bayesrepro.errors import BayesreproError
 from bayesrepro.bayes.sampling import SamplingSettings
 from bayesrepro.report import ReportOptions, write_report
 
-FAST = ReportOptions(n_boot=40, sampling=SamplingSettings(draws=300, tune=300, chains=2, seed=2, allow_unconverged=True))
+FAST = ReportOptions(n_boot=100, sampling=SamplingSettings(draws=300, tune=300, chains=2, seed=2, allow_unconverged=True))
 
 
 @pytest.fixture(scope="module")

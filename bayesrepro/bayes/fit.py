@@ -95,19 +95,25 @@ class BayesFit:
         return out
 
     def __str__(self) -> str:
-        phi = self.phi()
+        return self.describe()
+
+    def describe(self, prob: float = 0.95) -> str:
+        """The text summary, every interval a central ``prob`` one."""
+        phi = self.phi(prob)
+        level = f"{100 * prob:g}%"
         lines = [
             f"Bayesian {self.family} random-intercept model ({self.backend} backend), {self.frame.n_obs} observations",
             f"formula: {self.frame.formula}",
+            f"posterior medians and central {level} intervals (low, high)",
             "",
-            self.summary().to_string(float_format=lambda v: f"{v:.4g}"),
+            self.summary(prob).to_string(float_format=lambda v: f"{v:.4g}"),
             "",
-            f"phi ({self.object}) = {phi['median']:.3f}, 95% interval [{phi['low']:.3f}, {phi['high']:.3f}]",
+            f"phi ({self.object}) = {phi['median']:.3f}, {level} interval [{phi['low']:.3f}, {phi['high']:.3f}]",
             "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
         ]
         if "fp_phi" in self.idata.posterior:
-            fp = self.phi(finite_population=True)
-            lines.append(f"finite-population phi = {fp['median']:.3f}, 95% interval [{fp['low']:.3f}, {fp['high']:.3f}]")
+            fp = self.phi(prob, finite_population=True)
+            lines.append(f"finite-population phi = {fp['median']:.3f}, {level} interval [{fp['low']:.3f}, {fp['high']:.3f}]")
         status = "converged" if self.diagnostics.converged else "NOT CONVERGED"
         lines += ["", f"diagnostics ({status}): {self.diagnostics.line()}", f"{self.seconds:.1f} s"]
         return "\n".join(lines + self.notes)

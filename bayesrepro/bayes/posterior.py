@@ -31,10 +31,16 @@ def add_reliability(idata, variances: dict, object: str, prefix: str = "") -> No
     idata.posterior[f"{prefix}phi"].attrs["object"] = object
 
 
+def check_probability(prob) -> float:
+    """An interval probability (the command line's ``--prob``), refused unless strictly between 0 and 1."""
+    if isinstance(prob, bool) or not isinstance(prob, (int, float, np.floating)) or not 0 < prob < 1:
+        raise BayesreproError(f"--prob must lie strictly between 0 and 1, e.g. 0.9 for 90 % intervals; got {prob!r}")
+    return float(prob)
+
+
 def interval(draws, prob: float = 0.95) -> tuple[float, float, float]:
     """Median and central ``prob`` interval."""
-    if not 0 < prob < 1:
-        raise BayesreproError(f"interval probability must lie in (0, 1), got {prob}")
+    check_probability(prob)
     draws = np.asarray(draws).ravel()
     low, median, high = np.quantile(draws, [(1 - prob) / 2, 0.5, (1 + prob) / 2])
     return float(median), float(low), float(high)

@@ -44,6 +44,7 @@ DEFAULT_PRIOR = "scaled"
 BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
 SCALED_SD_DIVISOR = 1.959964  # the 97.5 % normal quantile: P(HalfNormal(s_y / 1.96) < s_y) = 0.95
 STUDENT_NU = 4.0
+SCALE_NAMES = (RESIDUAL, "total", "concentration")  # overridable scales besides the grouping factors
 
 
 @dataclass(frozen=True)
@@ -112,24 +113,30 @@ class PriorSpec:
         groups = dict(self.group_sigma)
         spec = self
         for name, value in overrides.items():
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise BayesreproError(f"prior override for '{name}' must be a number, got {value!r}") from None
-            if not value > 0:
-                raise BayesreproError(f"prior override for '{name}' must be positive, got {value}")
+            value = prior_scale(name, value, groups)
             if name in groups:
                 groups[name] = value
             elif name == RESIDUAL:
                 spec = replace(spec, residual_sigma=value)
             elif name == "total":
                 spec = replace(spec, total_sigma=value)
-            elif name == "concentration":
-                spec = replace(spec, concentration=value)
             else:
-                known = ", ".join([*groups, RESIDUAL, "total", "concentration"])
-                raise BayesreproError(f"prior override names unknown parameter '{name}'; use one of: {known}")
+                spec = replace(spec, concentration=value)
         return replace(spec, group_sigma=groups)
+
+
+def prior_scale(name: str, value, group_names) -> float:
+    """One prior override (the command line's ``--prior-scale NAME=VALUE``): a known name and a positive number."""
+    known = [*group_names, *SCALE_NAMES]
+    if name not in known:
+        raise BayesreproError(f"--prior-scale names unknown parameter '{name}'; use one of: {', '.join(known)}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BayesreproError(f"--prior-scale {name}={value} needs a number, e.g. {name}=0.05") from None
+    if not 0 < number < np.inf:
+        raise BayesreproError(f"--prior-scale {name}={value} must be a positive finite number")
+    return number
 
 
 def default_priors(frame: ModelFrame, family: str = DEFAULT_PRIOR, concentration: float = 1.0) -> PriorSpec:

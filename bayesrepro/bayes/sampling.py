@@ -115,6 +115,11 @@ def interrupts_raised():
         return
     try:
         yield
+    except Exception:
+        # PyMC may fail on what an interrupt left ("Not enough samples to build a trace"): the interrupt wins
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
     if interrupted:

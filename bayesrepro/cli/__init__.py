@@ -1,39 +1,71 @@
-"""The `bayesrepro` command line: one subcommand per module in this package."""
+"""The `bayesrepro` command line: one subcommand per module in this package.
+
+Exit statuses (the table is in the README): 0 success; 1 an internal error (a
+bug: one line, the traceback with BAYESREPRO_DEBUG=1); 2 bad input or
+options, nothing computed; 3 the analysis ran but a fit or the sampler did not
+converge; 130 interrupted (Ctrl-C), nothing written.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-from ..errors import BayesreproError
+from ..errors import EXIT_INTERRUPTED, BayesreproError, first_line
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
             "circularity", "baselines", "import_logs", "plan")
+EXIT_INTERNAL = 1
+DEBUG_VARIABLE = "BAYESREPRO_DEBUG"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line `bayesrepro: error: ...` and exit status 2."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("bayesrepro").strip()
+        where = f"{command}: " if command else ""
+        see = f"bayesrepro {command} --help" if command else "bayesrepro --help"
+        raise BayesreproError(f"{where}{message}; see {see}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bayesrepro",
         description="Inferential reproducibility for ML evaluations: LMMs, GLRTs, variance components, reliability.",
+        epilog="Exit status: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130 interrupted.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
         importlib.import_module(f".{name}", __name__).register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from ..runtime import numerical_work
+
     try:
-        return int(args.func(args) or 0)
+        args, unknown = build_parser().parse_known_args(argv)
+        if unknown:
+            raise BayesreproError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}; "
+                                  f"see bayesrepro {args.command} --help")
+        with numerical_work():
+            return int(args.func(args) or 0)
     except BayesreproError as error:
         print(f"bayesrepro: error: {error}", file=sys.stderr)
-        return 2
+        return error.exit_status
     except KeyboardInterrupt:
-        print("bayesrepro: interrupted", file=sys.stderr)
-        return 130
+        print("bayesrepro: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: one line for users, the traceback on request
+        if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+            raise
+        print(f"bayesrepro: error: internal error ({type(exc).__name__}: {first_line(exc)}); "
+              f"rerun with {DEBUG_VARIABLE}=1 to see the traceback, and please report it", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .bootstrap import read_rows
-from .common import add_data_options, print_json
+from .common import add_data_options, print_json, read_rows
 
 HELP = "chance-corrected agreement of raters (Krippendorff's alpha; Cohen's kappa, Scott's pi for 2 raters)"
 

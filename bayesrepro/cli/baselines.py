@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from .common import add_data_options, categorical_columns, print_json
 
+HELP = ("the field's usual error bars of 0/1 scores (Wilson intervals, clustered SEs, the paired difference, "
+        "McNemar's test) beside the binary GLMM's GLRT and contrasts")
+
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "baselines", help="Wilson, clustered-SE, paired and McNemar error bars of 0/1 scores, beside the GLMM")
+    parser = subparsers.add_parser("baselines", help=HELP, description=HELP)
     add_data_options(parser)
     parser.add_argument("--score", required=True, help="column of 0/1 scores, e.g. correct")
     parser.add_argument("--item", required=True, help="column of test items (the clusters)")

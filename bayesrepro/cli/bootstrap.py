@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from ..errors import BayesreproError
-from .common import add_data_options, categorical_columns, print_json
+from .common import add_data_options, print_json, read_rows
 
 HELP = "paired bootstrap test (shift method) of two systems scored on the same items"
 
@@ -49,18 +47,6 @@ def select_pair(args):
     blocks = system_scores(frame, args.item, args.system, args.score, args.instance)
     a, b = pick_systems(blocks, args.a, args.b)
     return a, b
-
-
-def read_rows(args, columns):
-    """The data with the --where filter, categories and missing-value policy applied."""
-    from ..data import read_table, remove_missing, require_columns
-
-    frame = read_table(args.data, where=args.where, categorical=categorical_columns(args))
-    require_columns(frame, columns, "column")
-    frame, note = remove_missing(frame, columns, args.drop_missing)
-    if note:
-        print(f"bayesrepro: {note}", file=sys.stderr)
-    return frame
 
 
 def best_instances(args, a, b):

@@ -1,18 +1,71 @@
-"""Options and output shared by the subcommands."""
+"""Options, data reading and output shared by the subcommands.
+
+Every option is checked before the data are read or anything is fitted: a
+mistake in an option must cost the user seconds, not the minutes of an analysis.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
+
+from ..errors import EXIT_NOT_CONVERGED, EXIT_OK, BayesreproError
 
 
-def add_data_options(parser) -> None:
+def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -> None:
+    """DATA and the options that select and read its rows; ``engines`` adds --engine and --spark-master."""
     parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs "
                         "(lm-eval:PATH, inspect:PATH), or a bundled dataset name")
-    parser.add_argument("--where", help="condition selecting rows (comparisons, in, and/or/not; see README), e.g. \"mode == 'Marking'\"")
-    parser.add_argument("--categorical", default="", help="comma-separated columns to treat as categories")
-    parser.add_argument("--drop-missing", action="store_true", help="drop rows with missing values instead of failing")
+    parser.add_argument("--where", metavar="EXPR",
+                        help="condition selecting rows, e.g. \"mode == 'Marking'\" (see the README for the language)")
+    parser.add_argument("--categorical", default="", metavar="COL,COL",
+                        help="comma-separated columns to treat as categories")
+    if drop_missing:
+        parser.add_argument("--drop-missing", action="store_true",
+                            help="drop rows with missing values in the columns used instead of failing")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    if engines:
+        parser.add_argument("--engine", default="auto", choices=("auto", "memory", "duckdb", "spark"),
+                            help="what sums the data: memory; duckdb (files and globs, out of core); spark; "
+                                 "auto (default): duckdb for globs, directories and files over 256 MB, memory otherwise")
+        parser.add_argument("--spark-master", metavar="URL",
+                            help="Spark master for --engine spark (default local[*])")
+        parser.add_argument("--progress", action="store_true",
+                            help="show the progress of long work (scans, sampling) on stderr (shown anyway when stderr is a "
+                                 "terminal)")
+
+
+def frame_of(args, formula: str):
+    """The model frame of ``formula`` over the command's data, built by the engine the options choose."""
+    from ..design import model_frame
+
+    return model_frame(formula, args.data, args.where, args.drop_missing, args.engine, args.spark_master,
+                       categorical_columns(args), progress=args.progress or None)
+
+
+def add_formula_options(parser, object_help: str = "object of measurement of phi") -> None:
+    parser.add_argument("--formula", required=True, help="e.g. 'ter ~ system + (1|sentence_id)'")
+    parser.add_argument("--object", metavar="FACTOR",
+                        help=f"{object_help} (default: the single grouping factor with most levels)")
+
+
+def add_sampling_options(parser, seed_default: int | None) -> None:
+    """The sampler's settings, checked by ``SamplingSettings`` before any work (``sampling_settings``)."""
+    from ..bayes.sampling import MIN_CHAINS, MIN_DRAWS
+
+    parser.add_argument("--draws", type=int, default=1000,
+                        help=f"posterior draws per chain, at least {MIN_DRAWS} (default 1000)")
+    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    parser.add_argument("--chains", type=int, default=4, help=f"NUTS chains, at least {MIN_CHAINS} (default 4)")
+    seeded = "default 0" if seed_default is not None else "default: a fresh seed each run"
+    parser.add_argument("--seed", type=int, default=seed_default,
+                        help=f"seed from 0 to 4294967295; the same seed gives the same numbers ({seeded})")
+    parser.add_argument("--allow-unconverged", action="store_true",
+                        help="report the draws even if R-hat/ESS/divergences say the sampler did not converge "
+                             "(the exit status is still 3)")
+    parser.add_argument("--prob", type=float, default=0.95,
+                        help="probability of every interval the Bayesian and bootstrap columns show (default 0.95)")
 
 
 def add_family_options(parser) -> None:
@@ -25,16 +78,64 @@ def add_family_options(parser) -> None:
 
 def add_side_by_side_options(parser) -> None:
     """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
-    parser.add_argument("--bootstrap", type=int, default=300, help="parametric bootstrap replicates (default 300)")
-    parser.add_argument("--draws", type=int, default=1000, help="posterior draws per chain (default 1000)")
-    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    parser.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sampler (default 0)")
-    parser.add_argument("--allow-unconverged", action="store_true", help="keep posterior draws that fail the diagnostics")
+    from ..compare import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
+
+    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
+                        help=f"parametric bootstrap replicates, at least {MIN_BOOTSTRAP} (default {DEFAULT_BOOTSTRAP})")
+    add_sampling_options(parser, seed_default=0)
+
+
+def sampling_settings(args, **extra):
+    """The sampler's settings from the options, refused in one line if out of range; checks --prob too."""
+    from ..bayes.posterior import check_probability
+    from ..bayes.sampling import SamplingSettings
+
+    check_probability(args.prob)
+    return SamplingSettings(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
+                            allow_unconverged=args.allow_unconverged, **extra)
+
+
+def formula_of(text: str, option: str = "--formula", object: str | None = None):
+    """The parsed formula (refused in one line naming ``option``), with ``--object`` checked against it."""
+    from ..design import parse_formula
+
+    spec = parse_formula(text)
+    if object is not None and object not in spec.group_names:
+        raise BayesreproError(
+            f"--object '{object}' is not a grouping factor of {option} {text!r}; "
+            f"choose one of: {', '.join(spec.group_names) or 'none (add a (1|g) term)'}"
+        )
+    return spec
 
 
 def categorical_columns(args) -> list[str]:
     return [c.strip() for c in args.categorical.split(",") if c.strip()]
+
+
+def read_rows(args, columns=()):
+    """The data with the --where filter and --categorical applied; the ``columns`` a command uses must exist,
+    and their missing values are refused or, with --drop-missing, dropped with a note on stderr.
+
+    Formula commands pass no columns: the model frame knows its columns and applies --drop-missing itself.
+    """
+    from ..data import read_table, remove_missing, require_columns
+
+    frame = read_table(args.data, where=args.where, categorical=categorical_columns(args))
+    if columns:
+        require_columns(frame, columns, "column")
+        frame, note = remove_missing(frame, list(columns), args.drop_missing)
+        if note:
+            print(f"bayesrepro: {note}", file=sys.stderr)
+    return frame
+
+
+def convergence_status(problems: list[str]) -> int:
+    """Exit status of a finished analysis: 0, or 3 with one warning line naming what did not converge."""
+    if not problems:
+        return EXIT_OK
+    print(f"bayesrepro: warning: {'; '.join(problems)}; the results above are not to be trusted "
+          f"(exit status {EXIT_NOT_CONVERGED})", file=sys.stderr)
+    return EXIT_NOT_CONVERGED
 
 
 def print_json(payload) -> None:

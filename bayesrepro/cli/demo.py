@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+HELP = ("run the papers' analyses on the bundled data and print their tables "
+        "(GLRTs, variance components, reliability; takes no options)")
+
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("demo", help="run the papers' analyses on the bundled data and print their tables")
+    parser = subparsers.add_parser("demo", help=HELP, description=HELP)
     parser.set_defaults(func=run)
 
 

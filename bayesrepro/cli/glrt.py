@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, add_family_options, categorical_columns, print_json
+from .common import add_data_options, add_family_options, convergence_status, formula_of, frame_of, print_json
+
+HELP = ("generalized likelihood-ratio test of two nested models, both fitted by ML (LMMs, or binary GLMMs by "
+        "Laplace); the p-value's reference is named, and calibrated when few levels carry the tested effect")
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("glrt", help="generalized likelihood-ratio test of nested LMMs or binary GLMMs (ML fits)")
-    add_data_options(parser)
+    parser = subparsers.add_parser("glrt", help=HELP, description=HELP)
+    add_data_options(parser, engines=True)
     parser.add_argument("--h0", required=True, help="the smaller model, e.g. 'ter ~ 1 + (1|sentence_id)'")
     parser.add_argument("--h1", required=True, help="the larger model, e.g. 'ter ~ system + (1|sentence_id)'")
     add_family_options(parser)
@@ -23,10 +26,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..data import read_table
     from ..errors import BayesreproError
-    from ..frequentist import glrt
     from ..frequentist.bootstrap_test import check_samples
+    from ..frequentist.glrt import glrt
     from ..frequentist.reference import check_reference
 
     reference = check_reference(args.reference)
@@ -34,11 +36,13 @@ def run(args) -> int:
     if args.seed is not None and not str(args.seed).isdigit():
         raise BayesreproError(f"--seed must be a non-negative whole number, got {args.seed!r}")
     seed = None if args.seed is None else int(args.seed)
-    data = read_table(args.data, where=args.where, categorical=categorical_columns(args))
-    result = glrt(args.h0, args.h1, data, drop_missing=args.drop_missing, reference=reference,
-                  bootstrap_samples=samples, seed=seed, family=args.family, link=args.link)
+    formula_of(args.h0, "--h0")
+    formula_of(args.h1, "--h1")
+    result = glrt(args.h0, frame_of(args, args.h1), reference=reference, bootstrap_samples=samples, seed=seed,
+                  family=args.family, link=args.link)
     if args.json:
         print_json(result.to_dict())
     else:
         print(result)
-    return 0
+    return convergence_status([f"the ML fit of {name} did not converge ({fit.message})"
+                               for name, fit in (("H0", result.h0), ("H1", result.h1)) if not fit.converged])

@@ -11,9 +11,8 @@ HARNESS_HELP = {
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "import", help="harness logs (lm-eval, Inspect) into one long table: one row per run, task and item"
-    )
+    summary = "harness logs (lm-eval, Inspect) into one long table: one row per run, task and item"
+    parser = subparsers.add_parser("import", help=summary, description=summary)
     parser.add_argument("harness", choices=list(HARNESS_HELP), help="; ".join(f"{k}: {v}" for k, v in HARNESS_HELP.items()))
     parser.add_argument("paths", nargs="+", metavar="PATH", help="log files, or directories searched recursively")
     parser.add_argument("--out", required=True, help="the table to write: .parquet or .csv")

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import sys
+from .common import (add_data_options, add_family_options, add_formula_options, convergence_status, formula_of,
+                     frame_of, print_json)
 
-from .common import add_data_options, add_family_options, categorical_columns, print_json
+HELP = ("variance components (REML/ML, or a binary GLMM by ML), their percent of the total, and reliability phi "
+        "with its Koo & Li label")
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("vca", help="variance components (REML/ML, or a binary GLMM by ML) and reliability phi")
-    add_data_options(parser)
-    parser.add_argument("--formula", required=True, help="e.g. 'ter ~ 1 + (1|sentence_id) + (1|seed)'")
-    parser.add_argument("--object", help="object of measurement (default: the grouping factor with most levels)")
+    parser = subparsers.add_parser("vca", help=HELP, description=HELP)
+    add_data_options(parser, engines=True)
+    add_formula_options(parser)
     parser.add_argument("--method", choices=("reml", "ml"),
-                        help="reml (default) or ml for Gaussian scores; binary models are always fitted by ML")
+                        help="reml (default): restricted maximum likelihood; ml: maximum likelihood "
+                             "(Gaussian scores; binary models are always fitted by ML)")
     add_family_options(parser)
     parser.add_argument("--nagq", type=int, default=1,
                         help="binary models with one grouping factor: adaptive Gauss-Hermite nodes (default 1, Laplace)")
@@ -21,13 +23,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..data import read_table
-    from ..design import build_model_frame, resolve_family
+    from ..design import resolve_family
     from ..errors import BayesreproError
     from ..reliability import default_object, koo_li_label, phi, vca_table
 
-    data = read_table(args.data, where=args.where, categorical=categorical_columns(args))
-    frame = build_model_frame(args.formula, data, drop_missing=args.drop_missing)
+    formula_of(args.formula, object=args.object)
+    frame = frame_of(args, args.formula)
     family = resolve_family(frame, args.family, args.link)
     if family.binary:
         from ..frequentist.glmm import fit_glmm_frame
@@ -45,6 +46,7 @@ def run(args) -> int:
         variances = fit.variances
     object_name = args.object or default_object(variances, fit.n_levels)
     reliability = float(phi(variances, object_name))
+    label = koo_li_label(reliability)
     table = vca_table(variances, object_name)
     observed = fit.phi(object_name)["observed"] if family.binary else None
     if args.json:
@@ -56,6 +58,7 @@ def run(args) -> int:
                 for name, row in table.iterrows()
             ],
             "phi": reliability,
+            "koo_li_label": label,
             "object": object_name,
             "loglik": fit.loglik,
             "reml_criterion": fit.reml_criterion,
@@ -72,11 +75,9 @@ def run(args) -> int:
     else:
         print(fit)
         if family.binary:
-            print(f"phi ({object_name}, latent {family.link} scale) = {reliability:.4f}: {koo_li_label(reliability)} "
+            print(f"phi ({object_name}, latent {family.link} scale) = {reliability:.4f}: {label} "
                   f"(Koo & Li); on the observation scale (0/1 scores) = {observed:.4f}")
         else:
-            print(f"phi ({object_name}) = {reliability:.4f}: {koo_li_label(reliability)} (Koo & Li)")
-    if not fit.converged:
-        print(f"bayesrepro: warning: the {fit.method.upper()} fit did not converge: {fit.message}", file=sys.stderr)
-        return 1
-    return 0
+            print(f"phi ({object_name}) = {reliability:.4f}: {label} (Koo & Li)")
+    return convergence_status([] if fit.converged else
+                              [f"the {fit.method.upper()} fit did not converge ({fit.message})"])

@@ -152,25 +152,32 @@ class ModelFrame:
 
 
 def model_frame(formula, data, where: str | None = None, drop_missing: bool = False, engine: str = "auto",
-                spark_master: str | None = None) -> ModelFrame:
+                spark_master: str | None = None, categorical=(), progress: bool | None = None) -> ModelFrame:
     """The frame of ``formula`` over ``data`` (a DataFrame, a file path, a glob, a bundled dataset name or a
-    Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names (see ``producers``)."""
+    Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names (see ``producers``).
+
+    ``categorical`` columns are read as text whatever they hold; ``progress`` shows the scans of
+    DuckDB on stderr (default: when stderr is a terminal).
+    """
+    from ..where import as_where
     from .producers import choose_engine
 
     if data is None:
         raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
     chosen = choose_engine(data, engine)
     if chosen == "memory":
-        return build_model_frame(formula, read_table(data, where=where), drop_missing=drop_missing)
-    if where:
-        raise BayesreproError(f"--where is applied in memory for now; filter the files first or use --engine memory")
+        return build_model_frame(formula, read_table(data, where=where, categorical=categorical),
+                                 drop_missing=drop_missing)
+    condition = as_where(where)
     if chosen == "duckdb":
         from .producers.duckdb_source import duckdb_source
 
-        return duckdb_source(_data_path(data), None, drop_missing).frame(formula)
-    from .producers.spark_source import spark_source
+        source = duckdb_source(_data_path(data), condition, drop_missing, progress=progress, text_columns=categorical)
+    else:
+        from .producers.spark_source import spark_source
 
-    return spark_source(data, None, drop_missing, spark_master).frame(formula)
+        source = spark_source(data, condition, drop_missing, spark_master, text_columns=categorical)
+    return source.frame(formula)
 
 
 def _data_path(data) -> str:

@@ -33,7 +33,7 @@ TEXT_TYPES = ("VARCHAR",)
 
 
 def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: int | None = None,
-                  progress: bool | None = None) -> GroupedSource:
+                  progress: bool | None = None, text_columns=()) -> GroupedSource:
     """A source of model frames over the files ``path`` names (a file, a directory of one kind, or a glob).
 
     ``progress`` shows the scans' progress on stderr (default: when stderr is a terminal).
@@ -57,8 +57,7 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
         reader = _text_reader(files, reader)
     described = run(f"DESCRIBE SELECT * FROM {reader}", params)
     schema = {name: str(kind).upper() in TEXT_TYPES for name, kind in zip(described["column_name"], described["column_type"])}
-    row_filter = where.to_sql(DUCKDB.quote) if where is not None else None
-    return GroupedSource(run, reader, schema, DUCKDB, f"'{path}'", row_filter, drop_missing, params)
+    return GroupedSource(run, reader, schema, DUCKDB, f"'{path}'", where, drop_missing, params, text_columns)
 
 
 def _with_progress(connection, sql: str, parameters, bar: Progress):

@@ -70,15 +70,49 @@ class GroupedSource:
 
     ``run(sql, params)`` returns a pandas DataFrame; ``relation`` is the SQL
     text of the rows (a table function or a view); ``schema`` maps each
-    column to True when the engine stores it as text; ``row_filter`` is a SQL
-    condition already rendered from ``--where`` (or None); ``label`` names
-    the data in messages.
+    column to True when the engine stores it as text; ``where`` is the parsed
+    ``--where`` condition (or None), rendered in the engine's SQL once the
+    kinds of its columns are known; ``text_columns`` are read as text whatever
+    they hold (``--categorical``); ``label`` names the data in messages.
     """
 
     def __init__(self, run, relation: str, schema: dict[str, bool], dialect: Dialect, label: str,
-                 row_filter: str | None = None, drop_missing: bool = False, params=None):
+                 where=None, drop_missing: bool = False, params=None, text_columns=()):
         self.run, self.relation, self.schema, self.dialect = run, relation, schema, dialect
-        self.label, self.row_filter, self.drop_missing, self.params = label, row_filter, drop_missing, params
+        self.label, self.where, self.drop_missing, self.params = label, where, drop_missing, params
+        self.text_columns = set(text_columns)
+        unknown = sorted(self.text_columns - set(schema))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(schema), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BayesreproError(f"categorical column '{unknown[0]}' is not a column of {label}{hint}")
+        self._row_filter: str | None = None
+
+    @property
+    def row_filter(self) -> str | None:
+        """The ``--where`` condition in this engine's SQL (its columns' kinds found by one pass)."""
+        if self.where is None or self._row_filter is not None:
+            return self._row_filter
+        kinds = {name: ("text" if is_text else "number") for name, is_text in self.schema.items()}
+        kinds |= {name: "text" for name in self.text_columns}
+        for name, numeric in self._numeric_text(
+                [c for c in self.where.columns if self.schema.get(c) and c not in self.text_columns]).items():
+            kinds[name] = "number" if numeric else "text"
+        self._row_filter = self.where.to_sql(self.dialect.quote, kinds)
+        return self._row_filter
+
+    def _numeric_text(self, columns: list[str]) -> dict[str, bool]:
+        """Which text columns are numbers by the readers' rule: every value parses, no two texts give one number."""
+        if not columns:
+            return {}
+        q, d = self.dialect.quote, self.dialect
+        parts = []
+        for k, c in enumerate(columns):
+            parts += [f"COUNT(*) FILTER (WHERE {q(c)} IS NOT NULL AND NOT {d.is_number(q(c))}) AS nonnum_{k}",
+                      f"COUNT(DISTINCT {q(c)}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({q(c)} AS DOUBLE)) AS numbers_{k}"]
+        counts = self.run(f"SELECT {', '.join(parts)} FROM {self.relation}", self.params).iloc[0]
+        return {c: int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
+                for k, c in enumerate(columns)}
 
     def frame(self, formula: str | FormulaSpec) -> ModelFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
@@ -147,7 +181,7 @@ class GroupedSource:
         for k, columns in enumerate(spec.group_factors):
             key = q(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(q(c) for c in columns)})"
             parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
-        text_fixed = [v for v in spec.fixed_variables if self.schema[v]]
+        text_fixed = [v for v in spec.fixed_variables if self.schema[v] and v not in self.text_columns]
         for k, v in enumerate(text_fixed):
             parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND NOT {d.is_number(q(v))}) AS nonnum_{k}",
                       f"COUNT(DISTINCT {q(v)}) AS texts_{k}",
@@ -178,7 +212,7 @@ class GroupedSource:
                 f"score column '{spec.response}' is constant ({counts['y_min']:g} in every row); "
                 "there is no variance to analyse"
             )
-        numeric = {v: not self.schema[v] for v in spec.fixed_variables}
+        numeric = {v: not self.schema[v] and v not in self.text_columns for v in spec.fixed_variables}
         for k, v in enumerate(text_fixed):
             numeric[v] = int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
         plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),

@@ -22,7 +22,8 @@ def is_spark_dataframe(data) -> bool:
     return type(data).__module__.startswith("pyspark.sql") and type(data).__name__ == "DataFrame"
 
 
-def spark_source(data, where=None, drop_missing: bool = False, master: str | None = None) -> GroupedSource:
+def spark_source(data, where=None, drop_missing: bool = False, master: str | None = None,
+                 text_columns=()) -> GroupedSource:
     """A source of model frames over a Spark DataFrame, or over files Spark reads (``master`` picks the cluster)."""
     from pyspark.errors import PySparkException
 
@@ -42,9 +43,8 @@ def spark_source(data, where=None, drop_missing: bool = False, master: str | Non
     if repeated:
         raise BayesreproError(f"the Spark DataFrame has the column '{repeated[0]}' more than once; rename one of them")
     schema = {field.name: field.dataType.typeName() == "string" for field in frame.schema.fields}
-    row_filter = where.to_sql(SPARK.quote) if where is not None else None
     label = "the Spark DataFrame" if is_spark_dataframe(data) else f"'{data}'"
-    return GroupedSource(run, SPARK.quote(view), schema, SPARK, label, row_filter, drop_missing)
+    return GroupedSource(run, SPARK.quote(view), schema, SPARK, label, where, drop_missing, text_columns=text_columns)
 
 
 def _read_files(path: str, master: str | None):

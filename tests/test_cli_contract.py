@@ -1,0 +1,205 @@
+"""What the command line promises whatever it is given: exit statuses, one-line errors, options checked first.
+
+Exit statuses: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130 interrupted.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayesrepro.cli as cli
+import bayesrepro.data
+from bayesrepro.compare import MIN_BOOTSTRAP
+from bayesrepro.errors import EXIT_BAD_INPUT, EXIT_NOT_CONVERGED
+
+TER = ("kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)")
+
+
+def one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1 and lines[0].startswith("bayesrepro: error: "), captured
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["phi", *TER, "--draws", "abc"], "--draws"),
+    (["phi", *TER, "--bogus", "1"], "--bogus"),
+    (["vca", "kreutzer_ter"], "--formula"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison"], "--out"),
+    (["vca", *TER, "--method", "reml2"], "--method"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--drop-missing"], "--drop-missing"),
+    (["nosuchcommand"], "nosuchcommand"),
+    ([], "COMMAND"),
+])
+def test_argparse_errors_are_one_line_with_status_2(argv, names, capsys):
+    assert cli.main(argv) == EXIT_BAD_INPUT
+    line = one_error_line(capsys)
+    assert names in line and "usage:" not in line
+
+
+@pytest.fixture
+def no_data_reading(monkeypatch):
+    """Fail the test if a command reads its data: its options must be refused before."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the data were read before the options were checked")
+    monkeypatch.setattr(bayesrepro.data, "read_table", refuse)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["phi", *TER, "--prob", "1.5"], "--prob must lie strictly between 0 and 1"),
+    (["phi", *TER, "--prob", "nan"], "--prob must lie strictly between 0 and 1"),
+    (["phi", *TER, "--draws", "5"], "--draws must be a whole number of at least 100"),
+    (["phi", *TER, "--chains", "1"], "--chains must be a whole number of at least 2"),
+    (["phi", *TER, "--tune", "-1"], "--tune must be a whole number of at least 0"),
+    (["phi", *TER, "--seed", "-3"], "--seed must be a whole number from 0"),
+    (["phi", *TER, "--object", "system"], "--object 'system' is not a grouping factor"),
+    (["phi", *TER, "--prior-scale", "seed=0.1"], "--prior-scale names unknown parameter 'seed'"),
+    (["phi", *TER, "--prior-scale", "sentence_id=-1"], "--prior-scale sentence_id=-1 must be a positive"),
+    (["phi", *TER, "--prior-scale", "sentence_id=abc"], "--prior-scale sentence_id=abc needs a number"),
+    (["phi", *TER, "--prior-scale", "sentence_id"], "--prior-scale 'sentence_id' needs the form NAME=VALUE"),
+    (["vca", *TER, "--object", "sentence"], "--object 'sentence' is not a grouping factor"),
+    (["vca", "kreutzer_ter", "--formula", "ter ~ (1|"], "could not parse formula"),
+    (["glrt", "kreutzer_ter", "--h0", "ter ~ 1 + (1|sentence_id)", "--h1", "ter ~"], "'ter ~'"),
+    (["compare", *TER, "--bootstrap", "20"], f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+    (["compare", *TER, "--bootstrap", "-1"], f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+    (["compare", *TER, "--prob", "0"], "--prob must lie strictly between 0 and 1"),
+    (["compare", *TER, "--seed", "-1"], "--seed must be a whole number from 0"),
+    (["compare", *TER, "--h0", "ter ~ ("], "could not parse formula"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--bootstrap", "99"],
+     f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--prob", "95"], "--prob"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--column", "scor=TER"],
+     "no column parameter scor"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--column", "score"],
+     "--column 'score' needs the form PARAMETER=COLUMN"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--column", "score=<b>"],
+     "column name '<b>' for {score} cannot appear in a formula"),
+    (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--draws", "10"], "--draws"),
+])
+def test_options_are_refused_before_the_data_are_read(argv, expected, capsys, no_data_reading):
+    assert cli.main(argv) == EXIT_BAD_INPUT
+    line = one_error_line(capsys)
+    assert expected in line
+    for python_name in ("n_boot", "drop_missing=", "prob=", "draws=", "prior_overrides"):
+        assert python_name not in line
+
+
+def test_the_bootstrap_minimum_is_the_one_the_help_states():
+    parser = cli.build_parser()
+    compare = _subparsers(parser)["compare"]
+    (option,) = [a for a in compare._actions if "--bootstrap" in a.option_strings]
+    assert f"at least {MIN_BOOTSTRAP}" in option.help
+    from bayesrepro.compare import check_bootstrap
+
+    assert check_bootstrap(MIN_BOOTSTRAP) == MIN_BOOTSTRAP
+
+
+def test_an_internal_error_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch, capsys):
+    import bayesrepro.frequentist.lmm
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("float division by zero\n  second line")
+
+    monkeypatch.setattr(bayesrepro.frequentist.lmm, "fit_model_frame", broken)
+    monkeypatch.delenv(cli.DEBUG_VARIABLE, raising=False)
+    assert cli.main(["vca", *TER]) == 1
+    line = one_error_line(capsys)
+    assert "internal error (ZeroDivisionError: float division by zero)" in line and "BAYESREPRO_DEBUG=1" in line
+    monkeypatch.setenv(cli.DEBUG_VARIABLE, "1")
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["vca", *TER])
+
+
+def _unconverged(monkeypatch):
+    """Make every REML/ML fit report that its optimiser did not converge."""
+    import bayesrepro.frequentist.lmm as lmm
+
+    real = lmm.optimise
+
+    def optimise(objective, *args, **kwargs):
+        theta, _, _ = real(objective, *args, **kwargs)
+        return theta, False, "iteration limit reached"
+
+    monkeypatch.setattr(lmm, "optimise", optimise)
+
+
+@pytest.mark.parametrize("argv, shown", [
+    (["vca", *TER], "converged: NO (iteration limit reached)"),
+    (["vca", *TER, "--json"], '"converged": false'),
+    (["glrt", "kreutzer_ter", "--h0", "ter ~ 1 + (1|sentence_id)", "--h1", "ter ~ system + (1|sentence_id)"],
+     "chi2 = "),
+])
+def test_an_unconverged_fit_prints_its_result_one_warning_and_exits_3(argv, shown, monkeypatch, capsys):
+    _unconverged(monkeypatch)
+    assert cli.main(argv) == EXIT_NOT_CONVERGED
+    captured = capsys.readouterr()
+    assert shown in captured.out
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bayesrepro: warning: ") and "did not converge" in lines[0]
+    assert "iteration limit reached" in lines[0]
+
+
+def _subparsers(parser) -> dict:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices
+
+
+def test_every_command_has_a_description_and_every_option_a_help_text():
+    parser = cli.build_parser()
+    commands = _subparsers(parser)
+    assert len(commands) == len(cli.COMMANDS)   # one subcommand per module (import_logs registers `import`)
+    for name, command in commands.items():
+        assert command.description and len(command.description) > 20, f"{name} has no description"
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            label = "/".join(action.option_strings) or action.dest
+            assert action.help and action.help != argparse.SUPPRESS, f"{name} {label} has no help text"
+
+
+def test_vca_json_names_the_koo_li_label(capsys):
+    assert cli.main(["vca", *TER, "--json"]) == 0
+    import json
+
+    payload = json.loads(capsys.readouterr().out)
+    from bayesrepro.reliability import koo_li_label
+
+    assert payload["koo_li_label"] == koo_li_label(payload["phi"]) == "excellent"
+
+
+def _small_comparison(path):
+    rng = np.random.default_rng(7)
+    items, systems = 30, ["A", "B", "C"]
+    item_effect = rng.normal(0, 1.0, items)
+    rows = [{"item": f"i{i}", "system": s, "score": item_effect[i] + 0.3 * k + rng.normal(0, 0.5)}
+            for i in range(items) for k, s in enumerate(systems)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("command, shown", [
+    (["phi", "--formula", "score ~ system + (1|item)", "--draws", "1000", "--tune", "1000", "--chains", "2",
+      "--seed", "1", "--allow-unconverged", "--prob", "0.9"],
+     ["central 90% intervals", "phi (item) = "]),
+    (["compare", "--formula", "score ~ system + (1|item)", "--bootstrap", "100", "--draws", "300", "--tune", "300",
+      "--chains", "2", "--seed", "1", "--allow-unconverged", "--prob", "0.9"],
+     ["REML, 90 % parametric-bootstrap intervals", "posterior median and 90 % interval", "posterior (90 % intervals)"]),
+])
+def test_a_normal_run_prints_nothing_on_stderr_but_its_own_lines(command, shown, tmp_path):
+    data = _small_comparison(tmp_path / "scores.csv")
+    run = subprocess.run([sys.executable, "-m", "bayesrepro", command[0], str(data), *command[1:]],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode in (0, EXIT_NOT_CONVERGED), run.stderr
+    # nothing from PyTensor, PyMC, ArviZ or NumPy; at most our one warning line when the sampler did not converge
+    assert len(run.stderr.splitlines()) == (run.returncode == EXIT_NOT_CONVERGED), run.stderr
+    assert all(line.startswith("bayesrepro: warning: ") for line in run.stderr.splitlines()), run.stderr
+    # --prob reaches every table: the only 95 % left is that of the Wald intervals, which say so
+    for text in shown:
+        assert text in run.stdout
+    assert "95" not in re.sub(r"\(Wald[^;]*, 95 % intervals;", "", run.stdout)
