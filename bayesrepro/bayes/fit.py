@@ -133,10 +133,13 @@ def fit_bayes(
 
     ``formula`` is a formula string (then ``data`` is a DataFrame, a path or a
     bundled dataset name, filtered by ``where``) or a ModelFrame already built.
-    ``backend="auto"`` takes the exact fast path for Gaussian models and
-    Bambi's own model otherwise. ``prior`` is a family name ("scaled", the
-    default for Gaussian models, "bambi" or "r2d2"; see ``priors``) or a
-    ``PriorSpec``; Bernoulli models take Bambi's default priors; ``prior_overrides`` changes single scales by
+    ``backend="auto"`` takes the fast path: for Gaussian models the random
+    effects integrated out analytically, for Bernoulli models the items
+    integrated out numerically and the rest sampled by nutpie's NUTS on a
+    compiled density (``binary_fit``; it runs nutpie whatever ``sampler``
+    says). ``prior`` is a family name ("scaled", the default for Gaussian
+    models, "bambi" or "r2d2"; see ``priors``) or a ``PriorSpec``; Bernoulli
+    models take Bambi's default priors; ``prior_overrides`` changes single scales by
     name. With ``effects=True`` (fast path) fixed and level effects are drawn
     afterwards from their exact conditional, giving the finite-population
     components and contrasts. ``sampling`` (a ``SamplingSettings``) and keyword
@@ -154,9 +157,7 @@ def fit_bayes(
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
     if backend == "auto":
-        backend = "fast" if family == "gaussian" else "bambi"
-    if backend == "fast" and family != "gaussian":
-        raise BayesreproError("the fast backend needs a Gaussian model; use --backend bambi for 0/1 scores")
+        backend = "fast"
     spec = _prior_spec(frame, prior, prior_overrides, family, backend)
     n_levels = {g.name: g.n_levels for g in frame.groups}
     components = [*n_levels, RESIDUAL]
@@ -166,12 +167,17 @@ def fit_bayes(
             f"object of measurement '{object}' is not a grouping factor of the formula; choose one of: {', '.join(n_levels)}"
         )
     notes = list(frame.notes)
-    if backend == "fast":
+    if backend == "fast" and family == "gaussian":
         idata, prior_table = _fit_fast(frame, spec, object, settings, effects)
+    elif backend == "fast":
+        from .binary_fit import fit_binary
+
+        idata, prior_table = fit_binary(frame, object, settings, effects)
     else:
         idata, prior_table = _fit_bambi(frame, spec, family, object, settings, bambi_noncentered)
-        if family == "bernoulli":
-            notes.append("Bernoulli model: the residual is the logistic latent-scale variance pi^2/3")
+    if family == "bernoulli":
+        notes.append("Bernoulli model: variance components and phi on the latent (logit) scale, "
+                     "where the residual is the logistic variance pi^2/3")
     sd_vars = [v for v in idata.posterior.data_vars if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
     diagnostics = diagnose(idata, sd_vars + ["phi"])
     fit = BayesFit(idata, diagnostics, frame, spec, prior_table, family, backend, object,
