@@ -334,3 +334,140 @@ def binary_expand(x, floats, ints, out):
                        float_array(floats, ints, F_ESTIMATE), float_array(floats, ints, F_INFORMATION))
     for i in range(len(b)):
         out[n_groups + p + i] = b[i]
+
+
+# Part 3, finite-population variance of the dominant factor: its realised effects drawn from their
+# exact conditional given a posterior draw, by rejection sampling (see ``binary_effects``).
+
+WINDOW = 40.0  # effects are drawn where their log density is within 40 of its peak (the rest has mass < e^-38)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _draw_from_envelope(s, peak, u, h, slope, first, last, inv_var, eta, config, trials, start, stop, mass):
+    """One draw from exp(h_s) on [u[first], u[last]], h given on the grid relative to its ``peak``.
+
+    The envelope is the tangent lines at the grid points (above h, which is concave), each
+    interval split where its two tangents cross; the chord between grid points lies below h
+    and accepts most proposals without evaluating h itself.
+    """
+    intervals = last - first
+    while True:
+        target = np.random.random() * mass[intervals - 1]
+        k = np.searchsorted(mass[:intervals], target)
+        q = first + k
+        cross = _tangent_crossing(u, h, slope, q)
+        within = target - (mass[k - 1] if k > 0 else 0.0)
+        if within < _piece_mass(h[q], slope[q], u[q], u[q], cross):
+            anchor, low, high = q, u[q], cross
+        else:
+            anchor, low, high = q + 1, cross, u[q + 1]
+        b = slope[anchor]
+        width = high - low
+        v = np.random.random()
+        x = low + v * width if abs(b * width) < 1e-12 else low + math.log1p(v * math.expm1(b * width)) / b
+        envelope = h[anchor] + b * (x - u[anchor])
+        chord = h[q] + (h[q + 1] - h[q]) * (x - u[q]) / (u[q + 1] - u[q])
+        accept = math.log(np.random.random())
+        if accept <= chord - envelope:
+            return x
+        exact = s * x - 0.5 * x * x * inv_var - peak
+        for j in range(start, stop):
+            sp, _ = softplus_and_sigmoid(eta[config[j]] + x)
+            exact -= trials[j] * sp
+        if accept <= exact - envelope:
+            return x
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _tangent_crossing(u, h, slope, q):
+    """Where the tangents at u[q] and u[q + 1] cross (inside the interval; its middle if they are parallel)."""
+    difference = slope[q] - slope[q + 1]
+    if difference <= 1e-300:
+        return 0.5 * (u[q] + u[q + 1])
+    cross = (h[q + 1] - h[q] + slope[q] * u[q] - slope[q + 1] * u[q + 1]) / difference
+    return min(max(cross, u[q]), u[q + 1])
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _piece_mass(a, b, anchor, low, high):
+    """∫ exp(a + b (x − anchor)) dx over [low, high]."""
+    width = high - low
+    start = math.exp(a + b * (low - anchor))
+    if abs(b * width) < 1e-12:
+        return start * width
+    return start * math.expm1(b * width) / b
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def dominant_effect_variance(eta, log_sigma, profile_start, profile_config, profile_trials, pair_start, pair_successes,
+                             pair_count, seed):
+    """Realised variance (n − 1 denominator) of the dominant factor's effects, one per draw.
+
+    ``eta`` holds the configurations' linear predictors of every draw (draws × configurations),
+    ``log_sigma`` the factor's log SD of every draw. Seeded once, so a call is reproducible.
+    """
+    np.random.seed(seed)
+    n_draws = eta.shape[0]
+    out = np.empty(n_draws)
+    levels = 0.0
+    for k in range(len(pair_count)):
+        levels += pair_count[k]
+    for d in range(n_draws):
+        sigma = math.exp(log_sigma[d])
+        inv_var = 1.0 / (sigma * sigma)
+        row = eta[d]
+        total = 0.0
+        squares = 0.0
+        for p in range(len(profile_start) - 1):
+            start, stop = profile_start[p], profile_start[p + 1]
+            left, step, n = profile_grid(p, log_sigma[d], row, profile_start, profile_config, profile_trials,
+                                         pair_start, pair_successes)
+            if n > MAX_GRID:  # not a point of positive posterior density: no draw to make
+                total = np.nan
+                break
+            u = np.empty(n)
+            penalty = np.empty(n)   # A(u) + u²/(2σ²)
+            fitted = np.empty(n)    # Σ n_j μ(η_j + u) + u/σ²
+            for q in range(n):
+                uq = left + q * step
+                u[q] = uq
+                a = 0.5 * uq * uq * inv_var
+                f = uq * inv_var
+                for j in range(start, stop):
+                    sp, mu = softplus_and_sigmoid(row[profile_config[j]] + uq)
+                    a += profile_trials[j] * sp
+                    f += profile_trials[j] * mu
+                penalty[q] = a
+                fitted[q] = f
+            h = np.empty(n)
+            slope = np.empty(n)
+            mass = np.empty(n)
+            for k in range(pair_start[p], pair_start[p + 1]):
+                s = pair_successes[k]
+                peak = -np.inf
+                for q in range(n):
+                    h[q] = s * u[q] - penalty[q]
+                    slope[q] = s - fitted[q]
+                    peak = max(peak, h[q])
+                first, last = 0, n - 1
+                while h[first] < peak - WINDOW:
+                    first += 1
+                while h[last] < peak - WINDOW:
+                    last -= 1
+                if last == first:  # the peak alone: widen by one point so there is an interval
+                    first, last = max(first - 1, 0), min(last + 1, n - 1)
+                for q in range(first, last + 1):
+                    h[q] -= peak
+                cumulative = 0.0
+                for q in range(first, last):
+                    cross = _tangent_crossing(u, h, slope, q)
+                    cumulative += _piece_mass(h[q], slope[q], u[q], u[q], cross)
+                    cumulative += _piece_mass(h[q + 1], slope[q + 1], u[q + 1], cross, u[q + 1])
+                    mass[q - first] = cumulative
+                for _ in range(int(pair_count[k])):
+                    x = _draw_from_envelope(s, peak, u, h, slope, first, last, inv_var, row, profile_config,
+                                            profile_trials, start, stop, mass)
+                    total += x
+                    squares += x * x
+        out[d] = (squares - total * total / levels) / (levels - 1.0)
+    return out

@@ -49,7 +49,11 @@ def cells_from_rows(frame) -> Cells:
 
 
 def fit_binary(frame, object: str, settings: SamplingSettings, effects: bool = True):
-    """Posterior draws of a Bernoulli logit model of ``frame``; returns (idata, prior table)."""
+    """Posterior draws of a Bernoulli logit model of ``frame``; returns (idata, prior table).
+
+    With ``effects``, the finite-population components (``fp_variance``, ``fp_phi``) are added:
+    the variance of every draw's realised level effects.
+    """
     cells = cells_from_rows(frame)
     layout = binary_layout(cells.successes, cells.trials, cells.fixed_cell, cells.codes,
                            [len(levels) for levels in cells.levels])
@@ -59,4 +63,9 @@ def fit_binary(frame, object: str, settings: SamplingSettings, effects: bool = T
     variances = {name: post[sd_name(name)].values ** 2 for name in frame.group_names}
     variances[RESIDUAL] = np.full(post[sd_name(frame.group_names[0])].shape, LOGISTIC_RESIDUAL)
     add_reliability(idata, variances, object)
+    if effects:
+        from .binary_effects import finite_population_variances
+
+        realised = finite_population_variances(idata, model, cells.X_fixed, LOGISTIC_RESIDUAL, settings.seed)
+        add_reliability(idata, realised, object, prefix="fp_")
     return idata, model.priors.table()

@@ -81,6 +81,7 @@ class BayesFit:
             "diagnostics": self.diagnostics.as_dict(),
             "backend": self.backend,
             "family": self.family,
+            "scale": self.scale,
             "seconds": self.seconds,
             "n_obs": self.frame.n_obs,
             "notes": self.notes,
@@ -94,6 +95,11 @@ class BayesFit:
             ]
         return out
 
+    @property
+    def scale(self) -> str:
+        """Where the variance components live: the observed scores, or the latent logit scale of a binary model."""
+        return "observed" if self.family == "gaussian" else "latent"
+
     def __str__(self) -> str:
         phi = self.phi()
         lines = [
@@ -102,7 +108,7 @@ class BayesFit:
             "",
             self.summary().to_string(float_format=lambda v: f"{v:.4g}"),
             "",
-            f"phi ({self.object}) = {phi['median']:.3f}, 95% interval [{phi['low']:.3f}, {phi['high']:.3f}]",
+            f"phi ({self.object}, {self.scale} scale) = {phi['median']:.3f}, 95% interval [{phi['low']:.3f}, {phi['high']:.3f}]",
             "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
         ]
         if "fp_phi" in self.idata.posterior:
