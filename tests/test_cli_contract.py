@@ -186,7 +186,7 @@ def _small_comparison(path):
 @pytest.mark.parametrize("command, shown", [
     (["phi", "--formula", "score ~ system + (1|item)", "--draws", "1000", "--tune", "1000", "--chains", "2",
       "--seed", "1", "--allow-unconverged", "--prob", "0.9"],
-     ["central 90% intervals", "phi (item) = "]),
+     ["central 90% intervals", "phi (item, observed scale) = "]),
     (["compare", "--formula", "score ~ system + (1|item)", "--bootstrap", "100", "--draws", "300", "--tune", "300",
       "--chains", "2", "--seed", "1", "--allow-unconverged", "--prob", "0.9"],
      ["REML, 90 % parametric-bootstrap intervals", "posterior median and 90 % interval", "posterior (90 % intervals)"]),

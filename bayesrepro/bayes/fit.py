@@ -81,6 +81,7 @@ class BayesFit:
             "diagnostics": self.diagnostics.as_dict(),
             "backend": self.backend,
             "family": self.family,
+            "scale": self.scale,
             "seconds": self.seconds,
             "n_obs": self.frame.n_obs,
             "notes": self.notes,
@@ -93,6 +94,11 @@ class BayesFit:
                 for name, row in self.summary(prob, finite_population=True).iterrows()
             ]
         return out
+
+    @property
+    def scale(self) -> str:
+        """Where the variance components live: the observed scores, or the latent logit scale of a binary model."""
+        return "observed" if self.family == "gaussian" else "latent"
 
     def __str__(self) -> str:
         return self.describe()
@@ -108,7 +114,8 @@ class BayesFit:
             "",
             self.summary(prob).to_string(float_format=lambda v: f"{v:.4g}"),
             "",
-            f"phi ({self.object}) = {phi['median']:.3f}, {level} interval [{phi['low']:.3f}, {phi['high']:.3f}]",
+            f"phi ({self.object}, {self.scale} scale) = {phi['median']:.3f}, {level} interval "
+            f"[{phi['low']:.3f}, {phi['high']:.3f}]",
             "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
         ]
         if "fp_phi" in self.idata.posterior:
@@ -142,10 +149,14 @@ def fit_bayes(
     bundled dataset name, filtered by ``where``) or a ModelFrame already built.
     ``family`` and ``link`` are resolved by ``design.resolve_family`` (0/1
     scores are Bernoulli unless ``family="gaussian"``).
-    ``backend="auto"`` takes the exact fast path for Gaussian models and
-    Bambi's own model otherwise. ``prior`` is a family name ("scaled", the
-    default for Gaussian models, "bambi" or "r2d2"; see ``priors``) or a
-    ``PriorSpec``; Bernoulli models take Bambi's default priors; ``prior_overrides`` changes single scales by
+    ``backend="auto"`` takes the fast path: for Gaussian models the random
+    effects integrated out analytically, for Bernoulli (logit) models the items
+    integrated out numerically and the rest sampled by nutpie's NUTS on a
+    compiled density (``binary_fit``; it runs nutpie whatever ``sampler``
+    says); ``backend="bambi"`` takes Bambi's own model. ``prior`` is a family
+    name ("scaled", the default for Gaussian models, "bambi" or "r2d2"; see
+    ``priors``) or a ``PriorSpec``; binary models take Bambi's default priors;
+    ``prior_overrides`` changes single scales by
     name. With ``effects=True`` (fast path) fixed and level effects are drawn
     afterwards from their exact conditional, giving the finite-population
     components and contrasts. ``sampling`` (a ``SamplingSettings``) and keyword
@@ -164,9 +175,7 @@ def fit_bayes(
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
     if backend == "auto":
-        backend = "fast" if family == "gaussian" else "bambi"
-    if backend == "fast" and family != "gaussian":
-        raise BayesreproError("the fast backend needs a Gaussian model; use --backend bambi for 0/1 scores")
+        backend = "fast"
     spec = _prior_spec(frame, prior, prior_overrides, family, backend)
     n_levels = {g.name: g.n_levels for g in frame.groups}
     components = [*n_levels, RESIDUAL]
@@ -176,13 +185,18 @@ def fit_bayes(
             f"object of measurement '{object}' is not a grouping factor of the formula; choose one of: {', '.join(n_levels)}"
         )
     notes = list(frame.notes) + ([resolved.note] if resolved.note else [])
-    if backend == "fast":
+    if backend == "fast" and family == "gaussian":
         idata, prior_table = _fit_fast(frame, spec, object, settings, effects)
+    elif backend == "fast":
+        from .binary_fit import fit_binary
+
+        idata, prior_table = fit_binary(frame, object, settings, effects)
     else:
         idata, prior_table = _fit_bambi(frame, spec, resolved, object, settings, bambi_noncentered)
-        if resolved.binary:
-            notes.append(f"{family.capitalize()} model: the residual is the {resolved.link} latent-scale variance "
-                         f"{get_link(resolved.link).latent_residual:.4g}")
+    if resolved.binary:
+        residual = "the logistic variance pi^2/3" if resolved.link == "logit" else "1, the standard normal's variance"
+        notes.append(f"{family.capitalize()} model: variance components and phi on the latent ({resolved.link}) "
+                     f"scale, where the residual is {residual}")
     sd_vars = [v for v in idata.posterior.data_vars if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
     diagnostics = diagnose(idata, sd_vars + ["phi"])
     fit = BayesFit(idata, diagnostics, frame, spec, prior_table, family, backend, object,

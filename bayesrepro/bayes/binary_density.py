@@ -1,0 +1,473 @@
+"""The binary fast path's log density and gradient, compiled: everything numba runs per leapfrog step.
+
+All of it lives in this one file on purpose: numba's on-disk cache is invalidated
+when a function's own file changes, not when a function it calls in another file
+does, so kernels that call each other share a file.
+
+Part 1, the dominant factor's effects integrated out of a logit model to rounding error.
+
+For one profile (see ``binary_layout``) and total successes s, with the
+configurations' linear predictors η_j and trials n_j,
+
+    I_s = ∫ exp(h_s(u)) du,   h_s(u) = s u − A(u) − u²/(2σ²) − log(σ√(2π)),
+    A(u) = Σ_j n_j log(1 + exp(η_j + u)).
+
+h_s is strictly concave (A is convex). Every s of a profile shares A, so the
+integrals are taken with the trapezoid rule on one uniform grid per profile:
+A and the fitted probabilities are computed once per grid point and reused by
+every s. For integrands analytic in a strip and decaying at both ends the
+trapezoid rule converges geometrically in the step (the error of a Gaussian
+of SD τ at step d is about exp(−2π²τ²/d²)); the step is SPACING times the
+smallest SD any s can have, 1 / sqrt(Σ n_j / 4 + 1/σ²), and the grid runs from
+where the smallest s's integrand has fallen by exp(−DROP) below its peak to
+where the largest s's has (every other s lies between them: the integrands are
+stochastically ordered in s). Measured against adaptive quadrature to 1e-13,
+the error of log I_s stays below 1e-12 for σ from 0.05 to 4 and 1 to 60 trials.
+
+The gradient is that of the exact integral, by differentiating under it:
+    ∂ log I_s / ∂η_j = −n_j E_s[μ(η_j + u)],   ∂ log I_s / ∂ log σ = E_s[u²]/σ² − 1,
+with E_s the expectation under the normalised integrand, taken on the same grid.
+
+Part 2, the density of everything sampled (see ``binary_model`` for the coordinates):
+fixed coefficients, log σ of every factor, and z of every sampled level, with the
+packed arrays read by position (``compiled_sampler.pack``'s layout).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+DROP = 36.0     # the grid ends where the outermost integrands have fallen by e^-36 below their peaks
+SPACING = 0.8   # grid step, in units of the smallest possible SD of an integrand
+# A grid longer than this is refused: the log density is returned as −∞, so NUTS rejects the point.
+# The grid's length grows with σ√(trials per item); with 60 trials per item the cut lies at
+# σ = 244, with 1,000 at σ = 60, where the HalfNormal(2.5) prior's log density is below −280.
+MAX_GRID = 20_000
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def softplus_and_sigmoid(t):
+    """log(1 + e^t) and 1 / (1 + e^-t), without overflow."""
+    if t >= 0.0:
+        e = math.exp(-t)
+        return t + math.log1p(e), 1.0 / (1.0 + e)
+    e = math.exp(t)
+    return math.log1p(e), e / (1.0 + e)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _log_integrand(s, u, inv_var, eta, config, trials, start, stop):
+    """h_s(u) without its constant, h_s'(u) and −h_s''(u)."""
+    h = s * u - 0.5 * u * u * inv_var
+    slope = s - u * inv_var
+    curvature = inv_var
+    for j in range(start, stop):
+        sp, mu = softplus_and_sigmoid(eta[config[j]] + u)
+        n = trials[j]
+        h -= n * sp
+        slope -= n * mu
+        curvature += n * mu * (1.0 - mu)
+    return h, slope, curvature
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _mode(s, total_trials, inv_var, eta, config, trials, start, stop):
+    """The peak of h_s and its value: Newton's method inside a bracket that always holds the root of h_s'."""
+    low = (s - total_trials) / inv_var  # h_s'(u) > 0 below, < 0 above s/σ⁻²: A' lies in [0, Σ n]
+    high = s / inv_var
+    u = min(max(0.0, low), high)
+    if u == low or u == high:
+        u = 0.5 * (low + high)
+    h = 0.0
+    for _ in range(200):
+        h, slope, curvature = _log_integrand(s, u, inv_var, eta, config, trials, start, stop)
+        if slope > 0.0:
+            low = u
+        else:
+            high = u
+        proposal = u + slope / curvature
+        if not low < proposal < high:
+            proposal = 0.5 * (low + high)
+        if abs(proposal - u) <= 1e-9 * (1.0 + abs(u)):
+            return proposal, h
+        u = proposal
+    return u, h
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _grid_end(s, peak, peak_value, side, sigma, inv_var, eta, config, trials, start, stop, tolerance):
+    """Where h_s has fallen by DROP below its peak on ``side`` (±1), or a little beyond.
+
+    h_s'' ≤ −1/σ², so the point σ√(2 DROP) from the peak is already beyond; Newton's
+    method from there on the concave h_s approaches the crossing from outside and
+    never passes it, so stopping early only widens the grid.
+    """
+    u = peak + side * sigma * math.sqrt(2.0 * DROP)
+    target = peak_value - DROP
+    for _ in range(50):
+        h, slope, _ = _log_integrand(s, u, inv_var, eta, config, trials, start, stop)
+        if h >= target or slope == 0.0:
+            break
+        step = (target - h) / slope
+        u += step
+        if abs(step) < tolerance:
+            break
+    return u
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def profile_grid(p, log_sigma, eta, profile_start, profile_config, profile_trials, pair_start, pair_successes):
+    """The integration grid of profile ``p``: first point, step and number of points."""
+    sigma = math.exp(log_sigma)
+    inv_var = 1.0 / (sigma * sigma)
+    start, stop = profile_start[p], profile_start[p + 1]
+    total_trials = 0.0
+    for j in range(start, stop):
+        total_trials += profile_trials[j]
+    step = SPACING / math.sqrt(0.25 * total_trials + inv_var)
+    lowest, highest = pair_successes[pair_start[p]], pair_successes[pair_start[p + 1] - 1]
+    peak, value = _mode(lowest, total_trials, inv_var, eta, profile_config, profile_trials, start, stop)
+    left = _grid_end(lowest, peak, value, -1.0, sigma, inv_var, eta, profile_config, profile_trials, start, stop, step)
+    peak, value = _mode(highest, total_trials, inv_var, eta, profile_config, profile_trials, start, stop)
+    right = _grid_end(highest, peak, value, 1.0, sigma, inv_var, eta, profile_config, profile_trials, start, stop, step)
+    length = (right - left) / step
+    if not (math.isfinite(length) and length < MAX_GRID):
+        return left, step, MAX_GRID + 1
+    return left, step, int(math.ceil(length)) + 1
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def dominant_marginal(eta, log_sigma, profile_start, profile_config, profile_trials, pair_start, pair_successes,
+                      pair_count, gradient_eta):
+    """Σ over (profile, s) pairs of count × log I_s; adds ∂/∂η to ``gradient_eta``, returns (value, ∂/∂ log σ).
+
+    Returns (−∞, 0) where the grid cannot be laid (σ or η not finite, or a grid longer than MAX_GRID).
+    """
+    sigma = math.exp(log_sigma)
+    inv_var = 1.0 / (sigma * sigma)
+    total = 0.0
+    d_log_sigma = 0.0
+    for p in range(len(profile_start) - 1):
+        start, stop = profile_start[p], profile_start[p + 1]
+        left, step, n = profile_grid(p, log_sigma, eta, profile_start, profile_config, profile_trials,
+                                     pair_start, pair_successes)
+        if n < 1 or n > MAX_GRID:
+            return -np.inf, 0.0
+        u = np.empty(n)
+        penalty = np.empty(n)       # A(u) + u²/(2σ²)
+        mu = np.empty((n, stop - start))
+        for q in range(n):
+            uq = left + q * step
+            u[q] = uq
+            a = 0.5 * uq * uq * inv_var
+            for j in range(start, stop):
+                sp, probability = softplus_and_sigmoid(eta[profile_config[j]] + uq)
+                mu[q, j - start] = probability
+                a += profile_trials[j] * sp
+            penalty[q] = a
+        weight = np.zeros(n)        # Σ_s count_s × normalised integrand of s at each point
+        w = np.empty(n)
+        for k in range(pair_start[p], pair_start[p + 1]):
+            s = pair_successes[k]
+            peak = -np.inf
+            for q in range(n):
+                w[q] = s * u[q] - penalty[q]
+                peak = max(peak, w[q])
+            mass = 0.0
+            second = 0.0
+            for q in range(n):
+                w[q] = math.exp(w[q] - peak)
+                mass += w[q]
+                second += w[q] * u[q] * u[q]
+            count = pair_count[k]
+            total += count * (math.log(step * mass) + peak - log_sigma - LOG_SQRT_2PI)
+            d_log_sigma += count * (second / mass * inv_var - 1.0)
+            for q in range(n):
+                weight[q] += count * w[q] / mass
+        for j in range(start, stop):
+            expected = 0.0
+            for q in range(n):
+                expected += weight[q] * mu[q, j - start]
+            gradient_eta[profile_config[j]] -= profile_trials[j] * expected
+    return total, d_log_sigma
+
+# positions of the model's arrays in the packed float and integer arrays (``binary_model`` packs them)
+F_FIXED_MU, F_FIXED_SIGMA, F_X, F_CONFIG_SUCCESSES, F_SD_SCALE, F_ESTIMATE, F_INFORMATION, F_PROFILE_TRIALS, \
+    F_PAIR_SUCCESSES, F_PAIR_COUNT, F_X_MEANS = range(11)
+I_SIZES, I_CONFIG_FIXED, I_CONFIG_CODES, I_SAMPLED, I_LEVELS, I_PROFILE_START, I_PROFILE_CONFIG, I_PAIR_START = range(8)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def float_array(floats, ints, k):
+    """The k-th float array of ``compiled_sampler.pack``."""
+    return floats[ints[2 + 2 * k] : ints[3 + 2 * k]]
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def int_array(ints, k):
+    """The k-th integer array of ``compiled_sampler.pack``."""
+    k = ints[0] + k
+    return ints[ints[2 + 2 * k] : ints[3 + 2 * k]]
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def conditional(log_sigma, information, estimate):
+    """t_l(σ) and m_l(σ) of every level of one factor (their arrays)."""
+    inverse_variance = math.exp(-2.0 * log_sigma)
+    sd = 1.0 / np.sqrt(inverse_variance + information)
+    return sd, sd * sd * information * estimate
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def level_effects(x, p, n_groups, sampled, levels, estimate, information):
+    """b of every sampled level from the unconstrained vector."""
+    b = np.empty(len(estimate))
+    offset = 0
+    for k in range(len(sampled)):
+        log_sigma = x[p + sampled[k]]
+        level = slice(offset, offset + levels[k])
+        sd, mean = conditional(log_sigma, information[level], estimate[level])
+        b[level] = mean + sd * x[p + n_groups + offset : p + n_groups + offset + levels[k]]
+        offset += levels[k]
+    return b
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def binary_logp(x, floats, ints):
+    sizes = int_array(ints, I_SIZES)
+    p, n_groups, dominant = sizes[0], sizes[1], sizes[2]
+    fixed_mu = float_array(floats, ints, F_FIXED_MU)
+    fixed_sigma = float_array(floats, ints, F_FIXED_SIGMA)
+    X = float_array(floats, ints, F_X)
+    sd_scale = float_array(floats, ints, F_SD_SCALE)
+    estimate = float_array(floats, ints, F_ESTIMATE)
+    information = float_array(floats, ints, F_INFORMATION)
+    config_successes = float_array(floats, ints, F_CONFIG_SUCCESSES)
+    config_fixed = int_array(ints, I_CONFIG_FIXED)
+    codes = int_array(ints, I_CONFIG_CODES)
+    sampled = int_array(ints, I_SAMPLED)
+    levels = int_array(ints, I_LEVELS)
+    n_configs = len(config_fixed)
+    gradient = np.zeros(len(x))
+    value = 0.0
+    for j in range(p):
+        z = (x[j] - fixed_mu[j]) / fixed_sigma[j]
+        value -= 0.5 * z * z
+        gradient[j] -= z / fixed_sigma[j]
+    for g in range(n_groups):
+        ratio = math.exp(x[p + g]) / sd_scale[g]
+        value += x[p + g] - 0.5 * ratio * ratio
+        gradient[p + g] += 1.0 - ratio * ratio
+    b = level_effects(x, p, n_groups, sampled, levels, estimate, information)
+    gradient_b = np.empty(len(b))  # ∂/∂b of the prior N(0, σ²) and, below, of the likelihood
+    offset = 0
+    for k in range(len(sampled)):
+        g = p + sampled[k]
+        inverse_variance = math.exp(-2.0 * x[g])
+        for i in range(offset, offset + levels[k]):
+            sd = 1.0 / math.sqrt(inverse_variance + information[i])
+            value += -0.5 * b[i] * b[i] * inverse_variance - x[g] + math.log(sd)  # prior and Jacobian t_l(σ)
+            gradient[g] += b[i] * b[i] * inverse_variance - 1.0 + sd * sd * inverse_variance
+            gradient_b[i] = -b[i] * inverse_variance
+        offset += levels[k]
+    eta = np.empty(n_configs)
+    for c in range(n_configs):
+        e = 0.0
+        row = config_fixed[c] * p
+        for j in range(p):
+            e += X[row + j] * x[j]
+        offset = 0
+        for k in range(len(sampled)):
+            e += b[offset + codes[k * n_configs + c]]
+            offset += levels[k]
+        eta[c] = e
+        value += config_successes[c] * e
+    gradient_eta = config_successes.copy()
+    marginal, d_log_sigma = dominant_marginal(
+        eta, x[p + dominant], int_array(ints, I_PROFILE_START), int_array(ints, I_PROFILE_CONFIG),
+        float_array(floats, ints, F_PROFILE_TRIALS), int_array(ints, I_PAIR_START),
+        float_array(floats, ints, F_PAIR_SUCCESSES), float_array(floats, ints, F_PAIR_COUNT), gradient_eta,
+    )
+    value += marginal
+    gradient[p + dominant] += d_log_sigma
+    for c in range(n_configs):
+        row = config_fixed[c] * p
+        for j in range(p):
+            gradient[j] += X[row + j] * gradient_eta[c]
+        offset = 0
+        for k in range(len(sampled)):
+            gradient_b[offset + codes[k * n_configs + c]] += gradient_eta[c]
+            offset += levels[k]
+    offset = 0
+    for k in range(len(sampled)):  # chain rule through b = m(σ) + t(σ) z
+        g = p + sampled[k]
+        inverse_variance = math.exp(-2.0 * x[g])
+        for i in range(offset, offset + levels[k]):
+            sd = 1.0 / math.sqrt(inverse_variance + information[i])
+            d_sd = sd * sd * sd * inverse_variance                        # dt/d log σ = t³/σ²
+            d_mean = 2.0 * sd * d_sd * information[i] * estimate[i]       # dm/d log σ = 2 t (dt/d log σ) I β
+            gradient[p + n_groups + i] += gradient_b[i] * sd
+            gradient[g] += gradient_b[i] * (d_mean + d_sd * x[p + n_groups + i])
+        offset += levels[k]
+    return value, gradient
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def binary_expand(x, floats, ints, out):
+    """σ of every factor, the uncentred fixed coefficients, the sampled level effects."""
+    sizes = int_array(ints, I_SIZES)
+    p, n_groups = sizes[0], sizes[1]
+    x_means = float_array(floats, ints, F_X_MEANS)
+    for g in range(n_groups):
+        out[g] = math.exp(x[p + g])
+    shift = 0.0
+    for j in range(p):
+        out[n_groups + j] = x[j]
+        shift += x_means[j] * x[j]
+    if sizes[3] >= 0:  # the intercept of the uncentred design
+        out[n_groups + sizes[3]] -= shift
+    b = level_effects(x, p, n_groups, int_array(ints, I_SAMPLED), int_array(ints, I_LEVELS),
+                       float_array(floats, ints, F_ESTIMATE), float_array(floats, ints, F_INFORMATION))
+    for i in range(len(b)):
+        out[n_groups + p + i] = b[i]
+
+
+# Part 3, finite-population variance of the dominant factor: its realised effects drawn from their
+# exact conditional given a posterior draw, by rejection sampling (see ``binary_effects``).
+
+WINDOW = 40.0  # effects are drawn where their log density is within 40 of its peak (the rest has mass < e^-38)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _draw_from_envelope(s, peak, u, h, slope, first, last, inv_var, eta, config, trials, start, stop, mass):
+    """One draw from exp(h_s) on [u[first], u[last]], h given on the grid relative to its ``peak``.
+
+    The envelope is the tangent lines at the grid points (above h, which is concave), each
+    interval split where its two tangents cross; the chord between grid points lies below h
+    and accepts most proposals without evaluating h itself.
+    """
+    intervals = last - first
+    while True:
+        target = np.random.random() * mass[intervals - 1]
+        k = np.searchsorted(mass[:intervals], target)
+        q = first + k
+        cross = _tangent_crossing(u, h, slope, q)
+        within = target - (mass[k - 1] if k > 0 else 0.0)
+        if within < _piece_mass(h[q], slope[q], u[q], u[q], cross):
+            anchor, low, high = q, u[q], cross
+        else:
+            anchor, low, high = q + 1, cross, u[q + 1]
+        b = slope[anchor]
+        width = high - low
+        v = np.random.random()
+        x = low + v * width if abs(b * width) < 1e-12 else low + math.log1p(v * math.expm1(b * width)) / b
+        envelope = h[anchor] + b * (x - u[anchor])
+        chord = h[q] + (h[q + 1] - h[q]) * (x - u[q]) / (u[q + 1] - u[q])
+        accept = math.log(np.random.random())
+        if accept <= chord - envelope:
+            return x
+        exact = s * x - 0.5 * x * x * inv_var - peak
+        for j in range(start, stop):
+            sp, _ = softplus_and_sigmoid(eta[config[j]] + x)
+            exact -= trials[j] * sp
+        if accept <= exact - envelope:
+            return x
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _tangent_crossing(u, h, slope, q):
+    """Where the tangents at u[q] and u[q + 1] cross (inside the interval; its middle if they are parallel)."""
+    difference = slope[q] - slope[q + 1]
+    if difference <= 1e-300:
+        return 0.5 * (u[q] + u[q + 1])
+    cross = (h[q + 1] - h[q] + slope[q] * u[q] - slope[q + 1] * u[q + 1]) / difference
+    return min(max(cross, u[q]), u[q + 1])
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _piece_mass(a, b, anchor, low, high):
+    """∫ exp(a + b (x − anchor)) dx over [low, high]."""
+    width = high - low
+    start = math.exp(a + b * (low - anchor))
+    if abs(b * width) < 1e-12:
+        return start * width
+    return start * math.expm1(b * width) / b
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def dominant_effect_variance(eta, log_sigma, profile_start, profile_config, profile_trials, pair_start, pair_successes,
+                             pair_count, seed):
+    """Realised variance (n − 1 denominator) of the dominant factor's effects, one per draw.
+
+    ``eta`` holds the configurations' linear predictors of every draw (draws × configurations),
+    ``log_sigma`` the factor's log SD of every draw. Seeded once, so a call is reproducible.
+    """
+    np.random.seed(seed)
+    n_draws = eta.shape[0]
+    out = np.empty(n_draws)
+    levels = 0.0
+    for k in range(len(pair_count)):
+        levels += pair_count[k]
+    for d in range(n_draws):
+        sigma = math.exp(log_sigma[d])
+        inv_var = 1.0 / (sigma * sigma)
+        row = eta[d]
+        total = 0.0
+        squares = 0.0
+        for p in range(len(profile_start) - 1):
+            start, stop = profile_start[p], profile_start[p + 1]
+            left, step, n = profile_grid(p, log_sigma[d], row, profile_start, profile_config, profile_trials,
+                                         pair_start, pair_successes)
+            if n > MAX_GRID:  # not a point of positive posterior density: no draw to make
+                total = np.nan
+                break
+            u = np.empty(n)
+            penalty = np.empty(n)   # A(u) + u²/(2σ²)
+            fitted = np.empty(n)    # Σ n_j μ(η_j + u) + u/σ²
+            for q in range(n):
+                uq = left + q * step
+                u[q] = uq
+                a = 0.5 * uq * uq * inv_var
+                f = uq * inv_var
+                for j in range(start, stop):
+                    sp, mu = softplus_and_sigmoid(row[profile_config[j]] + uq)
+                    a += profile_trials[j] * sp
+                    f += profile_trials[j] * mu
+                penalty[q] = a
+                fitted[q] = f
+            h = np.empty(n)
+            slope = np.empty(n)
+            mass = np.empty(n)
+            for k in range(pair_start[p], pair_start[p + 1]):
+                s = pair_successes[k]
+                peak = -np.inf
+                for q in range(n):
+                    h[q] = s * u[q] - penalty[q]
+                    slope[q] = s - fitted[q]
+                    peak = max(peak, h[q])
+                first, last = 0, n - 1
+                while h[first] < peak - WINDOW:
+                    first += 1
+                while h[last] < peak - WINDOW:
+                    last -= 1
+                if last == first:  # the peak alone: widen by one point so there is an interval
+                    first, last = max(first - 1, 0), min(last + 1, n - 1)
+                for q in range(first, last + 1):
+                    h[q] -= peak
+                cumulative = 0.0
+                for q in range(first, last):
+                    cross = _tangent_crossing(u, h, slope, q)
+                    cumulative += _piece_mass(h[q], slope[q], u[q], u[q], cross)
+                    cumulative += _piece_mass(h[q + 1], slope[q + 1], u[q + 1], cross, u[q + 1])
+                    mass[q - first] = cumulative
+                for _ in range(int(pair_count[k])):
+                    x = _draw_from_envelope(s, peak, u, h, slope, first, last, inv_var, row, profile_config,
+                                            profile_trials, start, stop, mass)
+                    total += x
+                    squares += x * x
+        out[d] = (squares - total * total / levels) / (levels - 1.0)
+    return out

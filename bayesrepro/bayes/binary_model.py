@@ -1,0 +1,138 @@
+"""The binary fast path's posterior as a compiled log density (logit link, Bambi's default priors).
+
+Sampled, as one unconstrained vector x:
+  1. the fixed coefficients of the centred design (Bambi's parameterisation), Normal priors;
+  2. log σ_g of every grouping factor, formula order: HalfNormal priors on σ_g, plus the
+     Jacobian log σ_g of the log transform;
+  3. the level effects b_l of every factor but the dominant one, through z_l with
+         b_l = m_l(σ) + t_l(σ) z_l,   t_l(σ) = (1/σ² + I_l)^(-1/2),   m_l(σ) = t_l(σ)² I_l β_l,
+     the mean and SD of b_l given σ when the data's information about b_l is I_l and their
+     estimate of it β_l (both taken once, at the posterior mode): z_l is then close to
+     N(0, 1) whatever σ is. As σ → 0 this is the non-centred b = σ z, as σ grows the centred
+     b = β + z / √I, so NUTS meets no funnel on facets of a few levels, whose σ ranges over
+     both regimes. The coordinates change, the posterior does not: the density of z
+     carries the Jacobian Π t_l(σ).
+The dominant factor's effects are integrated out exactly (``binary_density``).
+
+Recorded per draw: every σ_g (named as in Bambi's model, ``1|g_sigma``), the fixed
+coefficients of the uncentred design (``fixed``) and the sampled factors' level effects (``1|g``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .binary_density import binary_expand, binary_logp, conditional, level_effects
+from .binary_layout import BinaryLayout
+from .binary_priors import BinaryPriors
+from .compiled_sampler import CompiledDensity, Variable, pack
+INFORMATION_STEP = 1e-4  # central differences of the gradient for the data's information about each level
+
+
+@dataclass(frozen=True)
+class BinaryModel:
+    density: CompiledDensity
+    layout: BinaryLayout
+    priors: BinaryPriors
+    group_names: tuple[str, ...]
+    estimate: np.ndarray      # β_l: the data's estimate of every sampled level effect
+    information: np.ndarray   # I_l: the data's information about it
+
+    @property
+    def dominant(self) -> str:
+        return self.group_names[self.layout.dominant]
+
+
+def sd_name(group: str) -> str:
+    """Posterior variable of a factor's SD, named as in Bambi's model."""
+    return f"1|{group}_sigma"
+
+
+def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: BinaryPriors, group_names, levels) -> BinaryModel:
+    """The compiled posterior of a Bernoulli/binomial logit model of the cells described by ``layout``.
+
+    ``X_fixed`` holds the fixed-design row of every fixed cell, ``levels`` the level labels
+    of every grouping factor (formula order). The coordinates are chosen from a pilot: the
+    posterior mode in non-centred coordinates (I = 0 makes b = σ z), where the data's
+    estimate and information about every level are read off the gradient.
+    """
+    group_names = tuple(group_names)
+    p, n_groups = len(priors.fixed_names), len(group_names)
+    n_levels = sum(len(levels[g]) for g in layout.sampled)
+    pilot = _density(layout, X_fixed, priors, group_names, levels, np.zeros(n_levels), np.zeros(n_levels), None)
+    mode = _posterior_mode(pilot)
+    effects = level_effects(mode, p, n_groups, np.array(layout.sampled, dtype=np.int64),
+                             np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
+                             np.zeros(n_levels), np.zeros(n_levels))
+    estimate, information = _data_estimates(pilot, mode, effects, p, n_groups, layout.sampled)
+    start = mode.copy()
+    offset = p + n_groups
+    for k, g in enumerate(layout.sampled):
+        count = len(levels[g])
+        level = slice(offset - p - n_groups, offset - p - n_groups + count)
+        sd, mean = conditional(mode[p + g], information[level], estimate[level])
+        start[offset : offset + count] = (effects[level] - mean) / sd
+        offset += count
+    density = _density(layout, X_fixed, priors, group_names, levels, estimate, information, start)
+    return BinaryModel(density, layout, priors, group_names, estimate, information)
+
+
+def _density(layout, X_fixed, priors, group_names, levels, estimate, information, start) -> CompiledDensity:
+    p, n_groups = len(priors.fixed_names), len(group_names)
+    X = np.asarray(X_fixed, dtype=float) - priors.x_means
+    floats, ints = pack(
+        [priors.fixed_mu, priors.fixed_sigma, X, layout.config_successes,
+         np.array([priors.group_sigma[name] for name in group_names]), estimate, information, layout.profile_trials,
+         layout.pair_successes, layout.pair_count, priors.x_means],
+        [np.array([p, n_groups, layout.dominant, -1 if priors.intercept_index is None else priors.intercept_index]),
+         layout.config_fixed, layout.config_codes, np.array(layout.sampled, dtype=np.int64),
+         np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
+         layout.profile_start, layout.profile_config, layout.pair_start],
+    )
+    variables = [Variable(sd_name(name)) for name in group_names] + [Variable("fixed", ("fixed_effect",))]
+    coords = {"fixed_effect": list(priors.fixed_names)}
+    for g in layout.sampled:
+        dim = f"{group_names[g]}__level"
+        variables.append(Variable(f"1|{group_names[g]}", (dim,)))
+        coords[dim] = [str(level) for level in levels[g]]
+    n_dim = p + n_groups + len(estimate)
+    return CompiledDensity(binary_logp, binary_expand, floats, ints, n_dim, tuple(variables), coords, start)
+
+
+def _posterior_mode(density: CompiledDensity) -> np.ndarray:
+    """The posterior mode in the density's coordinates (a start and a reference point, not an estimate)."""
+    from scipy.optimize import minimize
+
+    def negative(x):
+        value, gradient = density.value_and_gradient(x)
+        return -value, -gradient
+
+    result = minimize(negative, np.zeros(density.n_dim), jac=True, method="L-BFGS-B",
+                      options={"maxiter": 2000, "gtol": 1e-6})
+    return result.x
+
+
+def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled) -> tuple[np.ndarray, np.ndarray]:
+    """β_l and I_l of every sampled level: one Newton step of the likelihood alone from the mode's effects.
+
+    At σ = 1 the pilot's coordinates are the effects themselves (b = z) and the prior's
+    curvature is 1, so the likelihood's gradient and curvature in b_l follow from the
+    density's gradient by central differences; the likelihood does not depend on σ.
+    """
+    point = mode.copy()
+    point[[p + g for g in sampled]] = 0.0
+    first = p + n_groups
+    point[first:] = effects
+    gradient = pilot.value_and_gradient(point)[1][first:] + effects  # the likelihood's, without the prior's −b
+    information = np.empty(len(effects))
+    for i in range(len(effects)):
+        step = np.zeros_like(point)
+        step[first + i] = INFORMATION_STEP
+        change = pilot.value_and_gradient(point + step)[1][first + i] - pilot.value_and_gradient(point - step)[1][first + i]
+        information[i] = max(-change / (2.0 * INFORMATION_STEP) - 1.0, 0.0)
+    estimate = np.where(information > 0, effects + gradient / np.where(information > 0, information, 1.0), 0.0)
+    return estimate, information
+
+

@@ -1,0 +1,75 @@
+"""fit_bayes on 0/1 scores: the binary fast path by default, labelled latent-scale results, and the
+same posterior as Bambi's own model of the formula.
+
+Equivalence criterion as for the Gaussian fast path (test_bayes_equivalence): for every SD and
+for φ, the 5 %, 50 % and 95 % quantiles of the two runs differ by at most 4 × the combined
+Monte-Carlo standard error.
+"""
+
+import numpy as np
+import pytest
+
+from bayesrepro.bayes import fit_bayes
+from bayesrepro.bayes.diagnostics import quantile_agreement
+from bayesrepro.simulate import binary_grid
+
+SEEDS_FORMULA = "correct ~ system + (1|item) + (1|seed)"
+GRID_FORMULA = "correct ~ system + (1|item) + (1|system:seed) + (1|prompt)"
+
+
+def seeds_data(items=50, seeds=4, random_state=1):
+    """Two systems, ``seeds`` seeds each (labelled apart), one prompt."""
+    data = binary_grid(items=items, systems={"A": 0.0, "B": 0.4}, seeds=seeds, prompts=1, seed_sd=0.4,
+                       random_state=random_state)
+    data["seed"] = data["system"].astype(str) + data["seed"].astype(str)
+    return data
+
+
+@pytest.fixture(scope="module")
+def fit():
+    return fit_bayes(SEEDS_FORMULA, seeds_data(), seed=3, draws=500, tune=500)
+
+
+def test_zero_one_scores_take_the_binary_fast_path_by_default(fit):
+    assert (fit.backend, fit.family, fit.scale) == ("fast", "bernoulli", "latent")
+    post = fit.idata.posterior
+    np.testing.assert_allclose(post["variance"].sel(component="Residual"), np.pi**2 / 3)
+    variance = post["variance"]
+    np.testing.assert_allclose(post["phi"], variance.sel(component="item") / variance.sum("component"))
+    np.testing.assert_allclose(variance.sel(component="seed"), post["1|seed_sigma"] ** 2)
+    assert post["1|seed"].shape[-1] == 8 and post["fixed"].shape[-1] == 2
+    assert fit.diagnostics.converged, fit.diagnostics.line()
+    assert list(fit.diagnostics.table.index) == ["1|item_sigma", "1|seed_sigma", "phi"]
+    as_json = fit.to_dict()
+    assert as_json["scale"] == "latent" and as_json["family"] == "bernoulli"
+    assert "latent scale" in str(fit) and any("pi^2/3" in note for note in fit.notes)
+    assert list(fit.prior_table["prior"]) == [
+        "Normal(mu=0, sigma=1.5)", "Normal(mu=0, sigma=1)", "HalfNormal(sigma=2.55)", "HalfNormal(sigma=2.55)"]
+
+
+def test_same_seed_gives_the_same_draws(fit):
+    again = fit_bayes(SEEDS_FORMULA, seeds_data(), seed=3, draws=500, tune=500)
+    np.testing.assert_array_equal(again.idata.posterior["phi"], fit.idata.posterior["phi"])
+
+
+def _agree(formula, data, draws, bambi_noncentered=True):
+    common = dict(draws=draws, tune=draws, chains=4, allow_unconverged=True, effects=False)
+    fast = fit_bayes(formula, data, backend="fast", seed=6, **common)
+    bambi = fit_bayes(formula, data, backend="bambi", seed=5, bambi_noncentered=bambi_noncentered, **common)
+    assert fast.diagnostics.converged, fast.diagnostics.line()
+    assert bambi.diagnostics.r_hat_max <= 1.01 and bambi.diagnostics.ess_bulk_min >= 400, bambi.diagnostics.line()
+    table = quantile_agreement(bambi.idata, fast.idata, list(fast.diagnostics.table.index), k=4.0)
+    assert table["agree"].all(), table.to_string()
+    return table
+
+
+def test_fast_path_matches_bambi_on_a_small_binary_grid():
+    _agree(SEEDS_FORMULA, seeds_data(), draws=500)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("random_state", [2, 3])
+def test_fast_path_matches_bambi_with_nested_seeds_and_prompts(random_state):
+    data = binary_grid(items=40, systems={"A": 0.0, "B": 0.4}, seeds=4, prompts=4, seed_sd=0.4, prompt_sd=0.4,
+                       random_state=random_state)
+    _agree(GRID_FORMULA, data, draws=1000, bambi_noncentered=False)  # 32 rows per item: centred mixes
