@@ -49,6 +49,7 @@ class Dialect:
     text_type: str
     nonfinite: Callable[[str], str]
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
+    grouping_sets: Callable[[str, str], str]   # GROUP BY clause of the sets, given the keys and the sets
 
 
 def quote_double(name: str) -> str:
@@ -60,9 +61,12 @@ def quote_backtick(name: str) -> str:
 
 
 DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})",
-                 lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')")
+                 lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
+                 lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+# Spark orders grouping_id()'s bits by the grouping columns, which must then be listed in the key order
 SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
-                lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')")
+                lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
+                lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
 
 
 class GroupedSource:
@@ -245,7 +249,7 @@ class GroupedSource:
         shifted = f"(y - ({plan.shift!r}))"
         if keys:
             sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in queried)
-            select, group = f"GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, ", f"GROUP BY GROUPING SETS ({sets})"
+            select, group = f"GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, ", d.grouping_sets(', '.join(keys), sets)
         else:
             select, group = "", ""
         result = self.run(f"SELECT {select}COUNT(*) AS n, SUM(y) AS total, SUM({shifted} * {shifted}) AS squares "
