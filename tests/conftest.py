@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from bayesrepro.datasets import load_dataset
@@ -19,3 +20,22 @@ def harness_grid(tmp_path_factory):
     from bayesrepro.harness.simulate import simulate_grid
 
     return simulate_grid(tmp_path_factory.mktemp("harness_grid"), seeds=(1, 2, 3), items=60, tasks=2)
+
+
+ANNOTATION = (
+    "score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:rater) + (1|sentence:occasion) + (1|rater:occasion)"
+)
+
+
+def gaussian_cases():
+    """Gaussian random-intercept models of the papers' data for checks of the fast path's density:
+    a six-component G-study, one factor, and an unbalanced design (items with 1–9 rows)."""
+    annotation = load_dataset("kreutzer_annotation")
+    ter = load_dataset("kreutzer_ter")
+    ter = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]
+    unbalanced = ter.iloc[np.random.default_rng(3).permutation(len(ter))[:300]]
+    return [
+        (ANNOTATION, annotation[annotation["mode"] == "Marking"]),
+        ("ter ~ system + (1|sentence_id)", ter),
+        ("ter ~ system + src_length + (1|sentence_id) + (1|replication)", unbalanced),
+    ]

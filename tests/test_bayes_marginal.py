@@ -9,22 +9,8 @@ from bayesrepro.bayes.marginal import marginal_loglik_np, marginal_loglik_pt, ma
 from bayesrepro.bayes.priors import default_priors
 from bayesrepro.datasets import load_dataset
 from bayesrepro.design import build_model_frame
+from conftest import gaussian_cases
 
-ANNOTATION = (
-    "score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:rater) + (1|sentence:occasion) + (1|rater:occasion)"
-)
-
-
-def _cases():
-    annotation = load_dataset("kreutzer_annotation")
-    ter = load_dataset("kreutzer_ter")
-    ter = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]
-    unbalanced = ter.iloc[np.random.default_rng(3).permutation(len(ter))[:300]]
-    return [
-        (ANNOTATION, annotation[annotation["mode"] == "Marking"]),
-        ("ter ~ system + (1|sentence_id)", ter),
-        ("ter ~ system + src_length + (1|sentence_id) + (1|replication)", unbalanced),
-    ]
 
 
 def _dense(frame, priors, sd):
@@ -38,7 +24,7 @@ def _dense(frame, priors, sd):
 
 @pytest.mark.parametrize("case", range(3))
 def test_marginal_loglik_equals_dense_gaussian_density(case):
-    formula, data = _cases()[case]
+    formula, data = gaussian_cases()[case]
     frame = build_model_frame(formula, data)
     priors = default_priors(frame)
     stats = marginal_stats(frame, priors)
@@ -58,7 +44,7 @@ def test_marginal_loglik_equals_dense_gaussian_density(case):
 
 
 def test_effect_draws_follow_the_exact_gaussian_conditional():
-    formula, data = _cases()[0]
+    formula, data = gaussian_cases()[0]
     frame = build_model_frame(formula, data)
     priors = default_priors(frame)
     stats = marginal_stats(frame, priors)

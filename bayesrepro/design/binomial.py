@@ -111,7 +111,7 @@ class BinomialCells:
         table summarises (default: the trials, right for 0/1 scores);
         ``log_coefficient`` is Σ log C(n, y) over those observations (0 for 0/1 scores).
         """
-        from .frame import GroupingFactor, _aliasing, _fixed_design, _grouping_factor, _independent_columns
+        from .frame import GroupingFactor, _grouping_factor, fixed_design
 
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
         stateful = [term for term in spec.fixed_terms if STATEFUL.search(term)]
@@ -124,15 +124,9 @@ class BinomialCells:
         require_columns(table, [successes, trials, *spec.fixed_variables, *grouping], "aggregate column")
         counts = _checked_counts(table, successes, trials)
         fixed_codes, cells = fixed_cells(table, spec.fixed_variables)
-        design_data = cells.drop(columns=COUNT).assign(**{spec.response: 0.0})
-        design = _fixed_design(spec, design_data)
-        if design is None:
-            raise BayesreproError(f"formula {spec.formula!r} has no fixed part; write '1 +' before the (1|g) terms")
-        X_cells = np.asarray(design.design_matrix, dtype=float)
-        kept = _independent_columns(X_cells)
-        names, _, _ = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)
+        fixed = fixed_design(spec, cells.drop(columns=COUNT))
         groups: list[GroupingFactor] = [_grouping_factor(table, columns) for columns in spec.group_factors]
-        return _collapse(spec.formula, counts[0], counts[1], fixed_codes, X_cells[:, kept], names, groups,
+        return _collapse(spec.formula, counts[0], counts[1], fixed_codes, fixed.X, fixed.names, groups,
                          int(n_rows) if n_rows is not None else int(counts[1].sum()), log_coefficient)
 
 

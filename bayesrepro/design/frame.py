@@ -207,17 +207,9 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
         raise BayesreproError(
             f"score column '{spec.response}' is constant ({y[0]:g} in every row); there is no variance to analyse"
         )
-    design = _fixed_design(spec, frame)
-    if design is None:
-        raise BayesreproError(
-            f"formula {spec.formula!r} has no fixed part (no intercept and no fixed term); "
-            "write '1 +' before the (1|g) terms for an intercept"
-        )
-    X = np.asarray(design.design_matrix, dtype=float)
-    kept = _independent_columns(X)
-    names, term_columns, rank_note = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)
-    X = X[:, kept]
-    notes += [rank_note] if rank_note else []
+    fixed = fixed_design(spec, frame)
+    design, X, kept, names, term_columns = fixed.design, fixed.X, fixed.kept, fixed.names, fixed.term_columns
+    notes += [fixed.note] if fixed.note else []
     groups = [_grouping_factor(frame, columns) for columns in spec.group_factors]
     cell_codes, cells = fixed_cells(frame, spec.fixed_variables)
     X_cells = X[np.unique(cell_codes, return_index=True)[1]]
@@ -229,6 +221,32 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
         require_levels(model)
     model.notes.extend(confounded_pairs(groups, model.sums()))
     return model
+
+
+@dataclass(frozen=True)
+class FixedDesign:
+    """The fixed-effects design of a formula on a table: formulae's design and its columns kept."""
+
+    design: object              # formulae's design, to evaluate new rows
+    X: np.ndarray               # the kept columns, one row per row of the table
+    kept: list[int]             # columns of formulae's design kept (aliased ones dropped, as lme4 does)
+    names: list[str]
+    term_columns: dict[str, slice]
+    note: str                   # which columns were dropped, if any
+
+
+def fixed_design(spec: FormulaSpec, table: pd.DataFrame) -> FixedDesign:
+    """The fixed design of ``spec`` on ``table`` (rows, or distinct cells), aliased columns dropped."""
+    design = _fixed_design(spec, table.assign(**{spec.response: 0.0}) if spec.response not in table else table)
+    if design is None:
+        raise BayesreproError(
+            f"formula {spec.formula!r} has no fixed part (no intercept and no fixed term); "
+            "write '1 +' before the (1|g) terms for an intercept"
+        )
+    X = np.asarray(design.design_matrix, dtype=float)
+    kept = _independent_columns(X)
+    names, term_columns, note = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)
+    return FixedDesign(design, X[:, kept], kept, names, term_columns, note)
 
 
 def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):

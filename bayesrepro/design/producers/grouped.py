@@ -29,7 +29,7 @@ from ...readers import NUMBER
 from ..cells import COUNT
 from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
-from ..frame import GroupingFactor, ModelFrame, _aliasing, _fixed_design, _independent_columns
+from ..frame import GroupingFactor, ModelFrame, fixed_design
 from ..sums import GroupedSums, LevelCellSums, PairCounts
 
 # Transforms whose result depends on the whole column (formulae's stateful
@@ -308,18 +308,9 @@ class GroupedSource:
 
     def _frame(self, spec, cells, sums, groups, notes) -> ModelFrame:
         notes = notes + confounded_pairs(groups, sums)
-        design_data = cells.drop(columns=COUNT).assign(**{spec.response: 0.0})
-        design = _fixed_design(spec, design_data)
-        if design is None:
-            raise BayesreproError(
-                f"formula {spec.formula!r} has no fixed part (no intercept and no fixed term); "
-                "write '1 +' before the (1|g) terms for an intercept"
-            )
-        X_cells = np.asarray(design.design_matrix, dtype=float)
-        kept = _independent_columns(X_cells)
-        names, term_columns, rank_note = _aliasing(list(design.as_dataframe().columns), dict(design.slices), kept)
-        frame = ModelFrame(spec, None, None, names, term_columns, groups, None, design, kept,
-                           notes + ([rank_note] if rank_note else []), cells, None, X_cells[:, kept],
+        fixed = fixed_design(spec, cells.drop(columns=COUNT))
+        frame = ModelFrame(spec, None, None, fixed.names, fixed.term_columns, groups, None, fixed.design, fixed.kept,
+                           notes + ([fixed.note] if fixed.note else []), cells, None, fixed.X,
                            n_rows=sums.n_obs, source=self)
         frame._computed["sums"] = sums
         require_estimable(frame)
