@@ -13,7 +13,8 @@ nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta_parameter_importance", "quick_start"]
-ALL_NOTEBOOKS = NOTEBOOKS + ["instruments"]
+OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark", "harness_logs"]
+ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS
 
 
 def _executed(name: str):
@@ -36,8 +37,9 @@ def test_notebook_executes_and_shows_both_engines(name):
 
 
 @pytest.mark.slow
-def test_instruments_notebook_executes():
-    notebook = _executed("instruments")
+@pytest.mark.parametrize("name", OTHER_NOTEBOOKS)
+def test_notebook_executes_without_an_error(name):
+    notebook = _executed(name)
     errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors

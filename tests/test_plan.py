@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import resource
+
 import pytest
 import scipy.sparse as sp
 
@@ -309,6 +311,29 @@ def test_phi_allocation_uses_the_d_study():
     assert result.value == pytest.approx(d_study(variances, "item", {"seed": result.counts["seed"],
                                                                       "prompt": result.counts["prompt"]})["phi"])
     assert result.value >= 0.9 and result.counts["seed"] == 1   # prompts are the cheap way to reach it
+
+
+def test_greedy_allocation_over_many_facets_never_lists_their_combinations():
+    """Six priced facets of up to 50 levels: 3e8 combinations, searched greedily in bounded memory."""
+    facets = [f"f{k}" for k in range(6)]
+    variances = {"item": 0.1, **{f: 0.004 for f in facets}, "Residual": 0.02}
+    structure = build_structure(None, (), [(n, (n,)) for n in ["item", *facets]], {})
+    costs = parse_costs(",".join(f"{f}=1" for f in facets), structure)
+    budget_bytes = 1_500_000_000
+    previous = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (budget_bytes + _address_space(), previous[1]))
+    try:
+        result = allocate(structure, {"item": 500, **dict.fromkeys(facets, 1)}, costs,
+                          phi_criterion(variances, "item", structure), target=0.9, frontier=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, previous)
+    assert "greedy" in result.search and result.value >= 0.9
+
+
+def _address_space() -> int:
+    """The address space this process already maps, in bytes (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * resource.getpagesize()
 
 
 def test_cost_parsing_names_the_faulty_part():

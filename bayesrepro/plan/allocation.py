@@ -158,8 +158,8 @@ def allocate(structure: DesignStructure, defaults: Mapping[str, int], costs: Cos
     bounds = _bounds(allocated, base, maximum or {})
     widest = max(allocated, key=lambda f: (bounds[f][1], base[f]))
     others = [f for f in allocated if f != widest]
-    space = math.prod(bounds[f][1] - bounds[f][0] + 1 for f in others)
     search = _Search(structure, base, costs, criterion, widest, others, bounds)
+    space = search.space
     if space <= EXHAUSTIVE_LIMIT:
         method = (f"exhaustive over {space} combination(s) of {', '.join(others) or 'no other facet'}, "
                   f"bisection on {widest} (exact: criterion and cost grow with every count)")
@@ -194,8 +194,12 @@ class _Search:
     def __init__(self, structure, base, costs, criterion, widest, others, bounds):
         self.structure, self.base, self.costs, self.criterion = structure, base, costs, criterion
         self.widest, self.others, self.bounds = widest, others, bounds
-        self.combinations = [dict(zip(others, values)) for values in
-                             itertools.product(*(range(bounds[f][0], bounds[f][1] + 1) for f in others))]
+        self.space = math.prod(bounds[f][1] - bounds[f][0] + 1 for f in others)
+
+    def combinations(self):
+        """Every combination of the other facets' counts, generated one at a time (the space can be huge)."""
+        ranges = (range(self.bounds[f][0], self.bounds[f][1] + 1) for f in self.others)
+        return (dict(zip(self.others, values)) for values in itertools.product(*ranges))
 
     def design(self, combination, n) -> dict:
         return {**self.base, **combination, self.widest: int(n)}
@@ -205,7 +209,7 @@ class _Search:
 
     def exhaustive(self, target, budget):
         best = None
-        for combination in self.combinations:
+        for combination in self.combinations():
             found = self._complete(combination, target, budget)
             if found is not None and (best is None or _better(found, best, target is not None)):
                 best = found
@@ -276,7 +280,7 @@ class _Search:
         top = 2.0 * scale if scale else 100.0 * max(lowest, 1.0)
         points = []
         for budget in np.geomspace(max(lowest, 1e-9), max(top, lowest * 1.01), FRONTIER_BUDGETS):
-            found = self.exhaustive(None, budget) if len(self.combinations) <= FRONTIER_EXHAUSTIVE_LIMIT else self.greedy(None, budget)
+            found = self.exhaustive(None, budget) if self.space <= FRONTIER_EXHAUSTIVE_LIMIT else self.greedy(None, budget)
             if found is not None and (not points or found[1] > points[-1]["value"]):
                 points.append({"cost": found[0], "value": found[1], "counts": {k: v for k, v in found[2].items() if k != REPLICATE}})
         return points
