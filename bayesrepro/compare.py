@@ -28,6 +28,8 @@ from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
+from .compare_binary import binary_comparison, glmm_bootstrap
+from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
 
@@ -55,7 +57,7 @@ class SideBySide:
     means: pd.DataFrame | None         # estimated means (or slopes) per cell, both engines
     tests: list[dict]
     flags: list[str]
-    reml: LmmFit
+    reml: LmmFit                       # the frequentist fit: REML, or ML (Laplace) of a binary GLMM (GlmmFit)
     bayes: object                      # bayes.BayesFit
     bootstrap: pd.DataFrame            # one row of variances per bootstrap replicate
     bootstrap_unconverged: int
@@ -63,6 +65,13 @@ class SideBySide:
     by: str | None = None
     seed: int | None = None
     notes: list[str] = field(default_factory=list)
+    method: str = "REML"               # of the frequentist fit, as printed: "REML" or "ML (Laplace)"
+
+    @property
+    def variances(self) -> dict[str, float]:
+        """The frequentist estimate of every component, residual included (latent scale for 0/1 scores)."""
+        rows = self.estimates[self.estimates["quantity"] == "variance"]
+        return dict(zip(rows["component"], rows["reml"]))
 
     @property
     def phi(self) -> pd.Series | None:
@@ -81,7 +90,7 @@ class SideBySide:
             "means": None if self.means is None else self.means.to_dict(orient="records"),
             "tests": self.tests,
             "flags": self.flags,
-            "frequentist": {"method": "REML", "bootstrap_replicates": len(self.bootstrap),
+            "frequentist": {"method": self.method, "bootstrap_replicates": len(self.bootstrap),
                             "bootstrap_unconverged": self.bootstrap_unconverged, "boundary": self.reml.boundary,
                             "converged": self.reml.converged},
             "bayesian": {"backend": self.bayes.backend, "family": self.bayes.family,
@@ -99,7 +108,7 @@ class SideBySide:
         """What did not converge, one phrase each; empty when both engines converged."""
         problems = []
         if not self.reml.converged:
-            problems.append(f"the REML fit did not converge ({self.reml.message})")
+            problems.append(f"the {self.method} fit did not converge ({self.reml.message})")
         if not self.bayes.diagnostics.converged:
             problems.append(f"the sampler did not converge ({self.bayes.diagnostics.line()})")
         return problems
@@ -109,7 +118,7 @@ class SideBySide:
         d = self.bayes.diagnostics
         lines = [
             f"Frequentist and Bayesian answers for {self.formula} ({self.n_obs} observations)",
-            f"  frequentist: REML, {level} parametric-bootstrap intervals ({len(self.bootstrap)} replicates)",
+            f"  frequentist: {self.method}, {level} parametric-bootstrap intervals ({len(self.bootstrap)} replicates)",
             f"  Bayesian: posterior median and {level} interval ({self.bayes.backend} backend, "
             f"{d.chains} chains x {d.draws} draws; {'converged' if d.converged else 'NOT converged'})",
             "",
@@ -118,12 +127,14 @@ class SideBySide:
                                 ("phi", f"Reliability phi (object of measurement: {self.object})")):
             rows = self.estimates[self.estimates["quantity"] == quantity]
             if len(rows):
-                lines += [title, _indent(_estimate_display(rows, quantity)), ""]
+                lines += [title, _indent(_estimate_display(rows, quantity, self.method)), ""]
         for test in self.tests:
             lines.append(f"GLRT {test['h1']}  vs  {test['h0']}: chi2 = {test['chi2']:.2f}, df = {test['df']}, "
                          f"p = {test['p']:.3g} ({test['reference']})")
             if test.get("method", "chi2") != "chi2":
                 lines.append(f"  asymptotic p = {test['p_asymptotic']:.3g} ({test['asymptotic_reference']})")
+            if test.get("reason") not in (None, "", "requested"):
+                lines.append(f"  reference chosen because {test['reason']}")
             if "loo_elpd_diff" in test:
                 lines.append(f"LOO (leave one item out): elpd(H1) - elpd(H0) = {test['loo_elpd_diff']:.2f} "
                              f"(SE {test['loo_se']:.2f})")
@@ -141,7 +152,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
             h0: str | None = None, reliability: bool = True, where: str | None = None,
             n_boot: int = DEFAULT_BOOTSTRAP, prob: float = 0.95, prior: str | None = None,
             drop_missing: bool = False, loo: bool = True, bayes_options: dict | None = None,
-            sampling: SamplingSettings | None = None, family: str = "auto", **settings) -> SideBySide:
+            sampling: SamplingSettings | None = None, family: str = "auto", link: str | None = None,
+            **settings) -> SideBySide:
     """Fit ``formula`` with both engines and set their answers side by side.
 
     ``formula`` is a formula (then ``data`` is read and filtered by ``where``)
@@ -155,12 +167,14 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     without the interaction when ``by`` is given). ``n_boot`` parametric
     bootstrap replicates; ``sampling`` (a ``SamplingSettings``) and keyword
     settings (``draws``, ``chains``, ``seed``, ...) for NUTS; the seed (default 0)
-    makes both engines reproducible. Both engines fit the Gaussian model to the same rows
+    makes both engines reproducible. Both engines fit the same model to the same rows
     (``drop_missing`` drops rows with a missing value in a formula column).
     With ``loo`` the GLRT's null model is also fitted by NUTS and the
     leave-one-item-out elpd difference (H1 − H0) is reported next to the GLRT.
-    0/1 scores are compared only as Gaussian (``family="gaussian"``, a linear
-    probability model); their GLMMs are in ``vca``, ``glrt`` and ``baselines``.
+    ``family`` (and ``link``) as ``design.resolve_family``: 0/1 scores are
+    compared as a binary GLMM, ML (Laplace) next to the posterior, on the
+    latent scale (``compare_binary``); ``family="gaussian"`` fits them as a
+    linear probability model instead.
     """
     from .bayes import fit_bayes
 
@@ -171,45 +185,59 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     if not frame.groups:
         raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
-    if resolve_family(frame, family).binary:
-        raise BayesreproError(
-            f"'{frame.response}' holds 0/1 scores, which the side-by-side comparison does not model yet: fit their "
-            "GLMM with vca, glrt or baselines, or pass family='gaussian' for a linear probability model"
-        )
-    reml = fit_model_frame(frame, "reml")
-    n_levels = {g.name: g.n_levels for g in frame.groups}
-    if reliability:
-        object = object or default_object(reml.variances, n_levels)
-        if object not in n_levels:
-            raise BayesreproError(
-                f"object of measurement '{object}' is not a grouping factor of {frame.formula!r}; "
-                f"choose one of: {', '.join(n_levels)}"
-            )
-    else:
-        object = None
+    resolved = resolve_family(frame, family, link)
     factor, by = _factor_and_by(frame, factor, by)
-
+    fit, variances, method = _frequentist_fit(frame, resolved)
+    object = _object_of_measurement(frame, variances, object) if reliability else None
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
-    boot, unconverged = parametric_bootstrap(reml, frame, int(n_boot), rng)
-    bayes = fit_bayes(frame, object=object or frame.groups[0].name, family="gaussian", prior=prior,
-                      sampling=settings, **(bayes_options or {}))
-    estimates = _estimates(reml, boot, bayes, object, prob)
+    if resolved.binary:
+        boot, unconverged = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng)
+    else:
+        boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng)
+    bayes = fit_bayes(frame, object=object or frame.groups[0].name, family=resolved.name,
+                      link=resolved.link if resolved.binary else None,
+                      prior=prior, sampling=settings, **(bayes_options or {}))
+    estimates = _estimates(variances, boot, bayes, object, prob)
 
-    tests, contrasts, means, notes = [], None, None, list(frame.notes)
+    tests, contrasts, means = [], None, None
+    notes = list(frame.notes) + ([resolved.note] if resolved.note else [])
     if factor:
-        comparison = _frequentist_comparison(frame, factor, by, h0)
+        comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
+                      else _frequentist_comparison(frame, factor, by, h0))
         test = comparison.test.to_dict()
-        if loo:
+        if loo and resolved.binary:
+            notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
+        elif loo:
             h0_fit = fit_bayes(comparison.null_frame, object=bayes.object, family="gaussian", prior=prior,
                                sampling=settings, **(bayes_options or {}))
             test |= _loo_difference(bayes, h0_fit, notes)
         tests.append(test)
         contrasts, means = _bayes_contrasts(comparison, frame, bayes, factor, by, prob)
-    flags = _flags(estimates, contrasts, reml, bayes, object, prob) + _test_flags(tests)
+    flags = _flags(estimates, contrasts, fit, method, bayes, object, prob) + _test_flags(tests)
     if unconverged:
         notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
-    return SideBySide(frame.formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, reml, bayes,
-                      boot, unconverged, factor, by, seed, notes)
+    return SideBySide(frame.formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, fit, bayes,
+                      boot, unconverged, factor, by, seed, notes, method)
+
+
+def _frequentist_fit(frame: ModelFrame, family) -> tuple:
+    """The fit, its components (residual included: the latent one for 0/1 scores) and its method as printed."""
+    if family.binary:
+        fit = fit_glmm_frame(frame, family)
+        return fit, fit.latent_variances, "ML (Laplace)"
+    fit = fit_model_frame(frame, "reml")
+    return fit, fit.variances, "REML"
+
+
+def _object_of_measurement(frame: ModelFrame, variances: dict[str, float], object: str | None) -> str:
+    n_levels = {g.name: g.n_levels for g in frame.groups}
+    object = object or default_object(variances, n_levels)
+    if object not in n_levels:
+        raise BayesreproError(
+            f"object of measurement '{object}' is not a grouping factor of {frame.formula!r}; "
+            f"choose one of: {', '.join(n_levels)}"
+        )
+    return object
 
 
 def check_bootstrap(n_boot) -> int:
@@ -241,17 +269,17 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
 
 
-def _estimates(reml: LmmFit, boot: pd.DataFrame, bayes, object: str | None, prob: float) -> pd.DataFrame:
+def _estimates(variances: dict[str, float], boot: pd.DataFrame, bayes, object: str | None, prob: float) -> pd.DataFrame:
     tails = [(1 - prob) / 2, (1 + prob) / 2]
     posterior = bayes.summary(prob)
     boot_percent = 100 * boot.div(boot.sum(axis=1), axis=0)
-    total = sum(reml.variances.values())
+    total = sum(variances.values())
     rows = []
-    for name, value in reml.variances.items():
+    for name, value in variances.items():
         lo, hi = np.quantile(boot[name], tails)
         post = posterior.loc[name]
         rows.append(("variance", name, value, lo, hi, post.variance, post.low, post.high))
-    for name, value in reml.variances.items():
+    for name, value in variances.items():
         lo, hi = np.quantile(boot_percent[name], tails)
         post = posterior.loc[name]
         rows.append(("percent", name, 100 * value / total, lo, hi, 100 * post.share, 100 * post.share_low,
@@ -259,7 +287,7 @@ def _estimates(reml: LmmFit, boot: pd.DataFrame, bayes, object: str | None, prob
     if object is not None:
         lo, hi = np.quantile(boot_percent[object] / 100, tails)
         phi = bayes.phi(prob)
-        rows.append(("phi", object, reml.variances[object] / total, lo, hi, phi["median"], phi["low"], phi["high"]))
+        rows.append(("phi", object, variances[object] / total, lo, hi, phi["median"], phi["low"], phi["high"]))
     return pd.DataFrame(rows, columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
 
 
@@ -358,15 +386,15 @@ def _merge(frequentist: pd.DataFrame, bayesian: pd.DataFrame, keys: list[str]) -
     return merged
 
 
-def _flags(estimates: pd.DataFrame, contrasts, reml: LmmFit, bayes, object, prob) -> list[str]:
+def _flags(estimates: pd.DataFrame, contrasts, fit, method: str, bayes, object, prob) -> list[str]:
     level = f"{100 * prob:g} %"
     flags = []
     percent = estimates[estimates["quantity"] == "percent"].set_index("component")
-    for name in reml.boundary:
+    for name in fit.boundary:
         row = percent.loc[name]
         if row["high"] >= 100 * WIDE_SHARE:
             flags.append(
-                f"component {name}: REML puts its variance at exactly 0, but the posterior is wide: its share has "
+                f"component {name}: {method} puts its variance at exactly 0, but the posterior is wide: its share has "
                 f"median {row['median']:.2g} % and {level} interval [{row['low']:.2g} %, {row['high']:.3g} %]"
             )
     for _, row in estimates[estimates["quantity"].isin(["percent", "phi"])].iterrows():
@@ -382,7 +410,7 @@ def _flags(estimates: pd.DataFrame, contrasts, reml: LmmFit, bayes, object, prob
         if reml_label != post_label:
             bands = koo_li_probabilities(bayes.idata.posterior["phi"].values)
             flags.append(
-                f"phi ({object}): the REML estimate {row['reml']:.3f} is '{reml_label}' but the posterior median "
+                f"phi ({object}): the {method} estimate {row['reml']:.3f} is '{reml_label}' but the posterior median "
                 f"{row['median']:.3f} is '{post_label}' (posterior probability of '{reml_label}': {bands[reml_label]:.2f})"
             )
     if contrasts is not None:
@@ -402,13 +430,16 @@ def _flags(estimates: pd.DataFrame, contrasts, reml: LmmFit, bayes, object, prob
                 )
     if not bayes.diagnostics.converged:
         flags.append(f"the posterior did not converge ({bayes.diagnostics.line()}); its intervals are not to be trusted")
-    if not reml.converged:
-        flags.append(f"the REML fit did not converge ({reml.message})")
+    if not fit.converged:
+        flags.append(f"the {method} fit did not converge ({fit.message})")
     return flags
 
 
 CONTRAST_COLUMNS = {"contrast", "estimate", "std_error", "df", "low", "high", "statistic", "p", "reference",
-                    "effect_size", "p_holm", "post_median", "post_low", "post_high", "p_direction"}
+                    "effect_size", "p_holm", "post_median", "post_low", "post_high", "p_direction",
+                    # binary GLMMs (frequentist.binary_contrasts)
+                    "z", "odds_ratio", "odds_ratio_low", "odds_ratio_high", "probability_difference", "probability_se",
+                    "probability_low", "probability_high", "probability_p", "probability_p_holm"}
 
 
 def _test_flags(tests: list[dict]) -> list[str]:
@@ -441,18 +472,18 @@ def _test_flags(tests: list[dict]) -> list[str]:
     return flags
 
 
-def _estimate_display(rows: pd.DataFrame, quantity: str) -> str:
+def _estimate_display(rows: pd.DataFrame, quantity: str, method: str) -> str:
     fmt = (lambda v: f"{v:.4g}") if quantity == "variance" else (lambda v: f"{v:.3f}") if quantity == "phi" \
         else (lambda v: f"{v:.2f}")
     table = pd.DataFrame({
         "component": rows["component"],
-        "REML": rows["reml"].map(fmt),
+        method: rows["reml"].map(fmt),
         "bootstrap interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(rows["boot_low"], rows["boot_high"])],
         "posterior median": rows["median"].map(fmt),
         "posterior interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(rows["low"], rows["high"])],
     })
     if quantity == "phi":
-        table["Koo & Li (REML | posterior)"] = [f"{koo_li_label(a)} | {koo_li_label(b)}"
+        table[f"Koo & Li ({method} | posterior)"] = [f"{koo_li_label(a)} | {koo_li_label(b)}"
                                                for a, b in zip(rows["reml"], rows["median"])]
     return table.to_string(index=False)
 

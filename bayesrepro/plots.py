@@ -53,7 +53,7 @@ def vca_bars(result, title: str | None = None):
     figure, ax = _figure(7.5, 0.55 * len(rows) + 1.6)
     y = np.arange(len(rows))[::-1]
     ax.barh(y + 0.18, rows["reml"], height=0.34, color=FREQ["color"], alpha=0.75,
-            label=f"REML ({_level(result.prob)} bootstrap interval)")
+            label=f"{result.method} ({_level(result.prob)} bootstrap interval)")
     ax.errorbar(rows["reml"], y + 0.18, xerr=_spread(rows, "reml", "boot_low", "boot_high"), fmt="none",
                 ecolor="black", capsize=3, lw=1)
     ax.barh(y - 0.18, rows["median"], height=0.34, color=BAYES["color"], alpha=0.6,
@@ -70,8 +70,9 @@ def vca_bars(result, title: str | None = None):
 
 @_literal_text
 def phi_posterior(draws, reml: float | None = None, interval: tuple[float, float] | None = None,
-                  object: str | None = None, title: str | None = None, prob: float = 0.95):
-    """Posterior density of φ over the Koo & Li bands (shaded), with the REML estimate and its ``prob`` intervals."""
+                  object: str | None = None, title: str | None = None, prob: float = 0.95, method: str = "REML"):
+    """Posterior density of φ over the Koo & Li bands (shaded), with the frequentist estimate (``method``) and its
+    ``prob`` intervals."""
     draws = np.asarray(draws, dtype=float).ravel()
     if draws.size < 2:
         raise BayesreproError("phi_posterior needs posterior draws of phi (an array with more than one value)")
@@ -87,7 +88,7 @@ def phi_posterior(draws, reml: float | None = None, interval: tuple[float, float
     ax.hlines(0, low, high, color=BAYES["color"], lw=5,
               label=f"{_level(prob)} posterior interval [{low:.3f}, {high:.3f}]")
     if reml is not None:
-        ax.axvline(reml, color=FREQ["color"], ls="--", lw=1.5, label=f"REML {reml:.3f}")
+        ax.axvline(reml, color=FREQ["color"], ls="--", lw=1.5, label=f"{method} {reml:.3f}")
         if interval is not None:
             ax.hlines(-0.04 * ax.get_ylim()[1], *interval, color=FREQ["color"], lw=5,
                       label=f"{_level(prob)} bootstrap interval [{interval[0]:.3f}, {interval[1]:.3f}]")
@@ -106,7 +107,7 @@ def phi_figure(result, title: str | None = None):
         raise BayesreproError("this comparison has no object of measurement; compare with reliability=True for phi")
     row = result.phi
     return phi_posterior(result.bayes.idata.posterior["phi"].values, row["reml"], (row["boot_low"], row["boot_high"]),
-                         result.object, title, result.prob)
+                         result.object, title, result.prob, result.method)
 
 
 @_literal_text
@@ -149,10 +150,10 @@ def interaction_plot(means: pd.DataFrame, factor: str, by: str | None = None, sc
 def d_study_curves(variances: Mapping[str, float | np.ndarray], object: str, facet: str,
                    n: Sequence[int] = (1, 2, 3, 5, 10, 15, 20), fixed: Mapping[str, Sequence[int]] | None = None,
                    posterior: Mapping[str, np.ndarray] | None = None, title: str | None = None,
-                   prob: float = 0.95):
+                   prob: float = 0.95, method: str = "REML"):
     """φ of scores averaged over n levels of ``facet`` (thesis Fig. 3.3), one curve per setting of ``fixed``.
 
-    ``variances`` are REML estimates (lines); ``posterior`` optional draws of
+    ``variances`` are the frequentist estimates (lines, labelled ``method``); ``posterior`` optional draws of
     the same components (medians dotted, central ``prob`` bands shaded). ``fixed`` maps
     another facet to the level counts to draw a curve for each, e.g.
     ``{"occasion": [1, 3]}``.
@@ -166,7 +167,7 @@ def d_study_curves(variances: Mapping[str, float | np.ndarray], object: str, fac
     for k, setting in enumerate(settings):
         label = ", ".join(f"{key} = {value}" for key, value in setting.items())
         values = [float(d_study(variances, object, {facet: m, **setting})["phi"]) for m in n]
-        ax.plot(n, values, color=f"C{k}", marker="s", label=f"REML{' (' + label + ')' if label else ''}")
+        ax.plot(n, values, color=f"C{k}", marker="s", label=f"{method}{' (' + label + ')' if label else ''}")
         if posterior is not None:
             draws = np.array([np.asarray(d_study(posterior, object, {facet: m, **setting})["phi"]).ravel() for m in n])
             low, median, high = np.quantile(draws, [(1 - prob) / 2, 0.5, (1 + prob) / 2], axis=1)

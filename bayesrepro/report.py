@@ -123,7 +123,8 @@ def _provenance(spec, data, described, digest, where, options) -> str:
         ("data", _e(described)), ("sha256 of the input", f"<code>{digest}</code>"), ("rows analysed", f"{len(data):,}"),
         ("row filter", _e(where or "none")), ("spec", f"{_e(spec.name)} ({_e(spec.source)})"),
         ("columns", _e(", ".join(f"{k} = {v}" for k, v in spec.columns.items()))),
-        ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the REML fit"),
+        ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the frequentist fit "
+                      "(REML; ML by the Laplace approximation for 0/1 scores)"),
         ("intervals", f"central {_level(options.prob)} (bootstrap percentile and posterior); Wald 95 %"),
         ("sampling", f"NUTS, {options.sampling.chains} chains x {options.sampling.draws} draws after "
                      f"{options.sampling.tune} tuning steps"),
@@ -165,7 +166,7 @@ def _results(heading: str, spec: Spec, result) -> str:
     if result.object is not None:
         row = result.phi
         parts += [f"<h3>Reliability &phi; (object of measurement: {_e(result.object)})</h3>", _estimate_table(result, "phi"),
-                  f"<p>Koo &amp; Li label: REML <b>{koo_li_label(row['reml'])}</b>, posterior median "
+                  f"<p>Koo &amp; Li label: {_e(result.method)} <b>{koo_li_label(row['reml'])}</b>, posterior median "
                   f"<b>{koo_li_label(row['median'])}</b>. Posterior probability of each band: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in result.bayes.phi()["bands"].items()) + ".</p>",
                   _image(plots.phi_figure(result))]
@@ -200,13 +201,13 @@ def _d_study(spec: Spec, result) -> str:
     rows = []
     for n in (1, 2, 3, 5, 10, 20):
         setting = {facet: n}
-        reml = float(d_study(result.reml.variances, result.object, setting)["phi"])
+        point = float(d_study(result.variances, result.object, setting)["phi"])
         post = pd.Series(d_study(draws, result.object, setting)["phi"]).quantile(
             [0.5, (1 - result.prob) / 2, (1 + result.prob) / 2]).to_numpy()
-        rows.append({f"n {facet}": n, "phi (REML)": reml, "posterior median": post[0],
+        rows.append({f"n {facet}": n, f"phi ({result.method})": point, "posterior median": post[0],
                      f"posterior {level} low": post[1], f"posterior {level} high": post[2]})
-    figure = plots.d_study_curves(result.reml.variances, result.object, facet, fixed=fixed, posterior=draws,
-                                  prob=result.prob)
+    figure = plots.d_study_curves(result.variances, result.object, facet, fixed=fixed, posterior=draws,
+                                  prob=result.prob, method=result.method)
     return (f"<h3>D-study: &phi; of the mean over n levels of {_e(facet)}</h3>" + _frame(pd.DataFrame(rows)) + _image(figure))
 
 
@@ -214,7 +215,7 @@ def _diagnostics(result) -> str:
     d = result.bayes.diagnostics
     status = "converged" if d.converged else "NOT converged"
     parts = ["<h3>Diagnostics</h3>",
-             f"<p>REML: {'converged' if result.reml.converged else 'NOT converged: ' + _e(result.reml.message)}; "
+             f"<p>{_e(result.method)}: {'converged' if result.reml.converged else 'NOT converged: ' + _e(result.reml.message)}; "
              f"at the boundary (variance exactly 0): {_e(', '.join(result.reml.boundary) or 'none')}; "
              f"bootstrap refits failing the convergence test: {result.bootstrap_unconverged} of {len(result.bootstrap)}.</p>",
              f"<p>Posterior ({result.bayes.backend} backend): {status}: {_e(d.line())}.</p>",
@@ -227,7 +228,7 @@ def _diagnostics(result) -> str:
 def _estimate_table(result, quantity: str) -> str:
     rows = result.estimates[result.estimates["quantity"] == quantity].drop(columns="quantity")
     level = _level(result.prob)
-    rows = rows.rename(columns={"reml": "REML", "boot_low": f"bootstrap {level} low", "boot_high": f"bootstrap {level} high",
+    rows = rows.rename(columns={"reml": result.method, "boot_low": f"bootstrap {level} low", "boot_high": f"bootstrap {level} high",
                                 "median": "posterior median", "low": f"posterior {level} low",
                                 "high": f"posterior {level} high"})
     return _frame(rows)

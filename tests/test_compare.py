@@ -99,7 +99,7 @@ def test_flags_in_words_for_contrasts_and_labels():
                               "high": [0.19, 0.21], "p": [0.02, 0.08], "p_holm": [0.04, 0.08],
                               "post_median": [0.09, 0.1], "post_low": [-0.01, 0.02], "post_high": [0.2, 0.2],
                               "p_direction": [0.96, 0.99], "len": ["short", "long"], "reference": "Wald z"})
-    flags = cmp._flags(_estimates(0.74, 0.78), contrasts, reml, bayes, "item", 0.95)
+    flags = cmp._flags(_estimates(0.74, 0.78), contrasts, reml, "REML", bayes, "item", 0.95)
     assert any("contrast A - B within len = short: significant at 5 % (Wald z p = 0.02)" in f and "includes 0" in f
                for f in flags)
     assert any("contrast A - C within len = long: not significant at 5 %" in f and "excludes 0" in f for f in flags)
@@ -110,7 +110,7 @@ def test_flags_in_words_for_contrasts_and_labels():
 
 def test_unconverged_posterior_is_flagged_and_agreement_gives_no_flags():
     reml, bayes = _stub(converged=False)
-    assert _estimates(0.6, 0.6).pipe(cmp._flags, None, reml, bayes, "item", 0.95) == [
+    assert _estimates(0.6, 0.6).pipe(cmp._flags, None, reml, "REML", bayes, "item", 0.95) == [
         "the posterior did not converge (R-hat max 1.2); its intervals are not to be trusted"]
 
 

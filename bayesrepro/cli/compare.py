@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .common import (add_data_options, add_formula_options, add_side_by_side_options, convergence_status, formula_of,
-                     print_json, read_rows, sampling_settings)
+from .common import (add_data_options, add_family_options, add_formula_options, add_side_by_side_options,
+                     convergence_status, formula_of, print_json, read_rows, sampling_settings)
 
-HELP = ("REML with parametric-bootstrap intervals next to the posterior, contrasts with p next to the probability "
-        "of direction and LOO; where the two engines disagree, a sentence says so")
+HELP = ("REML (for 0/1 scores: the binary GLMM by ML) with parametric-bootstrap intervals next to the posterior, "
+        "contrasts with p next to the probability of direction and LOO; where the two engines disagree, a sentence says so")
 
 
 def register(subparsers) -> None:
@@ -16,6 +16,7 @@ def register(subparsers) -> None:
     parser.add_argument("--factor", help="categorical fixed effect whose levels are compared (default: the first one)")
     parser.add_argument("--by", help="data property the factor interacts with (default: read from the formula)")
     parser.add_argument("--h0", help="null model of the omnibus GLRT (default: the formula without the factor's terms)")
+    add_family_options(parser)
     add_side_by_side_options(parser)
     parser.set_defaults(func=run)
 
@@ -29,7 +30,8 @@ def run(args) -> int:
     check_bootstrap(args.bootstrap)
     settings = sampling_settings(args)
     result = compare(args.formula, read_rows(args), args.object, factor=args.factor, by=args.by, h0=args.h0,
-                     n_boot=args.bootstrap, prob=args.prob, drop_missing=args.drop_missing, sampling=settings)
+                     n_boot=args.bootstrap, prob=args.prob, drop_missing=args.drop_missing, sampling=settings,
+                     family=args.family, link=args.link)
     if args.json:
         print_json(result.to_dict())
     else:

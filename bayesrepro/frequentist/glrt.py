@@ -128,6 +128,10 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
+BINARY_REFERENCE_REASON = ("binary GLMMs have no calibrated reference here; with few levels of the factor that carries "
+                           "the effect the chi2 reference of a Laplace likelihood ratio is liberal")
+
+
 def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str) -> GlrtResult:
     from .glmm import fit_glmm_frame
 
@@ -137,9 +141,7 @@ def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str)
         )
     test = compare_fits(fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family),
                         variance_component_only=fixed_parts_equal(frame0, frame1))
-    reason = ("requested" if reference == ref.CHI2 else
-              "binary GLMMs have no calibrated reference here; with few levels of the factor that carries the "
-              "effect the chi2 reference of a Laplace likelihood ratio is liberal")
+    reason = "requested" if reference == ref.CHI2 else BINARY_REFERENCE_REASON
     return dataclasses.replace(test, family=family.name, reason=reason)
 
 
