@@ -111,7 +111,6 @@ def run_exact_reference(items: int, seed: int, ours) -> dict:
     import nutpie
     import pymc as pm
 
-    from bayesrepro.bayes.binary_fit import cells_from_rows
     from bayesrepro.bayes.binary_priors import binary_priors
     from bayesrepro.bayes.diagnostics import quantile_agreement
     from bayesrepro.design import build_model_frame
@@ -119,7 +118,7 @@ def run_exact_reference(items: int, seed: int, ours) -> dict:
 
     start = time.perf_counter()
     frame = build_model_frame(FORMULA, data_of(items, seed))
-    cells = cells_from_rows(frame)
+    cells = frame.binomial()
     priors = binary_priors(frame)
     X = (cells.X_fixed - priors.x_means)[cells.fixed_cell]
     with numerical_work(), pm.Model() as model:

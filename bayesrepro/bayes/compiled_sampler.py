@@ -1,4 +1,4 @@
-"""NUTS over a compiled log density: nutpie's sampler calling numba functions, no Python in the loop.
+"""A log density written as numba functions, wrapped as the C entry points that ``nuts.sample_density`` samples.
 
 A model hands over a ``CompiledDensity``: the unconstrained vector it samples,
 its log density and gradient as a numba function, and an ``expand`` function
@@ -11,9 +11,7 @@ nutpie calls a C function pointer for every leapfrog step from its own
 threads, without the GIL: 8 µs of overhead per step, against 120-175 µs
 when it calls back into Python (measured on this repository's benchmark
 machine), which on binary grids would cost more than the density itself.
-That entry point (``nutpie._lib``) is nutpie's own interface to compiled
-models rather than a documented one, so the nutpie version is pinned in
-``pyproject.toml`` and everything touching it is in this module.
+Everything touching nutpie's interface is in ``nuts.py``.
 
 Signatures (numba, ``nogil``):
     logp(x, floats, ints) -> (float, gradient array)
@@ -31,11 +29,9 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
-from nutpie import _lib
-from nutpie.sample import CompiledModel
 
-from ..runtime import numerical_work
-from .sampling import SamplingSettings, interrupts_raised, require_complete
+from .nuts import CompiledDensity as NutsDensity, sample_density
+from .sampling import SamplingSettings
 
 INIT_JITTER = 1.0  # chains start at the model's point plus Uniform(-1, 1) on every coordinate, as PyMC's jitter
 
@@ -97,23 +93,25 @@ def pack(floats: list[np.ndarray], ints: list[np.ndarray]) -> tuple[np.ndarray, 
 
 def sample_compiled(density: CompiledDensity, settings: SamplingSettings):
     """Sample ``density`` with nutpie's NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
-    import nutpie
+    return sample_density(c_density(density), settings)
 
-    with numerical_work(), interrupts_raised():
-        idata = nutpie.sample(
-            _NutpieModel(dims={v.name: v.dims for v in density.variables}, density=density),
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=settings.n_cores,
-            seed=settings.seed,
-            save_warmup=False,
-            progress_bar=settings.progress,
-            low_rank_modified_mass_matrix=density.low_rank_mass_matrix,
-            target_accept=settings.target_accept,
-        )
-    require_complete(idata, settings)
-    return idata
+
+def c_density(d: CompiledDensity) -> NutsDensity:
+    """The C entry points around ``d``'s numba functions, reading its arrays through a header of their addresses."""
+    c_logp, c_expand = _c_functions(d.logp, d.expand)
+    floats, ints = np.ascontiguousarray(d.floats), np.ascontiguousarray(d.ints)
+    header = np.array([floats.ctypes.data, floats.size, ints.ctypes.data, ints.size], dtype=np.uint64)
+    start = d.initial_point if d.initial_point is not None else np.zeros(d.n_dim)
+
+    def initial_point(rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(start + rng.uniform(-INIT_JITTER, INIT_JITTER, d.n_dim), dtype=np.float64)
+
+    return NutsDensity(
+        n_dim=d.n_dim, logp=c_logp, expand=c_expand, data=header,
+        variables=[(v.name, d.shape(v)) for v in d.variables], initial_point=initial_point,
+        dims={v.name: v.dims for v in d.variables}, coords=d.coords,
+        low_rank_mass_matrix=d.low_rank_mass_matrix, keep_alive=(floats, ints),
+    )
 
 
 @intrinsic
@@ -168,47 +166,3 @@ def _c_functions(logp, expand):
         return 0
 
     return c_logp, c_expand
-
-
-@dataclass(frozen=True)
-class _NutpieModel(CompiledModel):
-    """nutpie's view of a ``CompiledDensity``."""
-
-    density: CompiledDensity = None
-
-    @property
-    def n_dim(self) -> int:
-        return self.density.n_dim
-
-    @property
-    def shapes(self) -> dict[str, tuple[int, ...]]:
-        return {v.name: self.density.shape(v) for v in self.density.variables}
-
-    @property
-    def coords(self):
-        return self.density.coords
-
-    def _make_sampler(self, settings, init_mean, cores, progress_type, store):
-        return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), progress_type, store)
-
-    def _make_model(self, init_mean):
-        d = self.density
-        c_logp, c_expand = _c_functions(d.logp, d.expand)
-        floats, ints = np.ascontiguousarray(d.floats), np.ascontiguousarray(d.ints)
-        header = np.array([floats.ctypes.data, floats.size, ints.ctypes.data, ints.size], dtype=np.uint64)
-        keep_alive = (self, floats, ints, header)  # nutpie holds these while it reads the addresses
-        logp = _lib.LogpFunc(c_logp.address, header.ctypes.data, keep_alive)
-        expand = _lib.ExpandFunc(d.n_dim, d.n_expanded, c_expand.address, header.ctypes.data, keep_alive)
-        dim_sizes = {name: len(values) for name, values in d.coords.items()}
-        variables = _lib.PyVariable.new_variables(
-            [v.name for v in d.variables], ["float64"] * len(d.variables), [d.shape(v) for v in d.variables],
-            dim_sizes, {v.name: v.dims for v in d.variables},
-        )
-        start = d.initial_point if d.initial_point is not None else np.zeros(d.n_dim)
-
-        def initial_point(seed):
-            jitter = np.random.default_rng(seed).uniform(-INIT_JITTER, INIT_JITTER, d.n_dim)
-            return np.asarray(start + jitter, dtype=np.float64)
-
-        return _lib.PyMcModel(logp, expand, variables, d.n_dim, dim_sizes, d.coords, initial_point,
-                              lambda *args, **kwargs: None)

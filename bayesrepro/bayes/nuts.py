@@ -39,6 +39,8 @@ class CompiledDensity:
     initial_point: Callable[[np.random.Generator], np.ndarray]
     dims: dict = field(default_factory=dict)      # variable name -> dimension names
     coords: dict = field(default_factory=dict)    # dimension name -> labels
+    low_rank_mass_matrix: bool = False            # nutpie's low-rank-corrected mass matrix (posterior correlations)
+    keep_alive: tuple = ()                        # arrays ``data`` points into, held as long as the density
 
 
 def sample_density(density: CompiledDensity, settings: SamplingSettings):
@@ -62,6 +64,7 @@ def sample_density(density: CompiledDensity, settings: SamplingSettings):
             target_accept=settings.target_accept,
             progress_bar=settings.progress and not lines,
             save_warmup=False,
+            low_rank_modified_mass_matrix=density.low_rank_mass_matrix,
         )
     require_complete(idata, settings)
     return idata
