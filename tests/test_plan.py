@@ -421,3 +421,11 @@ def test_cli_rejects_bad_options_in_one_line(capsys, extra, message):
     assert main(PLAN + extra) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_pilot_counts_the_scores_per_cell_so_its_own_design_gives_its_standard_error():
+    """kreutzer_ter without the seeds in the formula: three scores per sentence and system (one per seed)."""
+    pilot = analyse_pilot("ter ~ system + (1|sentence_id)", "kreutzer_ter", "system=PostEdit-Marking")
+    assert pilot.assumptions.counts["(replicate)"] == 3
+    planned = plan_power(pilot.assumptions, {"sentence_id": [1041]}, simulations=0).rows[0]
+    assert planned["se"] == pytest.approx(pilot.std_error, rel=1e-6)

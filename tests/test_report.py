@@ -78,3 +78,16 @@ def test_report_refuses_bad_output_and_missing_columns(tmp_path):
         write_report("kreutzer_ter", "system_comparison", tmp_path / "report.pdf", options=FAST)
     with pytest.raises(BayesreproError, match="needs column 'TER' for \\{score\\}"):
         write_report("kreutzer_ter", "system_comparison", tmp_path / "r.html", columns={"score": "TER"}, options=FAST)
+
+
+def test_a_comparison_report_plans_the_next_evaluation(tmp_path):
+    from bayesrepro.plan import analyse_pilot, plan_power
+
+    out = tmp_path / "report.html"
+    write_report("kreutzer_ter", "system_comparison", out, options=FAST)
+    page = out.read_text(encoding="utf-8")
+    assert "Planning the next evaluation: power for the closest pair of levels" in page
+    # the closest pair of kreutzer_ter's systems is PostEdit and Marking; the report's power at the pilot's size
+    pilot = analyse_pilot("ter ~ system + (1|sentence_id)", "kreutzer_ter", "system=PostEdit-Marking")
+    power = plan_power(pilot.assumptions, {"sentence_id": [1041]}, simulations=0).rows[0]["power_t"]
+    assert "PostEdit &minus; Marking" in page and f"<td>{power:.4g}</td>" in page

@@ -117,13 +117,15 @@ def facet_structure(frame: ModelFrame, factor: str | None = None, levels: tuple[
     """The design structure of the frame's random intercepts and the pilot's count of each facet.
 
     Counts are taken on the rows of the compared levels; a nested facet's
-    count is its number of levels per level of its parents (the smallest).
+    count is its number of levels per level of its parents (the smallest), the
+    replicates are the scores per cell of the factor and every facet (the smallest).
     """
     groups = [(g.name, g.columns) for g in frame.groups]
     structure = build_structure(factor, levels, groups, _nesting_in_data(frame.data, factor, groups))
     rows = frame.data[frame.data[factor].astype(str).isin(levels)] if factor else frame.data
     counts = {facet: _count_per_parent(rows, facet, structure.parents[facet]) for facet in structure.facets}
-    counts[REPLICATE] = 1
+    cell = list(dict.fromkeys(([factor] if factor else []) + [c for _, columns in groups for c in columns]))
+    counts[REPLICATE] = int(rows.groupby(cell, observed=True).size().min())
     return structure, counts
 
 
