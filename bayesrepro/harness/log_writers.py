@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -92,7 +93,9 @@ def write_lm_eval_run(folder: Path, *, model: str, date: str, seed: int | None,
         results[task.name] = {"alias": task.name} | _aggregates(scores)
         configs[task.name] = {
             "task": task.name, "dataset_path": "json", "output_type": "multiple_choice",
-            "num_fewshot": task.num_fewshot, "metric_list": [{"metric": m} for m in dict.fromkeys(k.split(",")[0] for k in scores)],
+            "num_fewshot": task.num_fewshot,
+            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True}
+                            for m in dict.fromkeys(k.split(",")[0] for k in scores)],
             "repeats": 1,
         }
         shots[task.name] = task.num_fewshot
@@ -212,7 +215,9 @@ def _inspect_results(samples: Sequence[InspectSample]) -> dict:
 
     A dictionary value gives one score per key, as Inspect reports them; a
     value Inspect cannot read counts as 0, as Inspect counts it (with a
-    warning); a missing or NaN value is not scored.
+    warning); a missing or NaN value is not scored. Samples are taken in
+    the order they first appear, epochs reduced by ``statistics.mean`` and
+    the accuracy summed left to right, as Inspect does.
     """
     scored = [s for s in samples if s.error is None]
     per_name: dict[str, dict] = {}
@@ -224,10 +229,13 @@ def _inspect_results(samples: Sequence[InspectSample]) -> dict:
                     per_name.setdefault(name, {}).setdefault(s.id, []).append(number)
     scores = []
     for name, per_sample in per_name.items():
-        reduced = [sum(v) / len(v) for v in per_sample.values()]
+        reduced = [statistics.mean(v) for v in per_sample.values()]
+        total = 0.0
+        for value in reduced:
+            total += value
         scores.append({
-            "name": name, "scorer": name, "scored_samples": len(reduced), "unscored_samples": 0, "params": {},
-            "metrics": {"accuracy": {"name": "accuracy", "value": sum(reduced) / len(reduced), "params": {}}},
+            "name": name, "scorer": name, "reducer": None, "scored_samples": len(reduced), "unscored_samples": 0,
+            "params": {}, "metrics": {"accuracy": {"name": "accuracy", "value": total / len(reduced), "params": {}}},
         })
     return {"total_samples": len(samples), "completed_samples": len(scored), "scores": scores}
 
