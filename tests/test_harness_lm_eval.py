@@ -361,6 +361,11 @@ def test_analysis_commands_read_lm_eval_logs_directly(tmp_path):
         (("import", "lm-eval", "notes.txt", "--out", "t.parquet"), "'notes.txt' is not an lm-eval log"),
         (("import", "lm-eval", "empty", "--out", "t.parquet"), "no finished lm-eval run in empty"),
         (("vca", "lm-eval:empty", "--formula", "acc ~ 1 + (1|item)"), "no finished lm-eval run in empty"),
+        (("vca", "lm-eval:empty", "--formula", "acc ~ 1 + (1|item)", "--engine", "duckdb"),
+         "--engine duckdb reads tables, and 'lm-eval:empty' is harness logs, read in memory: use --engine memory, "
+         "or import them first (bayesrepro import lm-eval empty --out runs.parquet)"),
+        (("glrt", "inspect:empty", "--h0", "m ~ 1 + (1|item)", "--h1", "m ~ model + (1|item)", "--engine", "spark"),
+         "--engine spark reads tables, and 'inspect:empty' is harness logs"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr(tmp_path, args, message):
