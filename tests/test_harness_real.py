@@ -429,21 +429,25 @@ def test_the_table_holds_what_inspect_reads_for_each_sample_and_reduces_per_samp
     assert compared > 8 * len(SUMS) * 2
 
 
-def test_inspect_reads_the_simulated_eval_logs_as_we_do(tmp_path):
+@pytest.mark.parametrize("real_sized", [False, True])
+def test_inspect_reads_the_simulated_eval_logs_as_we_do(tmp_path, real_sized):
     pytest.importorskip("inspect_ai")
-    from inspect_ai.log import read_eval_log
+    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
     from inspect_ai.scorer import value_to_float
 
-    from bayesrepro.harness.simulate import simulate_grid
+    from bayesrepro.harness.simulate import TextSizes, simulate_grid
 
-    simulate_grid(tmp_path, harness="inspect", seeds=(1,), items=5)
+    simulate_grid(tmp_path, harness="inspect", seeds=(1,), items=5, texts=TextSizes() if real_sized else None)
     ours = read_logs("inspect", [tmp_path])
     for path in tmp_path.glob("*.eval"):
         log = read_eval_log(str(path))
         assert log.status == "success" and log.plan.config.seed == 1
+        assert len(read_eval_log_sample_summaries(str(path))) == len(log.samples) == 5
         rows = ours[ours["run"] == path.stem].set_index("item")
         for sample in log.samples:
             assert rows.loc[str(sample.id), "choice"] == value_to_float()(sample.scores["choice"].value)
+            if real_sized:
+                assert len(sample.events) > 10 and sample.output.completion.endswith(f"ANSWER: {sample.scores['choice'].answer}")
 
 
 @pytest.mark.parametrize("value", ["C", "P", "I", "N", True, False, 0, 2, 0.25, "yes", "TRUE", "no", "False",
