@@ -331,11 +331,19 @@ def test_import_command_writes_parquet_and_csv_and_prints_a_summary(tmp_path):
     summary = json.loads(run.stdout)
     assert {k: summary[k] for k in ("rows", "runs", "items", "tasks", "metrics", "skipped")} == {
         "rows": 10, "runs": 2, "items": 5, "tasks": 1, "metrics": ["acc", "acc_norm"], "skipped": []}
+    assert (summary["aggregates"]["exact"], summary["aggregates"]["not_applicable"]) == (4, 0)
     parquet = pd.read_parquet(tmp_path / "t.parquet")
     run = bayesrepro("import", "lm-eval", str(tmp_path / "logs"), "--out", str(tmp_path / "t.csv"))
     assert run.returncode == 0 and "10 rows from 2 runs" in run.stdout
+    assert "means equal to the harness's aggregates: 4 exactly" in run.stdout
     csv = pd.read_csv(tmp_path / "t.csv", dtype={"item": str})
     pd.testing.assert_frame_equal(csv, parquet, check_dtype=False)
+    write_run(tmp_path / "logs", date="2026-01-03T10-00-00.000000", seed=2)
+    run = bayesrepro("import", "lm-eval", str(tmp_path / "logs"), "--out", str(tmp_path / "t.parquet"))
+    assert run.returncode == 2 and "--replications" in run.stderr
+    run = bayesrepro("import", "lm-eval", str(tmp_path / "logs"), "--out", str(tmp_path / "t.parquet"), "--replications")
+    assert run.returncode == 0, run.stderr
+    assert sorted(pd.read_parquet(tmp_path / "t.parquet")["replication"].unique()) == [1, 2]
 
 
 def test_analysis_commands_read_lm_eval_logs_directly(tmp_path):

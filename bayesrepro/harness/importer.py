@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..errors import BayesreproError
 from ..output import atomic_path, check_writable
 from .aggregates import MISMATCH, AggregateCheck, CheckSummary
-from .columns import plan_columns
+from .columns import Columns, plan_columns
 from .inspect_log import INSPECT
 from .integrity import (DocumentRegistry, refuse_duplicate_runs, refuse_repeated_configurations, repeated_configurations,
                         replication_numbers)
@@ -104,11 +104,11 @@ def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics
     settings = harness.settings | ({REPLICATION: pa.int64()} if replications else {})
     columns = plan_columns(settings, runs)
     summary = ImportSummary(harness.name, metrics=columns.metrics, skipped=skipped)
-    documents = DocumentRegistry()
     finished: list[Run] = []
     undecided = bool(repeated)
     sink = open_sink(columns.schema)
     try:
+        writer = _RunWriter(columns, sink, numbers, summary, lambda line: _note(line, strict, notify))
         for run, blocks in _read_ahead(harness, runs):
             repeated.discard(run.name)
             if isinstance(blocks, UnfinishedRun):
@@ -116,7 +116,7 @@ def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics
                 _skip(entry, strict, notify)
                 summary.skipped.append(entry)
             else:
-                _write_run(run, blocks, columns, sink, documents, numbers, summary, strict, notify)
+                writer.write(run, blocks)
                 finished.append(run)
             if undecided and not repeated:
                 refuse_repeated_configurations(finished)
@@ -125,25 +125,35 @@ def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics
         sink.close()
     if not summary.runs:
         raise _nothing_finished(harness, paths)
-    summary.items, summary.tasks = documents.items, documents.tasks
+    summary.items, summary.tasks = writer.documents.items, writer.documents.tasks
     return summary, sink
 
 
-def _write_run(run: Run, blocks: list[Block], columns, sink, documents: DocumentRegistry,
-               numbers: dict | None, summary: ImportSummary, strict: bool, notify: Callable[[str], None]) -> None:
-    for block in blocks:
-        _refuse_mismatch(run, block.checks)
-    for block in blocks:
-        documents.check(run, block)
-        if block.dropped:
-            _note(f"left out {block.dropped} sample(s) of '{block.source}' that ended in an error", strict, notify)
-        if numbers is not None:
-            block.values[REPLICATION] = numbers[(run.name, block.task)]
-        sink.write(columns.table(run, block))
-        summary.rows += len(block)
-        summary.dropped_samples += block.dropped
-    summary.runs += 1
-    summary.aggregates.add(run.name, (check for block in blocks for check in block.checks))
+@dataclass
+class _RunWriter:
+    """Checks a finished run's blocks and appends their rows to the sink, counting them in the summary."""
+
+    columns: Columns
+    sink: FileSink | MemorySink
+    replications: dict[tuple[str, str], int] | None
+    summary: ImportSummary
+    note: Callable[[str], None]
+    documents: DocumentRegistry = field(default_factory=DocumentRegistry)
+
+    def write(self, run: Run, blocks: list[Block]) -> None:
+        for block in blocks:
+            _refuse_mismatch(run, block.checks)
+        for block in blocks:
+            self.documents.check(run, block)
+            if block.dropped:
+                self.note(f"left out {block.dropped} sample(s) of '{block.source}' that ended in an error")
+            if self.replications is not None:
+                block.values[REPLICATION] = self.replications[(run.name, block.task)]
+            self.sink.write(self.columns.table(run, block))
+            self.summary.rows += len(block)
+            self.summary.dropped_samples += block.dropped
+        self.summary.runs += 1
+        self.summary.aggregates.add(run.name, (check for block in blocks for check in block.checks))
 
 
 def _nothing_finished(harness: Harness, paths: list) -> BayesreproError:
