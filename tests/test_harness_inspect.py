@@ -5,10 +5,12 @@ The same reader is run on logs written by Inspect itself in test_harness_real.py
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 import zipfile
 
+import numpy as np
 import pytest
 
 from bayesrepro.errors import BayesreproError
@@ -57,13 +59,93 @@ def test_one_row_per_sample_and_epoch_with_seed_epoch_and_arguments(tmp_path):
     assert table[["fewshot", "cot"]].iloc[0].tolist() == ["5", "true"]
 
 
-def test_each_runs_mean_equals_the_accuracy_in_its_header(tmp_path):
+def test_each_runs_mean_is_checked_against_the_accuracy_in_its_header(tmp_path):
     values = ["C", "I", "P", "C", "I", "I", "C"]
     write(tmp_path / "a.eval", samples=samples(values, epochs=3))
-    table = read_logs("inspect", [tmp_path])
-    with EvalArchive(tmp_path / "a.eval") as archive:
-        accuracy = archive.read_json(archive.member("header.json"))["results"]["scores"][0]["metrics"]["accuracy"]["value"]
-    assert sum(table["match"]) / len(table) == accuracy
+    checks = import_logs("inspect", [tmp_path], tmp_path / "t.parquet").aggregates.to_dict()
+    assert (checks["exact"], checks["to_rounding"], checks["not_applicable"]) == (1, 0, 0)
+
+
+def unbalanced(seed=0):
+    """Five samples over three epochs with float scores; sample s1 ended in an error in epoch 2, s3 in epochs 1 and 3."""
+    rng = np.random.default_rng(seed)
+    rows = [InspectSample(f"s{i}", epoch, f"question {i}", "t", {"prob": float(rng.random())})
+            for epoch in (1, 2, 3) for i in range(5)]
+    failed = {("s1", 2), ("s3", 1), ("s3", 3)}
+    return [InspectSample(s.id, s.epoch, s.input, s.target, {}, error="boom") if (s.id, s.epoch) in failed else s
+            for s in rows]
+
+
+def test_unbalanced_epochs_are_reduced_per_sample_before_the_mean(tmp_path):
+    rows = unbalanced()
+    write(tmp_path / "a.json", samples=rows, seed=1)
+    header = json.loads((tmp_path / "a.json").read_text())
+    [score] = header["results"]["scores"]
+    per_sample = {}
+    for s in rows:
+        if s.error is None:
+            per_sample.setdefault(s.id, []).append(s.scores["prob"])
+    means = [statistics.mean(v) for v in per_sample.values()]
+    assert score["metrics"]["accuracy"]["value"] == sum(means) / 5  # the rows' plain mean differs:
+    assert sum(v for s in rows if s.error is None for v in s.scores.values()) / 12 != sum(means) / 5
+    summary = import_logs("inspect", [tmp_path], tmp_path / "t.parquet", notify=lambda line: None)
+    assert summary.aggregates.to_dict()["exact"] == 1 and summary.dropped_samples == 3
+
+
+def edit_header(path, change):
+    log = json.loads(path.read_text())
+    change(log)
+    path.write_text(json.dumps(log))
+
+
+def test_reducers_and_metrics_that_are_not_a_mean_are_not_compared(tmp_path):
+    path = write(tmp_path / "a.json", samples=samples(["C", "I", "C", "C"], epochs=2), seed=1)
+
+    def add_entries(log):
+        [entry] = log["results"]["scores"]
+        log["results"]["scores"] = [
+            entry, entry | {"reducer": "max"}, entry | {"reducer": "mean", "metrics": {"stderr": {"value": 0.1}}},
+            entry | {"reducer": "mean", "metrics": {"mean": {"value": 0.75, "params": {"to_float": "custom"}}}},
+        ]
+    edit_header(path, add_entries)
+    checks = import_logs("inspect", [tmp_path], tmp_path / "t.parquet").aggregates.to_dict()
+    assert checks["exact"] == 1
+    assert [(c["metric"], c["reason"]) for c in checks["not_checked"]] == [
+        ("match (max over epochs)", "the epoch reducer 'max' is not a mean"),
+        ("match (mean over epochs)", "its metrics (stderr) hold no accuracy or mean"),
+        ("match (mean over epochs): mean", "its mean has parameters of its own"),
+    ]
+
+
+def test_a_run_whose_mean_or_count_is_not_the_headers_is_refused(tmp_path):
+    path = write(tmp_path / "a.json", samples=samples(["C", "I", "C", "C"]), seed=1)
+    edit_header(path, lambda log: log["results"]["scores"][0]["metrics"]["accuracy"].update(value=0.5))
+    with pytest.raises(BayesreproError, match=r"run 'a', task 'qa', metric 'match: accuracy': the mean of its rows "
+                                              r"is 0\.75, but the harness's own aggregate in .* is 0\.5"):
+        read_logs("inspect", [tmp_path])
+    edit_header(path, lambda log: log["results"]["scores"][0].update(scored_samples=5))
+    with pytest.raises(BayesreproError, match="metric 'match: accuracy': 4 scored values, the harness counts 5"):
+        read_logs("inspect", [tmp_path])
+
+
+def test_the_order_of_summaries_does_not_matter_the_datasets_does(tmp_path):
+    rng = np.random.default_rng(0)  # 40 values whose sum left to right differs from right to left in its last bit
+    rows = [InspectSample(f"s{i}", 1, f"q{i}", "t", {"prob": float(rng.random())}) for i in range(40)]
+    path = write(tmp_path / "a.json", samples=rows, seed=1)
+    edit_header(path, lambda log: log.update(samples=log["samples"][::-1]))  # completed in the reverse order
+    assert import_logs("inspect", [tmp_path], tmp_path / "t.parquet").aggregates.to_dict()["exact"] == 1
+    edit_header(path, lambda log: log["eval"]["dataset"].update(sample_ids=None))  # order unknown: equal to rounding
+    assert import_logs("inspect", [tmp_path], tmp_path / "t.parquet").aggregates.to_dict()["to_rounding"] == 1
+
+
+def test_runs_of_the_same_model_and_seed_are_refused_unless_kept_as_replications(tmp_path):
+    write(tmp_path / "a.eval", eval_id="E1", seed=1)
+    write(tmp_path / "b.eval", eval_id="E2", seed=1, samples=samples(["I", "I", "P", "C"]))
+    with pytest.raises(BayesreproError, match=r"runs 'a' and 'b' both evaluated task 'qa' with model 'openai/gpt-x' "
+                                              r"and the same model arguments and settings \(seed 1\)"):
+        read_logs("inspect", [tmp_path])
+    table = read_logs("inspect", [tmp_path], replications=True)
+    assert table.groupby("run")["replication"].first().to_dict() == {"a": 1, "b": 2}
 
 
 @pytest.mark.parametrize("method", [STORED, DEFLATED])

@@ -4,6 +4,7 @@ The same reader is run on logs written by lm-eval itself in test_harness_real.py
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -46,20 +47,78 @@ def test_one_row_per_run_task_item_with_settings_model_args_and_metrics(tmp_path
     assert table.loc[table["seed"] == 8, "dtype"].isna().all()
 
 
-def test_each_runs_mean_equals_the_aggregate_in_its_results_file(tmp_path):
+def test_each_runs_mean_is_checked_against_the_aggregate_in_its_results_file(tmp_path):
     rng = np.random.default_rng(3)
     task = LmEvalTask("qa", documents(37))
     for run in range(3):
         scores = {"acc": rng.integers(0, 2, 37).astype(float), "brier": rng.random(37)}
-        write_run(tmp_path, date=f"2026-01-01T10-00-0{run}.000000", task=task, scores=scores)
-    table = read_logs("lm-eval", [tmp_path])
-    for results in tmp_path.rglob("results_*.json"):
-        aggregates = json.loads(results.read_text())["results"]["qa"]
-        date = results.stem.removeprefix("results_")
-        rows = table[table["run"].str.endswith(date)]
-        for metric in ("acc", "brier"):
-            values = rows[metric].tolist()  # in the samples file's order, summed as lm-eval's mean sums
-            assert sum(values) / len(values) == aggregates[f"{metric},none"]
+        write_run(tmp_path, date=f"2026-01-01T10-00-0{run}.000000", seed=run, task=task, scores=scores)
+    summary = import_logs("lm-eval", [tmp_path], tmp_path / "t.parquet")
+    assert summary.aggregates.to_dict() | {"not_checked": None} == {
+        "exact": 6, "to_rounding": 0, "not_applicable": 0, "equal_to_rounding": [], "not_checked": None}
+
+
+def edit_aggregate(results, key, change):
+    payload = json.loads(results.read_text())
+    payload["results"]["qa"][key] = change(payload["results"]["qa"][key])
+    results.write_text(json.dumps(payload))
+
+
+def test_a_run_whose_mean_is_not_the_harness_aggregate_is_refused(tmp_path):
+    results = write_run(tmp_path, scores={"acc": [1.0, 0.0, 1.0, 1.0, 0.0], "brier": [0.1, 0.25, 0.3, 0.7, 0.05]})
+    edit_aggregate(results, "acc,none", lambda mean: 0.8)
+    with pytest.raises(BayesreproError, match=r"task 'qa', metric 'acc': the mean of its rows is 0\.6, but the "
+                                              r"harness's own aggregate in .* is 0\.8; the samples are not those"):
+        read_logs("lm-eval", [tmp_path])
+    edit_aggregate(results, "acc,none", lambda mean: 0.6)
+    edit_aggregate(results, "brier,none", lambda mean: mean + 1e-9)
+    with pytest.raises(BayesreproError, match="metric 'brier'"):
+        read_logs("lm-eval", [tmp_path])
+
+
+def test_a_mean_off_by_rounding_only_is_accepted_and_reported(tmp_path):
+    values = [0.1, 0.25, 0.3, 0.7, 0.05]
+    results = write_run(tmp_path, scores={"acc": [1.0, 0.0, 1.0, 1.0, 0.0], "brier": values})
+    edit_aggregate(results, "brier,none", lambda mean: float(np.nextafter(mean, 1.0)))
+    summary = import_logs("lm-eval", [tmp_path], tmp_path / "t.parquet")
+    assert summary.aggregates.to_dict()["exact"] == 1
+    [rounding] = summary.aggregates.to_dict()["equal_to_rounding"]
+    assert rounding["metric"] == "brier" and 0 < abs(rounding["difference"]) < 1e-16
+
+
+def test_means_summed_as_python_3_12_sums_are_exact(tmp_path):
+    # Python 3.12's sum() compensates (Neumaier): sum([0.1] * 10) is 1.0 there, 0.9999999999999999 before
+    from bayesrepro.harness.aggregates import compensated_sum, plain_sum
+
+    values = np.full(10, 0.1)
+    assert plain_sum(values) == 0.9999999999999999 and compensated_sum(values) == 1.0
+    assert compensated_sum(np.array([1e100, 1.0, -1e100])) == 1.0
+    task = LmEvalTask("qa", documents(10))
+    results = write_run(tmp_path, task=task, scores={"acc": [1.0] * 10, "brier": [0.1] * 10})
+    edit_aggregate(results, "brier,none", lambda mean: 0.1)  # what lm-eval writes under Python 3.12
+    summary = import_logs("lm-eval", [tmp_path], tmp_path / "t.parquet")
+    assert summary.aggregates.to_dict()["exact"] == 2
+
+
+@pytest.mark.parametrize("entry, reason", [
+    ({"metric": "brier", "aggregation": "median"}, "its aggregation 'median' is not a plain mean"),
+    ({"metric": "brier", "aggregation": "def spread(items):\n    return max(items)"},
+     "its aggregation 'def spread(items):' is not a plain mean"),
+    ({"metric": "brier", "aggregation": "nanmean"}, None),
+    ({"metric": "brier"}, "its aggregation is not recorded in the results file"),
+    ({"metric": "bleu"}, None),  # brier not listed: lm-eval averages a key only process_results returns
+])
+def test_aggregations_that_are_not_a_plain_mean_are_not_compared(tmp_path, entry, reason):
+    results = write_run(tmp_path, scores={"acc": [1.0, 0.0, 1.0, 1.0, 0.0], "brier": [0.1, 0.25, 0.3, 0.7, 0.05]})
+    payload = json.loads(results.read_text())
+    payload["configs"]["qa"]["metric_list"] = [{"metric": "acc"}, entry]
+    results.write_text(json.dumps(payload))
+    checks = import_logs("lm-eval", [tmp_path], tmp_path / "t.parquet").aggregates.to_dict()
+    if reason is None:
+        assert (checks["exact"], checks["not_applicable"]) == (2, 0)
+    else:
+        assert (checks["exact"], checks["not_applicable"]) == (1, 1)
+        assert checks["not_checked"] == [{"task": "qa", "metric": "brier", "reason": reason, "runs": 1}]
 
 
 def test_filters_become_metric_columns_and_are_aligned_by_doc_id(tmp_path):
@@ -108,7 +167,7 @@ def test_true_false_scores_and_text_doc_ids_are_read(tmp_path):
 
 def test_two_runs_with_different_documents_under_one_id_are_refused_naming_both(tmp_path):
     write_run(tmp_path, task=LmEvalTask("qa", documents(5)))
-    write_run(tmp_path, date="2026-01-02T10-00-00.000000", task=LmEvalTask("qa", documents(5, offset=1)))
+    write_run(tmp_path, date="2026-01-02T10-00-00.000000", seed=2, task=LmEvalTask("qa", documents(5, offset=1)))
     with pytest.raises(BayesreproError, match=r"task 'qa', item 0: runs 'org__model/2026-01-01T10-00-00.000001' "
                                               r"and 'org__model/2026-01-02T10-00-00.000000' evaluated different documents"):
         read_logs("lm-eval", [tmp_path])
@@ -117,11 +176,11 @@ def test_two_runs_with_different_documents_under_one_id_are_refused_naming_both(
 def test_runs_on_different_subsets_of_a_task_are_merged(tmp_path):
     task = LmEvalTask("qa", documents(6))
     write_run(tmp_path, task=LmEvalTask("qa", task.documents[:4]), scores={"acc": [1.0] * 4})
-    write_run(tmp_path, date="2026-01-02T10-00-00.000000", task=LmEvalTask("qa", task.documents[2:]),
+    write_run(tmp_path, date="2026-01-02T10-00-00.000000", seed=2, task=LmEvalTask("qa", task.documents[2:]),
               scores={"acc": [0.0] * 4})
     summary = import_logs("lm-eval", [tmp_path], tmp_path / "out.parquet")
     assert (summary.rows, summary.items) == (8, 6)
-    write_run(tmp_path, date="2026-01-03T10-00-00.000000", task=LmEvalTask("qa", documents(6, offset=1)[5:]),
+    write_run(tmp_path, date="2026-01-03T10-00-00.000000", seed=3, task=LmEvalTask("qa", documents(6, offset=1)[5:]),
               scores={"acc": [0.0]})
     with pytest.raises(BayesreproError, match="item 5: runs 'org__model/2026-01-02"):
         read_logs("lm-eval", [tmp_path])
@@ -140,44 +199,116 @@ def test_the_same_file_named_twice_is_read_once(tmp_path):
     assert len(read_logs("lm-eval", [tmp_path, results, samples])) == 5
 
 
-@pytest.mark.parametrize(
-    "damage, message",
-    [
-        ("drop samples", "has no samples file for task 'qa'.*--log_samples"),
-        ("drop results", "has no results file beside it"),
-        ("cut last line", r"line 5 is not valid JSON .*cut short"),
-        ("drop last line", "holds 4 documents under filter 'none' but its results file counts 5"),
-        ("repeat a line", "holds doc_id 4 twice"),
-        ("list metric", r"metric 'acc' holds a list .*corpus-level.*--metric"),
-        ("missing metric", "line 2 has no 'acc'"),
-        ("not json", "results file .* cannot be read"),
-    ],
-)
-def test_damaged_logs_fail_in_one_line_naming_the_file(tmp_path, damage, message):
+def test_runs_with_the_same_model_arguments_and_settings_are_refused_naming_both(tmp_path):
+    write_run(tmp_path, date="2026-01-01T10-00-00.000000", seed=1)
+    write_run(tmp_path, date="2026-01-02T10-00-00.000000", seed=2)
+    write_run(tmp_path, date="2026-01-03T10-00-00.000000", seed=1)
+    with pytest.raises(BayesreproError, match=r"runs 'org__model/2026-01-01T10-00-00.000000' and "
+                                              r"'org__model/2026-01-03T10-00-00.000000' both evaluated task 'qa' with "
+                                              r"model 'org/model' and the same model arguments and settings \(seed 1, "
+                                              r"num_fewshot 2\).*--replications"):
+        read_logs("lm-eval", [tmp_path])
+    # another model argument tells them apart
+    write_run(tmp_path / "b", date="2026-01-01T10-00-00.000000", seed=1, model_args={"pretrained": "org/model", "revision": "a"})
+    write_run(tmp_path / "b", date="2026-01-03T10-00-00.000000", seed=1, model_args={"pretrained": "org/model", "revision": "b"})
+    assert len(read_logs("lm-eval", [tmp_path / "b"])) == 10
+
+
+def test_replications_keeps_repeated_runs_numbered_in_the_order_they_started(tmp_path):
+    for day, seed in ((3, 1), (1, 1), (2, 2)):
+        write_run(tmp_path, date=f"2026-01-0{day}T10-00-00.000000", seed=seed)
+    table = read_logs("lm-eval", [tmp_path], replications=True)
+    numbers = table.groupby("run")["replication"].unique().map(list).to_dict()
+    assert numbers == {"org__model/2026-01-01T10-00-00.000000": [1], "org__model/2026-01-02T10-00-00.000000": [1],
+                       "org__model/2026-01-03T10-00-00.000000": [2]}
+    assert list(table.columns[4:8]) == ["group", "seed", "num_fewshot", "replication"]
+
+
+def test_a_run_that_stopped_writing_is_skipped_and_its_rerun_is_no_repeat(tmp_path):
+    killed = write_run(tmp_path, date="2026-01-01T10-00-00.000000", seed=1)
+    write_run(tmp_path, date="2026-01-02T10-00-00.000000", seed=1)
+    samples = tmp_path / "org__model" / "samples_qa_2026-01-01T10-00-00.000000.jsonl"
+    samples.write_text("".join(samples.read_text().splitlines(keepends=True)[:3]))
+    notes = []
+    summary = import_logs("lm-eval", [tmp_path], tmp_path / "t.parquet", notify=notes.append)
+    assert (summary.runs, summary.rows) == (1, 5)
+    assert [entry.path for entry in summary.skipped] == [killed]
+    assert notes == [f"skipped '{killed}': '{samples}' holds 3 documents under filter 'none' but its results file "
+                     "counts 5: the run did not finish writing its samples"]
+
+
+def damage(results, samples, how):
+    lines = samples.read_text().splitlines()
+    if how == "drop samples":
+        samples.unlink()
+    elif how == "drop results":
+        results.unlink()
+    elif how == "cut last line":
+        samples.write_text("\n".join(lines[:4] + [lines[4][:40]]))
+    elif how == "drop last line":
+        samples.write_text("\n".join(lines[:4]) + "\n")
+    elif how == "cut a line inside":
+        samples.write_text("\n".join(lines[:2] + [lines[2][:40]] + lines[3:]) + "\n")
+    elif how == "add a line":
+        samples.write_text("\n".join(lines + [lines[4].replace('"doc_id": 4', '"doc_id": 5')]) + "\n")
+    elif how == "repeat a line":
+        samples.write_text("\n".join(lines + lines[4:]) + "\n")
+    elif how == "list metric":
+        samples.write_text("\n".join(lines[:2] + [lines[2].replace('"acc": 1.0', '"acc": [1, 2]')] + lines[3:]) + "\n")
+    elif how == "missing metric":
+        samples.write_text("\n".join(lines[:1] + [lines[1].replace('"acc": 0.0, ', "")] + lines[2:]) + "\n")
+    elif how == "not json":
+        results.write_text(results.read_text()[:100])
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("drop samples", r"no samples file for task 'qa' \(samples_qa_.*\.jsonl\): the run did not finish writing its "
+                     r"samples \(or ran without --log_samples\)"),
+    ("drop results", r"1 samples file\(s\) of 2026-01-01T10-00-00.000001 without their results file "
+                     r"\(results_2026-01-01T10-00-00.000001.json\): the run did not finish"),
+    ("cut last line", r"'.*samples_qa_.*' ends inside line 5: the file was cut short while it was written; "
+                      "the run did not finish writing its samples"),
+    ("drop last line", "'.*' holds 4 documents under filter 'none' but its results file counts 5: the run did not finish"),
+])
+def test_runs_that_did_not_finish_are_skipped_with_one_line_each_and_strict_refuses_them(tmp_path, how, reason):
+    results = write_run(tmp_path)
+    write_run(tmp_path, date="2026-01-02T10-00-00.000000", seed=2)
+    samples = tmp_path / "org__model" / "samples_qa_2026-01-01T10-00-00.000001.jsonl"
+    damage(results, samples, how)
+    notes = []
+    summary = import_logs("lm-eval", [tmp_path], tmp_path / "t.parquet", notify=notes.append)
+    assert (summary.runs, summary.rows, len(summary.skipped)) == (1, 5, 1)
+    assert len(notes) == 1 and re.fullmatch(r"skipped '.*': " + reason + ".*", notes[0]), notes
+    assert summary.to_dict()["skipped"][0]["file"] == str(samples if how == "drop results" else results)
+    with pytest.raises(BayesreproError, match=reason + r".*\(--strict\)"):
+        import_logs("lm-eval", [tmp_path], tmp_path / "strict.parquet", strict=True)
+    assert not (tmp_path / "strict.parquet").exists()
+
+
+@pytest.mark.parametrize("how, message", [
+    ("cut a line inside", r"line 3 is not valid JSON .*damaged"),
+    ("add a line", "holds 6 documents under filter 'none' but its results file counts only 5"),
+    ("repeat a line", "holds doc_id 4 twice"),
+    ("list metric", r"metric 'acc' holds a list .*corpus-level.*--metric"),
+    ("missing metric", "line 2 has no 'acc'"),
+    ("not json", "results file .* cannot be read"),
+])
+def test_damaged_logs_fail_in_one_line_naming_the_file(tmp_path, how, message):
     results = write_run(tmp_path)
     samples = next(tmp_path.rglob("samples_*.jsonl"))
-    lines = samples.read_text().splitlines()
-    if damage == "drop samples":
-        samples.unlink()
-    elif damage == "drop results":
-        results.unlink()
-    elif damage == "cut last line":
-        samples.write_text("\n".join(lines[:4] + [lines[4][:40]]))
-    elif damage == "drop last line":
-        samples.write_text("\n".join(lines[:4]) + "\n")
-    elif damage == "repeat a line":
-        samples.write_text("\n".join(lines + lines[4:]) + "\n")
-    elif damage == "list metric":
-        samples.write_text("\n".join(lines[:2] + [lines[2].replace('"acc": 1.0', '"acc": [1, 2]')] + lines[3:]) + "\n")
-    elif damage == "missing metric":
-        samples.write_text("\n".join(lines[:1] + [lines[1].replace('"acc": 0.0, ', "")] + lines[2:]) + "\n")
-    elif damage == "not json":
-        results.write_text(results.read_text()[:100])
+    damage(results, samples, how)
     with pytest.raises(BayesreproError, match=message) as error:
-        read_logs("lm-eval", [samples if damage == "drop results" else tmp_path])
+        read_logs("lm-eval", [tmp_path])
     assert "\n" not in str(error.value)
-    assert str(samples if "line" in damage or "metric" in damage else tmp_path) in str(error.value) \
-        or str(results) in str(error.value)
+    assert str(samples if "line" in how or "metric" in how else results) in str(error.value)
+
+
+def test_a_samples_file_named_without_its_results_file_is_skipped(tmp_path):
+    results = write_run(tmp_path)
+    samples = next(tmp_path.rglob("samples_*.jsonl"))
+    results.unlink()
+    with pytest.raises(BayesreproError, match="no finished lm-eval run"):
+        read_logs("lm-eval", [samples], notify=lambda line: None)
 
 
 def test_metric_option_keeps_only_the_chosen_metrics(tmp_path):
@@ -200,11 +331,19 @@ def test_import_command_writes_parquet_and_csv_and_prints_a_summary(tmp_path):
     summary = json.loads(run.stdout)
     assert {k: summary[k] for k in ("rows", "runs", "items", "tasks", "metrics", "skipped")} == {
         "rows": 10, "runs": 2, "items": 5, "tasks": 1, "metrics": ["acc", "acc_norm"], "skipped": []}
+    assert (summary["aggregates"]["exact"], summary["aggregates"]["not_applicable"]) == (4, 0)
     parquet = pd.read_parquet(tmp_path / "t.parquet")
     run = bayesrepro("import", "lm-eval", str(tmp_path / "logs"), "--out", str(tmp_path / "t.csv"))
     assert run.returncode == 0 and "10 rows from 2 runs" in run.stdout
+    assert "means equal to the harness's aggregates: 4 exactly" in run.stdout
     csv = pd.read_csv(tmp_path / "t.csv", dtype={"item": str})
     pd.testing.assert_frame_equal(csv, parquet, check_dtype=False)
+    write_run(tmp_path / "logs", date="2026-01-03T10-00-00.000000", seed=2)
+    run = bayesrepro("import", "lm-eval", str(tmp_path / "logs"), "--out", str(tmp_path / "t.parquet"))
+    assert run.returncode == 2 and "--replications" in run.stderr
+    run = bayesrepro("import", "lm-eval", str(tmp_path / "logs"), "--out", str(tmp_path / "t.parquet"), "--replications")
+    assert run.returncode == 0, run.stderr
+    assert sorted(pd.read_parquet(tmp_path / "t.parquet")["replication"].unique()) == [1, 2]
 
 
 def test_analysis_commands_read_lm_eval_logs_directly(tmp_path):
@@ -230,6 +369,11 @@ def test_analysis_commands_read_lm_eval_logs_directly(tmp_path):
         (("import", "lm-eval", "notes.txt", "--out", "t.parquet"), "'notes.txt' is not an lm-eval log"),
         (("import", "lm-eval", "empty", "--out", "t.parquet"), "no finished lm-eval run in empty"),
         (("vca", "lm-eval:empty", "--formula", "acc ~ 1 + (1|item)"), "no finished lm-eval run in empty"),
+        (("vca", "lm-eval:empty", "--formula", "acc ~ 1 + (1|item)", "--engine", "duckdb"),
+         "--engine duckdb reads tables, and 'lm-eval:empty' is harness logs, read in memory: use --engine memory, "
+         "or import them first (bayesrepro import lm-eval empty --out runs.parquet)"),
+        (("glrt", "inspect:empty", "--h0", "m ~ 1 + (1|item)", "--h1", "m ~ model + (1|item)", "--engine", "spark"),
+         "--engine spark reads tables, and 'inspect:empty' is harness logs"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr(tmp_path, args, message):

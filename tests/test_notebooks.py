@@ -4,6 +4,7 @@ Together they take several minutes (NUTS runs and bootstrap refits on the
 papers' data), so they are marked slow; CI runs them with `-m slow`.
 """
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta_parameter_importance", "quick_start"]
-OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark", "harness_logs"]
-ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS
+OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark"]
+ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs"]
 
 
 def _executed(name: str):
@@ -43,6 +44,19 @@ def test_notebook_executes_without_an_error(name):
     errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
+
+
+@pytest.mark.slow
+def test_harness_logs_notebook_finds_the_simulated_difference_and_recovers_the_truth():
+    notebook = _executed("harness_logs")
+    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+             for line in output.get("text", "").splitlines() if line.startswith("truth check: ")]
+    assert len(lines) == 1, "the notebook should end with its check against the simulated truth"
+    verdict = json.loads(lines[0].removeprefix("truth check: "))
+    assert verdict["glrt_rejects_at_1_percent"] and verdict["glrt_p"] < 0.01
+    assert verdict["within_3_se"] == {"model effect (tuned - base)": True, "five shots - none": True,
+                                      "item SD": True, "seed SD": True}
+    assert verdict["posterior_converged"]
 
 
 def test_committed_notebooks_are_executed():

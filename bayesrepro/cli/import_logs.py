@@ -20,7 +20,12 @@ def register(subparsers) -> None:
                         help="import only this metric (repeat, or separate with commas); default: every metric")
     parser.add_argument("--strict", action="store_true",
                         help="fail on runs that did not finish and on samples that ended in an error instead of skipping them")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary: rows, runs, items, tasks, metrics, skipped files")
+    parser.add_argument("--replications", action="store_true",
+                        help="keep runs of a task with the same model, arguments and settings (refused by default), "
+                             "numbered 1, 2, ... in the order they started in a column 'replication'")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON summary: rows, runs, items, tasks, metrics, skipped files, and the checks of "
+                             "each run's means against the harness's own aggregates")
     parser.set_defaults(func=run)
 
 
@@ -28,13 +33,15 @@ def run(args) -> int:
     from ..harness import import_logs
 
     metrics = [name.strip() for option in args.metric for name in option.split(",") if name.strip()]
-    summary = import_logs(args.harness, args.paths, args.out, metrics=metrics or None, strict=args.strict)
+    summary = import_logs(args.harness, args.paths, args.out, metrics=metrics or None, strict=args.strict,
+                          replications=args.replications)
     if args.json:
         print_json(summary.to_dict() | {"out": args.out})
     else:
         print(
             f"{summary.rows} rows from {summary.runs} runs ({summary.tasks} tasks, {summary.items} items; "
             f"metrics: {', '.join(summary.metrics)}) written to {args.out}"
-            + (f"; {len(summary.skipped)} file(s) skipped" if summary.skipped else "")
+            + (f"; {len(summary.skipped)} run(s) skipped" if summary.skipped else "")
         )
+        print(summary.aggregates.line())
     return 0

@@ -4,7 +4,9 @@ One row per run, task, item (and epoch, for Inspect) with the columns
 ``item``, ``task``, ``model``, ``run``, the run's settings, its model
 arguments and one column per metric under the harness's own name. The
 formats are parsed directly (the harnesses themselves are not needed):
-see ``lm_eval.py`` and ``inspect_log.py`` for what is read from where.
+see ``lm_eval.py`` and ``inspect_log.py`` for what is read from where,
+``importer.py`` for what is checked on the way (each run's means against
+the harness's own aggregates: ``aggregates.py``).
 """
 
 from .importer import HARNESSES, ImportSummary, import_logs, read_logs

@@ -1,4 +1,11 @@
-"""One pass from harness logs to the long table: find runs, fix the columns, stream the rows through the checks."""
+"""One pass from harness logs to the long table: find runs, fix the columns, stream the rows through the checks.
+
+Runs that did not finish are skipped with one line each (an error under
+``strict``); checks that fail refuse the whole import: two runs with
+different documents under one id, a run given twice, two runs the table
+could not tell apart (unless ``replications`` numbers them), a run whose
+mean differs from the harness's own aggregate (``aggregates.py``).
+"""
 
 from __future__ import annotations
 
@@ -10,21 +17,26 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import BayesreproError
 from ..output import atomic_path, check_writable
-from .columns import plan_columns
+from .aggregates import MISMATCH, AggregateCheck, CheckSummary
+from .columns import Columns, plan_columns
 from .inspect_log import INSPECT
-from .integrity import DocumentRegistry, refuse_duplicate_runs
+from .integrity import (DocumentRegistry, refuse_duplicate_runs, refuse_repeated_configurations, repeated_configurations,
+                        replication_numbers)
 from .lm_eval import LM_EVAL
 from .paths import expand_paths
-from .runs import Block, Harness, Run, Skipped
+from .runs import Block, Harness, Run, Skipped, UnfinishedRun
 from .sink import OUTPUT_SUFFIXES, FileSink, MemorySink
 
 HARNESSES = {harness.name: harness for harness in (LM_EVAL, INSPECT)}
 # Runs read ahead of the writer, by this many threads: parsing happens in
 # C++ (pyarrow's JSON reader, Zstandard) outside Python's lock.
 READERS, READ_AHEAD = 2, 4
+# With replications, this column numbers runs with the same model, arguments and settings.
+REPLICATION = "replication"
 
 
 def print_note(line: str) -> None:
@@ -41,59 +53,122 @@ class ImportSummary:
     metrics: tuple[str, ...] = ()
     skipped: list[Skipped] = field(default_factory=list)
     dropped_samples: int = 0
+    aggregates: CheckSummary = field(default_factory=CheckSummary)
 
     def to_dict(self) -> dict:
         return {
             "harness": self.harness, "rows": self.rows, "runs": self.runs, "items": self.items,
             "tasks": self.tasks, "metrics": list(self.metrics),
             "skipped": [s.to_dict() for s in self.skipped], "dropped_samples": self.dropped_samples,
+            "aggregates": self.aggregates.to_dict(),
         }
 
 
 def import_logs(harness: str, paths: Iterable[str | Path], out: str | Path, *, metrics: Sequence[str] | None = None,
-                strict: bool = False, notify: Callable[[str], None] = print_note) -> ImportSummary:
-    """Write the long table of the logs under ``paths`` to ``out`` (.parquet or .csv); return what was imported."""
+                strict: bool = False, replications: bool = False,
+                notify: Callable[[str], None] = print_note) -> ImportSummary:
+    """Write the long table of the logs under ``paths`` to ``out`` (.parquet or .csv); return what was imported.
+
+    ``replications`` keeps runs with the same model, arguments and settings, numbered in a ``replication`` column.
+    """
     out = check_writable(out, OUTPUT_SUFFIXES)
     with atomic_path(out) as temporary:
-        return _stream(harness, paths, lambda schema: FileSink(temporary, out.name, schema), metrics, strict, notify)[0]
+        return _stream(harness, paths, lambda schema: FileSink(temporary, out.name, schema), metrics, strict,
+                       replications, notify)[0]
 
 
 def read_logs(harness: str, paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
-              strict: bool = False, notify: Callable[[str], None] = print_note) -> pd.DataFrame:
+              strict: bool = False, replications: bool = False,
+              notify: Callable[[str], None] = print_note) -> pd.DataFrame:
     """The long table of the logs under ``paths`` as a DataFrame."""
-    _, sink = _stream(harness, paths, MemorySink, metrics, strict, notify)
+    _, sink = _stream(harness, paths, MemorySink, metrics, strict, replications, notify)
     return sink.frame()
 
 
 def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics: Sequence[str] | None,
-            strict: bool, notify: Callable[[str], None]) -> tuple[ImportSummary, FileSink | MemorySink]:
+            strict: bool, replications: bool, notify: Callable[[str], None]) -> tuple[ImportSummary, FileSink | MemorySink]:
     harness = _harness(name)
     paths = list(paths)
     runs, skipped = harness.find_runs(expand_paths(paths))
     for entry in skipped:
-        _skip(f"skipped '{entry.path}': {entry.reason}", strict, notify)
+        _skip(entry, strict, notify)
     if not runs:
-        raise BayesreproError(f"no finished {harness.name} run in {', '.join(map(str, paths))}")
+        raise _nothing_finished(harness, paths)
     refuse_duplicate_runs(runs)
     runs = _select_metrics(runs, metrics)
-    columns = plan_columns(harness.settings, runs)
-    summary = ImportSummary(harness.name, runs=len(runs), metrics=columns.metrics, skipped=skipped)
-    documents = DocumentRegistry()
+    numbers = replication_numbers(runs) if replications else None
+    # Runs that repeat another's configuration are read first: one of them may turn out unfinished (and be
+    # skipped), so whether the rest repeat one another is decided once they are read.
+    repeated = set() if replications else {run.name for run in repeated_configurations(runs)}
+    runs = sorted(runs, key=lambda run: run.name not in repeated)
+    settings = harness.settings | ({REPLICATION: pa.int64()} if replications else {})
+    columns = plan_columns(settings, runs)
+    summary = ImportSummary(harness.name, metrics=columns.metrics, skipped=skipped)
+    finished: list[Run] = []
+    undecided = bool(repeated)
     sink = open_sink(columns.schema)
     try:
+        writer = _RunWriter(columns, sink, numbers, summary, lambda line: _note(line, strict, notify))
         for run, blocks in _read_ahead(harness, runs):
-            for block in blocks:
-                documents.check(run, block)
-                if block.dropped:
-                    _skip(f"left out {block.dropped} sample(s) of '{block.source}' that ended in an error",
-                          strict, notify)
-                sink.write(columns.table(run, block))
-                summary.rows += len(block)
-                summary.dropped_samples += block.dropped
+            repeated.discard(run.name)
+            if isinstance(blocks, UnfinishedRun):
+                entry = Skipped(run.source, str(blocks))
+                _skip(entry, strict, notify)
+                summary.skipped.append(entry)
+            else:
+                writer.write(run, blocks)
+                finished.append(run)
+            if undecided and not repeated:
+                refuse_repeated_configurations(finished)
+                undecided = False
     finally:
         sink.close()
-    summary.items, summary.tasks = documents.items, documents.tasks
+    if not summary.runs:
+        raise _nothing_finished(harness, paths)
+    summary.items, summary.tasks = writer.documents.items, writer.documents.tasks
     return summary, sink
+
+
+@dataclass
+class _RunWriter:
+    """Checks a finished run's blocks and appends their rows to the sink, counting them in the summary."""
+
+    columns: Columns
+    sink: FileSink | MemorySink
+    replications: dict[tuple[str, str], int] | None
+    summary: ImportSummary
+    note: Callable[[str], None]
+    documents: DocumentRegistry = field(default_factory=DocumentRegistry)
+
+    def write(self, run: Run, blocks: list[Block]) -> None:
+        for block in blocks:
+            _refuse_mismatch(run, block.checks)
+        for block in blocks:
+            self.documents.check(run, block)
+            if block.dropped:
+                self.note(f"left out {block.dropped} sample(s) of '{block.source}' that ended in an error")
+            if self.replications is not None:
+                block.values[REPLICATION] = self.replications[(run.name, block.task)]
+            self.sink.write(self.columns.table(run, block))
+            self.summary.rows += len(block)
+            self.summary.dropped_samples += block.dropped
+        self.summary.runs += 1
+        self.summary.aggregates.add(run.name, (check for block in blocks for check in block.checks))
+
+
+def _nothing_finished(harness: Harness, paths: list) -> BayesreproError:
+    return BayesreproError(f"no finished {harness.name} run in {', '.join(map(str, paths))}")
+
+
+def _refuse_mismatch(run: Run, checks: list[AggregateCheck]) -> None:
+    for check in checks:
+        if check.status == MISMATCH:
+            found = check.reason or f"the mean of its rows is {check.ours!r}"
+            raise BayesreproError(
+                f"run '{run.name}', task '{check.task}', metric '{check.metric}': {found}, but the harness's own "
+                f"aggregate in '{run.source}' is {check.theirs!r}; the samples are not those the harness scored "
+                "(an edited or mixed-up file): re-copy the run or leave it out"
+            )
 
 
 def _harness(name: str) -> Harness:
@@ -102,7 +177,11 @@ def _harness(name: str) -> Harness:
     return HARNESSES[name]
 
 
-def _skip(line: str, strict: bool, notify: Callable[[str], None]) -> None:
+def _skip(entry: Skipped, strict: bool, notify: Callable[[str], None]) -> None:
+    _note(f"skipped '{entry.path}': {entry.reason}", strict, notify)
+
+
+def _note(line: str, strict: bool, notify: Callable[[str], None]) -> None:
     if strict:
         raise BayesreproError(f"{line} (--strict)")
     notify(line)
@@ -120,13 +199,20 @@ def _select_metrics(runs: list[Run], metrics: Sequence[str] | None) -> list[Run]
     return [run for run in chosen if run.metrics]
 
 
-def _read_ahead(harness: Harness, runs: list[Run]) -> Iterator[tuple[Run, list[Block]]]:
-    """Each run with its blocks, in order, while the next runs are read in the background."""
+def _read_ahead(harness: Harness, runs: list[Run]) -> Iterator[tuple[Run, list[Block] | UnfinishedRun]]:
+    """Each run with its blocks (or why it did not finish), in order, while the next runs are read in the background."""
+
+    def read(run: Run) -> list[Block] | UnfinishedRun:
+        try:
+            return list(harness.read_blocks(run))
+        except UnfinishedRun as unfinished:
+            return unfinished
+
     pool = ThreadPoolExecutor(READERS)
     pending: deque = deque()
     try:
         for run in runs:
-            pending.append((run, pool.submit(lambda r: list(harness.read_blocks(r)), run)))
+            pending.append((run, pool.submit(read, run)))
             if len(pending) > READ_AHEAD:
                 done, future = pending.popleft()
                 yield done, future.result()

@@ -8,7 +8,8 @@ A ``.eval`` file is a ZIP: ``header.json`` (the log without samples:
 killed, has only ``_journal/start.json`` and journal summaries. A ``.json``
 log is the same object in one file, its ``samples`` in place of the
 summaries. Runs whose status is not "success" did not finish and are
-skipped; the rows are built by ``inspect_rows.py``.
+skipped; the rows are built by ``inspect_rows.py`` and checked against the
+header's aggregates by ``inspect_aggregates.py``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from ..errors import BayesreproError, first_line
 from .eval_zip import EvalArchive
+from .inspect_aggregates import ScoringPlan, check_scores, scoring_plan
 from .inspect_rows import Rows, rows_from_records, rows_from_summaries
 from .model_args import flatten_model_args
 from .paths import FoundFile
@@ -37,6 +39,7 @@ _JOURNAL_SUMMARY = re.compile(rb"_journal/summaries/(\d+)\.json")
 class LogDetail:
     task: str
     seed: int | None
+    scoring: ScoringPlan
 
 
 def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
@@ -110,9 +113,11 @@ def _run(path: Path, header: dict) -> Run:
     if not names:
         raise BayesreproError(f"Inspect log '{path}' has no scores in its results; score it (inspect score) first")
     identity = spec.get("eval_id") or f"{spec.get('run_id')}/{spec.get('task_id')}"
-    detail = LogDetail(spec["task"], seed if isinstance(seed, int) else None)
+    seed = seed if isinstance(seed, int) else None
+    detail = LogDetail(spec["task"], seed, scoring_plan(header))
     return Run(path, path.stem, identity, spec["model"], flatten_model_args(spec.get("model_args")),
-               flatten_model_args(spec.get("task_args")), tuple(names), detail)
+               flatten_model_args(spec.get("task_args")), tuple(names), {spec["task"]: (("seed", seed),)},
+               str(spec.get("created") or ""), detail)
 
 
 def read_blocks(run: Run) -> Iterator[Block]:
@@ -124,7 +129,10 @@ def read_blocks(run: Run) -> Iterator[Block]:
     else:
         rows = _rows_of_archive(run)
     settings = {"seed": run.detail.seed, "epoch": rows.epochs}
-    yield Block(run.source, run.detail.task, rows.items, rows.documents, settings | rows.metrics, rows.dropped)
+    scores = {name: column.to_numpy(zero_copy_only=False) for name, column in rows.metrics.items()}
+    checks = check_scores(run.detail.scoring, run.detail.task, rows.items.to_numpy(zero_copy_only=False),
+                          rows.epochs.to_numpy(zero_copy_only=False), scores, rows.dropped)
+    yield Block(run.source, run.detail.task, rows.items, rows.documents, settings | rows.metrics, rows.dropped, checks)
 
 
 def _rows_of_archive(run: Run) -> Rows:

@@ -1,4 +1,4 @@
-"""Checks across runs: one document per (task, item), each run once."""
+"""Checks across runs: one document per (task, item), each run once, and no two runs the table cannot tell apart."""
 
 from __future__ import annotations
 
@@ -20,6 +20,47 @@ def refuse_duplicate_runs(runs: list[Run]) -> None:
             other = seen.setdefault(key(run), run)
             if other is not run:
                 raise BayesreproError(f"'{run.source}' and '{other.source}' " + problem.format(name=run.name))
+
+
+def replication_numbers(runs: list[Run]) -> dict[tuple[str, str], int]:
+    """Each run's number, per task, among the runs of that task with the same model, arguments and settings
+    (1, 2, … in the order they started): the ``replication`` column that tells such runs apart."""
+    numbers = {}
+    for repeats in _same_configuration(runs).values():
+        for number, (run, task) in enumerate(sorted(repeats, key=lambda pair: (pair[0].started, pair[0].name)), 1):
+            numbers[(run.name, task)] = number
+    return numbers
+
+
+def repeated_configurations(runs: list[Run]) -> list[Run]:
+    """The runs that evaluated a task with the same model, arguments and settings as another run."""
+    return list({run.name: run for repeats in _same_configuration(runs).values() if len(repeats) > 1
+                 for run, _ in repeats}.values())
+
+
+def refuse_repeated_configurations(runs: list[Run]) -> None:
+    """Two runs of a task with the same model, arguments and settings would give rows that no column tells apart."""
+    for repeats in _same_configuration(runs).values():
+        if len(repeats) > 1:
+            (first, task), (second, _) = sorted(repeats, key=lambda pair: (pair[0].started, pair[0].name))[:2]
+            raise BayesreproError(
+                f"runs '{first.name}' and '{second.name}' both evaluated task '{task}' with model '{first.model}' and "
+                f"the same model arguments and settings ({_settings_text(first, task)}): their rows could not be told "
+                "apart; import one of them, or both with 'bayesrepro import --replications' (a column 'replication' "
+                "numbers them)"
+            )
+
+
+def _same_configuration(runs: list[Run]) -> dict[tuple, list[tuple[Run, str]]]:
+    groups: dict[tuple, list[tuple[Run, str]]] = {}
+    for run in runs:
+        for task in run.settings:
+            groups.setdefault(run.configuration(task), []).append((run, task))
+    return groups
+
+
+def _settings_text(run: Run, task: str) -> str:
+    return ", ".join(f"{name} {value}" for name, value in run.settings[task])
 
 
 @dataclass

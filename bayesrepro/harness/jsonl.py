@@ -4,7 +4,8 @@ Only the named fields are kept; everything else on a line (the document, the
 prompts, the model's responses) is skipped by the parser without becoming
 Python objects. A line pyarrow cannot take (a truncated line, a field of an
 unexpected type, a missing field) sends the file through a line-by-line
-reader that names the first bad line and what is wrong with it.
+reader that names the first bad line and what is wrong with it; a last
+line cut without its newline (a writer stopped mid-line) is ``CutShort``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from ..errors import BayesreproError, first_line
 # (true/false read as 1/0, as the harnesses average them).
 ID, TEXT, NUMBER = "id", "text", "number"
 _ARROW_TYPES = {ID: pa.int64(), TEXT: pa.string(), NUMBER: pa.float64()}
+
+
+class CutShort(BayesreproError):
+    """The file ends inside a line that is not valid JSON: its writer was stopped mid-line."""
 
 
 def read_fields(path: Path, fields: dict[str, str]) -> dict[str, pa.Array]:
@@ -69,8 +74,10 @@ def _parse_line(path: Path, number: int, line: str) -> dict:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
+        if not line.endswith("\n"):
+            raise CutShort(f"'{path}' ends inside line {number}: the file was cut short while it was written") from None
         raise BayesreproError(
-            f"'{path}' line {number} is not valid JSON ({exc.msg}); the file may be cut short: rerun or re-copy it"
+            f"'{path}' line {number} is not valid JSON ({exc.msg}); the file may be damaged: rerun or re-copy it"
         ) from None
     if not isinstance(record, dict):
         raise BayesreproError(f"'{path}' line {number} is not a JSON object")

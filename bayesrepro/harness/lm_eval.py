@@ -8,7 +8,14 @@ names a .json file) and one samples file per task in the same folder,
 model share a folder and are told apart by the date alone. The results file
 holds the settings (``config.random_seed``, ``config.model_args``,
 ``n-shot``), the number of documents per task (``n-samples``) and the
-harness's aggregates under ``"<metric>,<filter>"``.
+harness's aggregates under ``"<metric>,<filter>"``, which each task's rows
+are checked against (``lm_eval_aggregates.py``).
+
+lm-eval writes the results file first and then the samples files, one
+after the other. A run stopped on the way leaves a results file whose
+samples files are missing, short or cut inside a line; a folder copied in
+part may hold samples files without their results file. Such runs did not
+finish (or did not arrive) and are skipped, not refused.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BayesreproError, first_line
-from .jsonl import ID, NUMBER, TEXT, read_fields
+from .jsonl import ID, NUMBER, TEXT, CutShort, read_fields
+from .lm_eval_aggregates import aggregation_of, check_column
 from .model_args import flatten_model_args
 from .paths import FoundFile
-from .runs import Block, Harness, Run, Skipped
+from .runs import Block, Harness, Run, Skipped, UnfinishedRun
 
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 RESULTS_FILE = re.compile(rf"^(?P<stem>.+)_(?P<date>{_DATE})\.json$")
@@ -37,7 +45,8 @@ SETTINGS = {"group": pa.string(), "seed": pa.int64(), "num_fewshot": pa.int64()}
 
 @dataclass(frozen=True)
 class TaskSamples:
-    """One task of a run: its samples file, settings, and metric columns as (metric, filter)."""
+    """One task of a run: its samples file, settings, metric columns as (metric, filter), and each column's
+    aggregate in the results file with the name of the aggregation that made it."""
 
     task: str
     path: Path
@@ -45,6 +54,7 @@ class TaskSamples:
     num_fewshot: int | None
     documents: int | None
     columns: dict[str, tuple[str, str]]
+    aggregates: dict[str, tuple[object, str | None]]
 
 
 @dataclass(frozen=True)
@@ -67,32 +77,48 @@ def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
             )
     for found in [f for f in samples.values() if f.named]:
         owner = _results_file_of(found.path)
-        results.setdefault(owner.resolve(), FoundFile(owner, named=True))
-    runs = [run for run in (_read_results(found) for found in results.values()) if run is not None]
-    claimed = {task.path.resolve() for run in runs for task in run.detail.tasks}
-    for path, found in samples.items():
-        if path not in claimed:
-            raise _orphan(found.path)
-    return runs, []
+        if owner is not None:
+            results.setdefault(owner.resolve(), FoundFile(owner, named=True))
+    runs, skipped = [], []
+    for found in results.values():
+        read = _read_results(found)
+        if isinstance(read, Run):
+            runs.append(read)
+        elif isinstance(read, Skipped):
+            skipped.append(read)
+    claimed = {path.resolve() for path in _samples_paths(runs, skipped)}
+    skipped += _orphans([found.path for path, found in samples.items() if path not in claimed])
+    return runs, skipped
 
 
-def _results_file_of(samples_path: Path) -> Path:
+def _results_file_of(samples_path: Path) -> Path | None:
     date = SAMPLES_FILE.match(samples_path.name)["date"]
     candidates = sorted(samples_path.parent.glob(f"*_{date}.json"))
-    if not candidates:
-        raise _orphan(samples_path)
-    return candidates[0]
+    return candidates[0] if candidates else None
 
 
-def _orphan(samples_path: Path) -> BayesreproError:
-    date = SAMPLES_FILE.match(samples_path.name)["date"]
-    return BayesreproError(
-        f"samples file '{samples_path}' has no results file beside it (results_{date}.json); "
-        "lm-eval writes both, keep them together"
-    )
+def _samples_paths(runs: list[Run], skipped: list[Skipped]) -> list[Path]:
+    """The samples files that belong to a results file read (imported or skipped)."""
+    paths = [task.path for run in runs for task in run.detail.tasks]
+    for entry in skipped:
+        date = RESULTS_FILE.match(entry.path.name)["date"]
+        paths += entry.path.parent.glob(f"samples_*_{date}.jsonl")
+    return paths
 
 
-def _read_results(found: FoundFile) -> Run | None:
+def _orphans(paths: list[Path]) -> list[Skipped]:
+    """Samples files without their results file, one entry per run (folder and date)."""
+    runs: dict[tuple[Path, str], list[Path]] = {}
+    for path in paths:
+        runs.setdefault((path.parent, SAMPLES_FILE.match(path.name)["date"]), []).append(path)
+    return [
+        Skipped(files[0], f"{len(files)} samples file(s) of {date} without their results file (results_{date}.json): "
+                          "the run did not finish, or its results file was not copied")
+        for (_, date), files in runs.items()
+    ]
+
+
+def _read_results(found: FoundFile) -> Run | Skipped | None:
     path = found.path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -114,9 +140,14 @@ def _read_results(found: FoundFile) -> Run | None:
     tasks = tuple(_task_samples(path, data, task, date, groups) for task in data["configs"])
     if not tasks:
         raise BayesreproError(f"lm-eval results file '{path}' lists no tasks under 'configs'")
+    missing = next((task for task in tasks if not task.path.is_file()), None)
+    if missing is not None:
+        return Skipped(path, f"no samples file for task '{missing.task}' ({missing.path.name}): the run did not "
+                             "finish writing its samples (or ran without --log_samples)")
     metrics = tuple(dict.fromkeys(column for task in tasks for column in task.columns))
-    detail = RunDetail(seed=_integer(config.get("random_seed")), tasks=tasks)
-    return Run(path, name, name, model, model_args, {}, metrics, detail)
+    seed = _integer(config.get("random_seed"))
+    settings = {task.task: (("seed", seed), ("num_fewshot", task.num_fewshot)) for task in tasks}
+    return Run(path, name, name, model, model_args, {}, metrics, settings, date, RunDetail(seed, tasks))
 
 
 def _model_from_args(model_args: dict[str, str]) -> str | None:
@@ -149,15 +180,13 @@ def _task_samples(path: Path, data: dict, task: str, date: str, groups: dict[str
         raise BayesreproError(f"lm-eval results file '{path}' has no metrics for task '{task}'")
     filters = list(dict.fromkeys(f for _, f in pairs))
     columns = {(metric if len(filters) == 1 else f"{metric}_{_slug(f)}"): (metric, f) for metric, f in pairs}
+    task_config = data["configs"][task] if isinstance(data["configs"][task], dict) else {}
+    checked = {column: (aggregates[f"{metric},{f}"], aggregation_of(task_config, metric))
+               for column, (metric, f) in columns.items()}
     samples = path.parent / f"samples_{task}_{date}.jsonl"
-    if not samples.is_file():
-        raise BayesreproError(
-            f"lm-eval results file '{path}' has no samples file for task '{task}' ({samples.name}); "
-            "run lm-eval with --log_samples and keep the samples files beside the results"
-        )
-    shots = (data.get("n-shot") or {}).get(task, data["configs"][task].get("num_fewshot"))
+    shots = (data.get("n-shot") or {}).get(task, task_config.get("num_fewshot"))
     documents = ((data.get("n-samples") or {}).get(task) or {}).get("effective")
-    return TaskSamples(task, samples, groups.get(task, task), _integer(shots), _integer(documents), columns)
+    return TaskSamples(task, samples, groups.get(task, task), _integer(shots), _integer(documents), columns, checked)
 
 
 def _slug(filter_name: str) -> str:
@@ -182,7 +211,10 @@ def read_blocks(run: Run) -> Iterator[Block]:
 def _read_task(run: Run, task: TaskSamples, columns: dict[str, tuple[str, str]]) -> Block:
     metrics = list(dict.fromkeys(metric for metric, _ in columns.values()))
     fields = {"doc_id": ID, "doc_hash": TEXT, "filter": TEXT} | {metric: NUMBER for metric in metrics}
-    lines = read_fields(task.path, fields)
+    try:
+        lines = read_fields(task.path, fields)
+    except CutShort as cut:
+        raise UnfinishedRun(f"{cut}; the run did not finish writing its samples") from None
     filters = list(dict.fromkeys(f for _, f in columns.values()))
     unknown = set(pc.unique(lines["filter"]).to_pylist()) - {f for _, f in task.columns.values()}
     if unknown:
@@ -194,9 +226,12 @@ def _read_task(run: Run, task: TaskSamples, columns: dict[str, tuple[str, str]])
     first = by_filter[filters[0]]
     items = first["doc_id"]
     values = {"group": task.group, "seed": run.detail.seed, "num_fewshot": task.num_fewshot}
+    checks = []
     for column, (metric, f) in columns.items():
         values[column] = _aligned(task, by_filter[f], metric, items, f)
-    return Block(task.path, task.task, items, first["doc_hash"], values)
+        in_file_order = by_filter[f][metric].to_numpy(zero_copy_only=False)
+        checks.append(check_column(task.task, column, in_file_order, *task.aggregates[column]))
+    return Block(task.path, task.task, items, first["doc_hash"], values, checks=checks)
 
 
 def _rows_of_filter(task: TaskSamples, lines: dict[str, pa.Array], name: str) -> dict[str, pa.Array]:
@@ -211,10 +246,15 @@ def _rows_of_filter(task: TaskSamples, lines: dict[str, pa.Array], name: str) ->
             f"'{task.path}' holds doc_id {repeated[repeated.duplicated()].iloc[0]} twice under filter '{name}'; "
             "a samples file holds each document once"
         )
-    if task.documents is not None and len(ids) != task.documents:
-        raise BayesreproError(
+    if task.documents is not None and len(ids) < task.documents:
+        raise UnfinishedRun(
             f"'{task.path}' holds {len(ids)} documents under filter '{name}' but its results file counts "
-            f"{task.documents}; the samples file is incomplete: rerun or re-copy it"
+            f"{task.documents}: the run did not finish writing its samples"
+        )
+    if task.documents is not None and len(ids) > task.documents:
+        raise BayesreproError(
+            f"'{task.path}' holds {len(ids)} documents under filter '{name}' but its results file counts only "
+            f"{task.documents}; the samples file is not the one this results file describes: re-copy the run"
         )
     return rows
 

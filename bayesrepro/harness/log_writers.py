@@ -11,8 +11,10 @@ reductions, or the journal of a run that did not finish) or a ``.json`` log.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -92,7 +94,9 @@ def write_lm_eval_run(folder: Path, *, model: str, date: str, seed: int | None,
         results[task.name] = {"alias": task.name} | _aggregates(scores)
         configs[task.name] = {
             "task": task.name, "dataset_path": "json", "output_type": "multiple_choice",
-            "num_fewshot": task.num_fewshot, "metric_list": [{"metric": m} for m in dict.fromkeys(k.split(",")[0] for k in scores)],
+            "num_fewshot": task.num_fewshot,
+            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True}
+                            for m in dict.fromkeys(k.split(",")[0] for k in scores)],
             "repeats": 1,
         }
         shots[task.name] = task.num_fewshot
@@ -130,7 +134,12 @@ def _aggregates(scores: Mapping[str, Sequence[float]]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class InspectSample:
-    """One sample and epoch of an Inspect run: input, target and the value of each scorer."""
+    """One sample and epoch of an Inspect run: input, target and the value of each scorer.
+
+    The optional fields make a log the size of a real one: the choices of a
+    multiple-choice question, metadata, the model's completion (which the
+    scorer keeps as its explanation) and its token counts.
+    """
 
     id: int | str
     epoch: int
@@ -138,6 +147,10 @@ class InspectSample:
     target: str
     scores: Mapping[str, object]
     error: str | None = None
+    choices: tuple[str, ...] = ()
+    metadata: Mapping[str, object] | None = None
+    completion: str = ""
+    tokens: tuple[int, int] = (0, 0)
 
 
 def write_inspect_log(path: Path, *, task: str, model: str, samples: Sequence[InspectSample], seed: int | None = None,
@@ -161,7 +174,7 @@ def write_inspect_log(path: Path, *, task: str, model: str, samples: Sequence[In
         "packages": {"inspect_ai": "0.3.285"}, "scorers": [{"name": n} for n in _scorer_names(samples)],
     }
     plan = {"name": "plan", "steps": [{"solver": "generate", "params": {}}], "config": {} if seed is None else {"seed": seed}}
-    summaries = [_summary(s) for s in samples]
+    summaries = [_summary(s, model) for s in samples]
     header = {"version": 2, "status": status, "eval": spec, "plan": plan,
               "stats": {"started_at": "2026-01-01T00:00:00+00:00", "completed_at": "2026-01-01T00:01:00+00:00", "model_usage": {}}}
     if status == "success":
@@ -169,14 +182,16 @@ def write_inspect_log(path: Path, *, task: str, model: str, samples: Sequence[In
     if status == "error":
         header["error"] = {"message": "RuntimeError: the model endpoint went away", "traceback": "", "traceback_ansi": ""}
     if path.suffix == ".json":
-        path.write_text(json.dumps(header | {"samples": [_full_sample(s) for s in samples]}), encoding="utf-8")
+        path.write_text(json.dumps(header | {"samples": [_full_sample(s, model) for s in samples]}), encoding="utf-8")
         return path
-    members = [("_journal/start.json", {"version": 2, "eval": spec, "plan": plan})]
-    members += [(f"samples/{s.id}_epoch_{s.epoch}.json", _full_sample(s)) for s in samples if sample_members]
-    members += [("_journal/summaries/1.json", summaries)]
-    if status != "started":
-        members += [("summaries.json", summaries), ("header.json", header)]
-    write_zip(path, [(name, json.dumps(content).encode("utf-8")) for name, content in members], method)
+    members = itertools.chain(
+        [("_journal/start.json", {"version": 2, "eval": spec, "plan": plan})],
+        ((f"samples/{s.id}_epoch_{s.epoch}.json", _full_sample(s, model)) for s in samples if sample_members),
+        [("_journal/summaries/1.json", summaries)],
+        [("summaries.json", summaries), ("reductions.json", _reductions(samples)), ("header.json", header)]
+        if status != "started" else [],
+    )
+    write_zip(path, ((name, json.dumps(content).encode("utf-8")) for name, content in members), method)
     return path
 
 
@@ -184,52 +199,117 @@ def _scorer_names(samples: Sequence[InspectSample]) -> list[str]:
     return list(dict.fromkeys(name for s in samples for name in s.scores))
 
 
-def _summary(sample: InspectSample) -> dict:
+def _summary(sample: InspectSample, model: str) -> dict:
+    usage = {} if sample.tokens == (0, 0) else {
+        model: {"input_tokens": sample.tokens[0], "output_tokens": sample.tokens[1], "total_tokens": sum(sample.tokens)}}
     summary = {
-        "id": sample.id, "epoch": sample.epoch, "input": sample.input, "target": sample.target, "metadata": {},
-        "scores": {name: {"value": value, "answer": None, "explanation": None} for name, value in sample.scores.items()},
-        "model_usage": {}, "total_time": 0.1, "working_time": 0.1, "retries": 0, "completed": True, "message_count": 2,
+        "id": sample.id, "epoch": sample.epoch, "input": sample.input, "target": sample.target,
+        **({"choices": list(sample.choices)} if sample.choices else {}), "metadata": dict(sample.metadata or {}),
+        "scores": {name: {"value": value, "answer": _answer(sample), "explanation": sample.completion or None,
+                          "history": []} for name, value in sample.scores.items()},
+        "model_usage": usage, "role_usage": {}, "started_at": "2026-01-01T00:00:01+00:00",
+        "completed_at": "2026-01-01T00:00:04+00:00", "total_time": 3.2, "working_time": 3.1,
+        "uuid": _uuid(sample), "retries": 0, "completed": True, "message_count": 2, "turn_count": 1,
     }
     if sample.error is not None:
         summary |= {"error": sample.error, "scores": None}
     return summary
 
 
-def _full_sample(sample: InspectSample) -> dict:
-    full = _summary(sample) | {
-        "messages": [{"role": "user", "content": sample.input, "source": "input"}],
-        "output": {"model": "", "choices": []}, "store": {}, "events": [],
-    }
-    full.pop("completed")
-    full.pop("message_count")
+def _answer(sample: InspectSample) -> str | None:
+    return sample.completion.rsplit("ANSWER: ", 1)[1].strip() if "ANSWER: " in sample.completion else None
+
+
+def _uuid(sample: InspectSample) -> str:
+    return hashlib.blake2b(f"{sample.id}/{sample.epoch}/{sample.completion}".encode(), digest_size=11).hexdigest()
+
+
+# Inspect's multiple_choice() template, before the question
+_MULTIPLE_CHOICE = ("Answer the following multiple choice question. The entire content of your response should be of "
+                    "the following format: 'ANSWER: $LETTER' (without quotes) where LETTER is one of {letters}.\n\n")
+
+
+def _full_sample(sample: InspectSample, model: str) -> dict:
+    """The sample as Inspect logs it: messages, output, and the events of its solver and scorer within their spans."""
+    summary = _summary(sample, model)
+    letters = "ABCDEFGH"[:len(sample.choices)]
+    prompt = (_MULTIPLE_CHOICE.format(letters=",".join(letters)) if sample.choices else "") + sample.input \
+        + "".join(f"\n{letter}) {choice}" for letter, choice in zip(letters, sample.choices))
+    user = {"id": _event_id(sample, "user"), "content": prompt, "source": "input", "role": "user"}
+    assistant = {"id": _event_id(sample, "assistant"), "content": sample.completion, "source": "generate",
+                 "role": "assistant", "model": model}
+    output = {"model": model, "choices": [{"message": assistant, "stop_reason": "stop"}],
+              "completion": sample.completion, "usage": (summary["model_usage"] or {}).get(model), "time": 2.9}
+    events = [
+        {"event": "sample_init", "sample": {key: summary[key] for key in ("id", "input", "target", "metadata")}
+         | {"choices": list(sample.choices)}, "state": {"messages": [user]}},
+        {"event": "model", "model": model, "input": [user], "tools": [], "tool_choice": "none", "config": {},
+         "output": output, "completed": summary["completed_at"], "working_time": 2.9},
+        {"event": "state", "changes": [{"op": "add", "path": "/messages/1", "value": assistant}]},
+        *({"event": "score", "score": score, "target": sample.target, "intermediate": False, "scorer": name}
+          for name, score in (summary["scores"] or {}).items()),
+    ]
+    spans = ("init", "solvers", "multiple_choice", "scorers", *(summary["scores"] or {}))
+    events = [{"event": "span_begin", "id": _event_id(sample, span), "type": span, "name": span} for span in spans] \
+        + events + [{"event": "span_end", "id": _event_id(sample, span)} for span in spans]
+    events = [{"uuid": _event_id(sample, k), "span_id": _event_id(sample, f"span{k}"),
+               "timestamp": f"2026-01-01T00:00:0{1 + k % 3}.{(7919 * k + len(sample.input)) % 1000000:06d}+00:00",
+               "working_start": 0.25 * k} | event for k, event in enumerate(events)]
+    full = {key: value for key, value in summary.items() if key not in ("completed", "message_count", "retries")}
+    full |= {"messages": [user, assistant] if sample.completion else [user], "output": output, "store": {},
+             "events": events, "attachments": {}}
     if sample.error is not None:
         full["error"] = {"message": sample.error, "traceback": "", "traceback_ansi": ""}
     return full
 
 
+def _event_id(sample: InspectSample, what: str) -> str:
+    """A 22-character id, as Inspect's shortuuid ids, fixed by the sample and what it names."""
+    return hashlib.blake2b(f"{_uuid(sample)}/{what}".encode(), digest_size=11).hexdigest()
+
+
+def _reductions(samples: Sequence[InspectSample]) -> list[dict]:
+    """Each score's per-sample mean over epochs, as Inspect's reductions.json lists them."""
+    first = {s.id: s for s in samples if s.error is None and s.epoch == 1}
+    return [{"scorer": name, "samples": [{"value": value, "answer": _answer(first[sample]) if sample in first else None,
+                                          "explanation": first[sample].completion or None if sample in first else None,
+                                          "history": [], "sample_id": sample} for sample, value in reduced.items()]}
+            for name, reduced in _reduced_scores(samples).items()]
+
+
 def _inspect_results(samples: Sequence[InspectSample]) -> dict:
-    """Inspect's ``accuracy`` of each score: the mean over samples of the mean over epochs.
+    """Inspect's ``accuracy`` of each score: the mean over samples of the mean over epochs, summed left to right."""
+    scores = []
+    for name, reduced in _reduced_scores(samples).items():
+        total = 0.0
+        for value in reduced.values():
+            total += value
+        scores.append({
+            "name": name, "scorer": name, "reducer": None, "scored_samples": len(reduced), "unscored_samples": 0,
+            "params": {}, "metrics": {"accuracy": {"name": "accuracy", "value": total / len(reduced), "params": {}}},
+        })
+    return {"total_samples": len(samples), "completed_samples": sum(s.error is None for s in samples), "scores": scores}
+
+
+def _reduced_scores(samples: Sequence[InspectSample]) -> dict[str, dict]:
+    """Per score name, each sample's ``statistics.mean`` over its epochs, in the order samples first appear.
 
     A dictionary value gives one score per key, as Inspect reports them; a
     value Inspect cannot read counts as 0, as Inspect counts it (with a
-    warning); a missing or NaN value is not scored.
+    warning); a missing or NaN value and a sample that ended in an error are
+    not scored.
     """
-    scored = [s for s in samples if s.error is None]
     per_name: dict[str, dict] = {}
-    for s in scored:
+    for s in samples:
+        if s.error is not None:
+            continue
         for scorer, value in s.scores.items():
             for name, entry in (value.items() if isinstance(value, dict) else [(scorer, value)]):
                 number = _inspect_float(entry)
                 if not math.isnan(number):
                     per_name.setdefault(name, {}).setdefault(s.id, []).append(number)
-    scores = []
-    for name, per_sample in per_name.items():
-        reduced = [sum(v) / len(v) for v in per_sample.values()]
-        scores.append({
-            "name": name, "scorer": name, "scored_samples": len(reduced), "unscored_samples": 0, "params": {},
-            "metrics": {"accuracy": {"name": "accuracy", "value": sum(reduced) / len(reduced), "params": {}}},
-        })
-    return {"total_samples": len(samples), "completed_samples": len(scored), "scores": scores}
+    return {name: {sample: statistics.mean(values) for sample, values in per_sample.items()}
+            for name, per_sample in per_name.items()}
 
 
 def _inspect_float(value) -> float:

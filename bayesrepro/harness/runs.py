@@ -8,6 +8,9 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
+from ..errors import BayesreproError
+from .aggregates import AggregateCheck
+
 
 @dataclass(frozen=True)
 class Run:
@@ -15,7 +18,10 @@ class Run:
 
     ``model_args`` and ``task_args`` are flat text (see ``model_args.py``);
     ``metrics`` are the metric columns the run's samples are read into;
-    ``detail`` is what the harness's own reader needs to find them.
+    ``settings`` holds, per task, the harness's settings as (name, value)
+    pairs (two runs whose rows could not be told apart have the same
+    model, arguments and settings); ``started`` orders runs in time;
+    ``detail`` is what the harness's own reader needs to find the samples.
     """
 
     source: Path
@@ -25,7 +31,14 @@ class Run:
     model_args: dict[str, str]
     task_args: dict[str, str]
     metrics: tuple[str, ...]
+    settings: dict[str, tuple] = field(compare=False)
+    started: str = field(compare=False)
     detail: Any = field(repr=False, compare=False)
+
+    def configuration(self, task: str) -> tuple:
+        """What the table's columns say about this run's rows of ``task``, besides the run's name."""
+        return (task, self.model, tuple(sorted(self.model_args.items())), tuple(sorted(self.task_args.items())),
+                self.settings[task])
 
 
 @dataclass(frozen=True)
@@ -56,9 +69,14 @@ class Block:
     documents: pa.Array
     values: dict[str, Any]
     dropped: int = 0
+    checks: list[AggregateCheck] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+class UnfinishedRun(BayesreproError):
+    """A run whose logs stop short (a samples file missing lines or cut inside one): skipped, not refused."""
 
 
 @dataclass(frozen=True)

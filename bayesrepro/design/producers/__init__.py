@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...data import HARNESS_PREFIXES
 from ...errors import BayesreproError
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
@@ -29,6 +30,14 @@ def choose_engine(data, engine: str) -> str:
         return "spark"
     if engine == "duckdb" and not isinstance(data, (str, Path)):
         raise BayesreproError("--engine duckdb reads files; give a file path, a directory or a glob")
+    if isinstance(data, str) and data.startswith(HARNESS_PREFIXES):
+        if engine in ("duckdb", "spark"):
+            harness, _, logs = data.partition(":")
+            raise BayesreproError(
+                f"--engine {engine} reads tables, and '{data}' is harness logs, read in memory: use --engine memory, "
+                f"or import them first (bayesrepro import {harness} {logs} --out runs.parquet) and give runs.parquet"
+            )
+        return "memory"
     if engine != "auto":
         return engine
     if isinstance(data, (str, Path)):
