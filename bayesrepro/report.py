@@ -105,7 +105,7 @@ def _row_portions(spec: Spec, data: pd.DataFrame) -> list[Portion]:
     if not spec.split:
         return [Portion(None, model_frame(spec.formula, data), data)]
     portions = []
-    for level in dict.fromkeys(data[spec.split].astype(str)):
+    for level in sorted(set(data[spec.split].astype(str))):   # in the order every engine gives
         rows = data[data[spec.split].astype(str) == level]
         portions.append(Portion(level, model_frame(spec.formula, rows), rows))
     return portions
