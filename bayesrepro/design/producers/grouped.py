@@ -48,6 +48,7 @@ class Dialect:
 
     quote: Callable[[str], str]
     text: Callable[[str], str]        # a text literal
+    text_tests: dict[str, str]        # the functions of --where's startswith, endswith and contains
     text_type: str
     nonfinite: Callable[[str], str]
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
@@ -71,13 +72,17 @@ def text_escaped(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-DUCKDB = Dialect(quote_double, text_doubled, "VARCHAR", lambda e: f"NOT isfinite({e})",
-                 lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
-                 lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+DUCKDB = Dialect(quote=quote_double, text=text_doubled,
+                 text_tests={"startswith": "starts_with", "endswith": "ends_with", "contains": "contains"},
+                 text_type="VARCHAR", nonfinite=lambda e: f"NOT isfinite({e})",
+                 is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
+                 grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
 # Spark orders grouping_id()'s bits by the grouping columns, which must then be listed in the key order
-SPARK = Dialect(quote_backtick, text_escaped, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
-                lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
-                lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
+SPARK = Dialect(quote=quote_backtick, text=text_escaped,
+                text_tests={"startswith": "startswith", "endswith": "endswith", "contains": "contains"},
+                text_type="STRING", nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
+                is_number=lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
+                grouping_sets=lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
 
 
 class GroupedSource:
@@ -114,7 +119,7 @@ class GroupedSource:
         for name, numeric in self._numeric_text(
                 [c for c in self.where.columns if self.schema.get(c) and c not in self.text_columns]).items():
             kinds[name] = "number" if numeric else "text"
-        self._row_filter = self.where.to_sql(self.dialect.quote, kinds, self.dialect.text)
+        self._row_filter = self.where.to_sql(self.dialect.quote, kinds, self.dialect.text, self.dialect.text_tests)
         return self._row_filter
 
     def _numeric_text(self, columns: list[str]) -> dict[str, bool]:

@@ -73,7 +73,11 @@ def _require_pyspark() -> None:
 
 
 def _finished_tasks(context, group: str) -> float:
-    """The share of the tasks of the group's jobs, in the stages Spark has planned so far, that have finished."""
+    """The share of the tasks of the group's jobs that have finished, in the stages Spark has planned so far.
+
+    A finished job counts the tasks it ran: stages whose results another job
+    had already computed are skipped and never run their tasks.
+    """
     tracker = context.statusTracker()
     done = total = 0
     for job in tracker.getJobIdsForGroup(group):
@@ -82,7 +86,7 @@ def _finished_tasks(context, group: str) -> float:
             stage_info = tracker.getStageInfo(stage)
             if stage_info:
                 done += stage_info.numCompletedTasks
-                total += stage_info.numTasks
+                total += stage_info.numCompletedTasks if info.status == "SUCCEEDED" else stage_info.numTasks
     return done / total if total else -1.0
 
 
