@@ -38,12 +38,12 @@ _QUIET_LOGGERS = ("pymc", "pytensor", "arviz", "bambi", "nutpie", "py4j", "numba
 
 
 @contextlib.contextmanager
-def numerical_work(threads: int = 1):
-    """BLAS limited to ``threads`` and the libraries' warnings and log chatter silenced, for the block."""
+def numerical_work():
+    """BLAS limited to one thread and the libraries' warnings and log chatter silenced, for the block."""
     from threadpoolctl import threadpool_limits
 
     levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
-    with threadpool_limits(limits=threads, user_api="blas"), warnings.catch_warnings():
+    with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
         for message, category in _SILENCED:
             warnings.filterwarnings("ignore", message=message, category=category)
         for name in _QUIET_LOGGERS:
@@ -55,7 +55,7 @@ def numerical_work(threads: int = 1):
                 logging.getLogger(name).setLevel(level)
 
 
-_controller = None
+_controller = None   # threadpoolctl's view of the loaded BLAS libraries, found once (0.4 ms each time otherwise)
 
 
 @contextlib.contextmanager
@@ -63,15 +63,15 @@ def idle_core_threads(limit: int):
     """BLAS limited, for the block, to ``limit`` threads or to the cores idle right now if fewer (at least 1).
 
     OpenBLAS threads wait for each other by spinning: a thread that shares its
-    core with another busy process stalls the others, and a 1,144-row Cholesky
-    factor and inverse measured 6–10× slower on two threads than on one while
-    another job ran on the second of two cores (35 ms → 25 ms on two threads
-    of an idle machine). So the cores are counted at every call: the tasks
-    the kernel is running or about to run at this instant (Linux's
-    /proc/loadavg, which counts the caller too) leave the rest idle. Called
-    once per evaluation of a criterion, a job that starts on another core
-    costs at most the one evaluation under way. Where the count is not
-    available, one thread.
+    core with another busy process stalls the others. REML fits with a
+    1,144-row dense block (InstEval) measured 2–20× slower on two threads than
+    on one while other jobs ran on the two cores; on an idle machine two
+    threads factor that block in 25 ms against 35 ms on one. So the cores are
+    counted at every call: the tasks the kernel is running or about to run at
+    this instant (Linux's /proc/loadavg, which counts the caller too) leave the
+    rest idle. Called once per evaluation of a criterion, a job that starts on
+    another core costs at most the one evaluation under way. Where the count
+    is not available, one thread.
     """
     threads = min(limit, _idle_cores() + 1)
     if threads <= 1:
