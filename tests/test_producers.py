@@ -308,3 +308,10 @@ def test_spark_without_pyspark_is_one_line_naming_the_extra(monkeypatch, capsys)
     error = capsys.readouterr().err
     assert status == 2 and len(error.splitlines()) == 1
     assert error.startswith("bayesrepro: error: --engine spark needs pyspark") and "pip install 'bayesrepro[spark]'" in error
+
+
+def test_spark_without_java_is_one_line_before_spark_starts(monkeypatch):
+    pytest.importorskip("pyspark")
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent")
+    with pytest.raises(BayesreproError, match="--engine spark needs Java 17\\+ \\(JAVA_HOME=/nonexistent has no bin/java\\)"):
+        model_frame("ter ~ 1 + (1|sentence_id)", str(dataset_path("kreutzer_ter")), engine="spark")

@@ -9,6 +9,8 @@ every column as text, as everywhere else.
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
@@ -72,6 +74,16 @@ def _require_pyspark() -> None:
         ) from None
 
 
+def _require_java() -> None:
+    """Spark's driver runs in Java, found as pyspark finds it: under JAVA_HOME, else on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home, "bin", "java") if home else shutil.which("java")
+    if not java or not Path(java).is_file():
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no java on the PATH"
+        raise BayesreproError(f"--engine spark needs Java 17+ ({where}); install it (Debian: apt-get install "
+                              "openjdk-17-jre-headless) or set JAVA_HOME")
+
+
 def _finished_tasks(context, group: str) -> float:
     """The share of the tasks of the group's jobs that have finished, in the stages Spark has planned so far.
 
@@ -97,6 +109,7 @@ def _read_files(path: str, master: str | None):
     lower = path.lower()
     if not Path(path).exists() and not any(ch in path for ch in "*?["):
         raise BayesreproError(f"no data files match '{path}'")
+    _require_java()
     try:
         # progress is drawn by bayesrepro when asked (--progress), not by Spark on every console
         session = (SparkSession.builder.master(master or DEFAULT_MASTER).appName("bayesrepro")
