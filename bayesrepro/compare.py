@@ -29,9 +29,13 @@ from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
+from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
+from .frequentist.deviance import ProfiledDeviance
 from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
-from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
+from .frequentist.optimise import BOUNDARY_THETA, optimise
+from .reliability import default_object, koo_li_label, koo_li_probabilities
+from .runtime import numerical_work
 
 DEFAULT_BOOTSTRAP = 300
 # The ends of a 95 % percentile interval are the 2.5 % and 97.5 % quantiles of the
@@ -267,11 +271,6 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     (``frequentist.bootstrap_test.ResponseSimulator``): a frame built from
     grouped sums by a producer is resampled as one built from rows.
     """
-    from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
-    from .frequentist.deviance import ProfiledDeviance
-    from .frequentist.optimise import BOUNDARY_THETA, optimise
-    from .runtime import numerical_work
-
     simulator = ResponseSimulator(frame.stats())
     truth = null_model(fit, frame, frame, frame.X_cells)     # the fit itself, written on its own design
     restated = model_map(frame, frame, frame.X_cells)
@@ -347,7 +346,6 @@ def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:
     """elpd(H1) − elpd(H0) by leave-one-item-out PSIS-LOO, with the standard error of the difference."""
     from .bayes.loo import compare_models
-    from .runtime import numerical_work
 
     with numerical_work():   # ArviZ's Pareto-k warning is reported below, as a note
         table = compare_models({"h1": h1_fit, "h0": h0_fit})

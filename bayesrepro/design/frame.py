@@ -7,7 +7,7 @@ factors with thousands of levels and hundreds of thousands of rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import formulae
@@ -107,6 +107,11 @@ class ModelFrame:
                 [g.n_levels for g in self.groups],
             )
         return self._computed["sums"]
+
+    def with_response(self, y: np.ndarray) -> "ModelFrame":
+        """The same design with another response (resampling): nothing of the design is recomputed."""
+        self.require_rows("a new response")
+        return replace(self, y=y)
 
     def sibling(self, formula) -> "ModelFrame":
         """The frame of another formula on the same rows (the null model of a test, say)."""
