@@ -154,3 +154,18 @@ def reml_cells(page: str) -> list[str]:
     tables = re.findall(r"<h3>(?:Variance components|Percent of total variance)</h3>\s*<table.*?</table>", page, re.S)
     return [re.findall(r"<td>(.*?)</td>", row)[1] for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
             if "<td>" in row]
+
+
+def test_the_planning_section_of_grouped_sums_says_it_needs_the_rows():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bayesrepro.report import _planning
+    from bayesrepro.specs import load_spec
+
+    result = SimpleNamespace(means=pd.DataFrame({"system": ["A", "B"], "estimate": [0.1, 0.2]}), by=None,
+                             method="REML", factor="system", object="sentence_id")
+    section = _planning(load_spec("system_comparison"), None, result)
+    assert "Not planned here: the pilot's facets and their nesting are read from the rows in memory" in section
+    assert "--engine memory" in section
