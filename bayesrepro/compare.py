@@ -29,9 +29,13 @@ from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
+from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
+from .frequentist.deviance import ProfiledDeviance
 from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
-from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
+from .frequentist.optimise import BOUNDARY_THETA, optimise
+from .reliability import default_object, koo_li_label, koo_li_probabilities
+from .runtime import numerical_work
 
 DEFAULT_BOOTSTRAP = 300
 # The ends of a 95 % percentile interval are the 2.5 % and 97.5 % quantiles of the
@@ -156,8 +160,9 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
             **settings) -> SideBySide:
     """Fit ``formula`` with both engines and set their answers side by side.
 
-    ``formula`` is a formula (then ``data`` is read and filtered by ``where``)
-    or a model frame already built; the frame, its statistics and the null
+    ``formula`` is a formula (then ``data`` is read and filtered by ``where``,
+    by the engine ``design.model_frame`` chooses for it) or a model frame
+    already built, by any producer; the frame, its statistics and the null
     model's frame are built once and shared by both engines. ``object`` is the object of measurement of φ (default: the single-column
     grouping factor with most levels, see ``reliability.default_object``; ``reliability=False`` omits φ, e.g. for a pure
     meta-parameter-importance design). ``factor`` is the categorical fixed
@@ -170,7 +175,9 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     makes both engines reproducible. Both engines fit the same model to the same rows
     (``drop_missing`` drops rows with a missing value in a formula column).
     With ``loo`` the GLRT's null model is also fitted by NUTS and the
-    leave-one-item-out elpd difference (H1 − H0) is reported next to the GLRT.
+    leave-one-item-out elpd difference (H1 − H0) is reported next to the GLRT
+    (for a frame with its rows in memory; a frame a producer built from
+    grouped sums gets a note instead).
     ``family`` (and ``link``) as ``design.resolve_family``: 0/1 scores are
     compared as a binary GLMM, ML (Laplace) next to the posterior, on the
     latent scale (``compare_binary``); ``family="gaussian"`` fits them as a
@@ -207,6 +214,10 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         test = comparison.test.to_dict()
         if loo and resolved.binary:
             notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
+        elif loo and not frame.has_rows:
+            notes.append("leave-one-item-out LOO needs each item's sum of squares and its sums per level of the other "
+                         "factors, which grouped sums do not hold: it is computed with --engine memory; the GLRT "
+                         "stands alone")
         elif loo:
             h0_fit = fit_bayes(comparison.null_frame, object=bayes.object, family="gaussian", prior=prior,
                                sampling=settings, **(bayes_options or {}))
@@ -254,18 +265,28 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     """REML variance components of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge.
 
     Each replicate draws new level effects of every grouping factor and new
-    residuals from the fitted variances, keeps Xβ̂, and refits by REML.
+    residuals from the fitted variances, keeps Xβ̂, and refits by REML from the
+    fitted θ. REML sees a response only through U'y and y'y, which are drawn
+    from their distribution without simulating rows
+    (``frequentist.bootstrap_test.ResponseSimulator``): a frame built from
+    grouped sums by a producer is resampled as one built from rows.
     """
-    frame.require_rows("a parametric bootstrap")
-    mean = frame.X @ fit.beta
+    simulator = ResponseSimulator(frame.stats())
+    truth = null_model(fit, frame, frame, frame.X_cells)     # the fit itself, written on its own design
+    restated = model_map(frame, frame, frame.X_cells)
+    objective = ProfiledDeviance(frame.stats(), reml=True)
+    start = np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta)
     rows, unconverged = [], 0
-    for _ in range(n_boot):
-        y = mean + rng.normal(0.0, math.sqrt(fit.variances[RESIDUAL]), frame.n_obs)
-        for group in frame.groups:
-            y = y + rng.normal(0.0, math.sqrt(fit.variances[group.name]), group.n_levels)[group.codes]
-        refit = fit_model_frame(frame.with_response(y), "reml")
-        unconverged += not refit.converged
-        rows.append(refit.variances)
+    with numerical_work():
+        for first in range(0, n_boot, BATCH):
+            u_y, yty = simulator.draw(truth.coefficients(rng, min(BATCH, n_boot - first)), truth.sigma, rng)
+            for draw_u_y, draw_yty in zip(u_y, yty):
+                y_sum = float(draw_u_y[:simulator.n1].sum())   # the dominant factor's levels partition the rows
+                refit = objective.with_stats(restated.restate(draw_u_y, draw_yty, y_sum, frame.n_fixed))
+                theta, converged, _ = optimise(refit, start, polish=False)
+                unconverged += not converged
+                sigma2 = refit.sigma2(refit.solve(theta))
+                rows.append([sigma2 * t * t for t in theta] + [sigma2])
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
 
 
@@ -326,7 +347,8 @@ def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:
     """elpd(H1) − elpd(H0) by leave-one-item-out PSIS-LOO, with the standard error of the difference."""
     from .bayes.loo import compare_models
 
-    table = compare_models({"h1": h1_fit, "h0": h0_fit})
+    with numerical_work():   # ArviZ's Pareto-k warning is reported below, as a note
+        table = compare_models({"h1": h1_fit, "h0": h0_fit})
     difference = float(table.loc["h1", "elpd_loo"] - table.loc["h0", "elpd_loo"])
     se = float(table["dse"].max())  # dse is 0 for the better model and the SE of the difference for the other
     if (table.get("warning") is not None) and bool(table["warning"].any()):

@@ -27,6 +27,8 @@ from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
 from .compare import DEFAULT_BOOTSTRAP, check_bootstrap, compare
 from .data import read_table
+from .design import ModelFrame, model_frame
+from .design.frame import grouped_source
 from .errors import BayesreproError
 from .output import check_writable, write_atomic
 from .reliability import koo_li_label
@@ -61,56 +63,113 @@ class ReportOptions:
 
 
 def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None = None, where: str | None = None,
-                 categorical=(), options: ReportOptions | None = None) -> dict:
+                 categorical=(), options: ReportOptions | None = None, engine: str = "auto",
+                 spark_master: str | None = None, progress: bool | None = None) -> dict:
     """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns a summary.
 
     ``out`` is checked before any work and replaced only by a complete report: a
-    failed or interrupted run leaves a previous report as it was.
+    failed or interrupted run leaves a previous report as it was. ``engine``
+    (``spark_master``, ``progress``) says what reads the data, as for
+    ``design.model_frame``: rows in memory, or grouped sums from DuckDB or Spark.
     """
+    from .design.producers import choose_engine
+
     out = check_writable(out, REPORT_SUFFIXES)
     spec = spec if isinstance(spec, Spec) else load_spec(spec, **(columns or {}))
+    chosen = choose_engine(source, engine)
     digest, described = input_digest(source)
-    data = spec.prepare(read_table(source, where=where, categorical=categorical))
-    page, summary = render(spec, data, options or ReportOptions(), described, digest, where)
+    if chosen == "memory":
+        portions = _row_portions(spec, spec.prepare(read_table(source, where=where, categorical=categorical)))
+    else:
+        portions = _grouped_portions(spec, grouped_source(source, engine, where, spark_master=spark_master,
+                                                          categorical=categorical, progress=progress))
+    page, summary = render(spec, portions, options or ReportOptions(), described, digest, where)
     try:
         write_atomic(out, page)
     except OSError as exc:
         raise BayesreproError(f"--out '{out}' could not be written ({exc.strerror or exc}); "
                               "a previous report there is unchanged") from None
-    return {"out": str(out), "sha256": digest, "n_rows": len(data), **summary}
+    return {"out": str(out), "sha256": digest, "n_rows": sum(p.frame.n_obs for p in portions), **summary}
+
+
+@dataclass(frozen=True)
+class Portion:
+    """The rows one section of the report analyses: all of them, or those of one level of the spec's split."""
+
+    level: str | None
+    frame: ModelFrame
+    rows: pd.DataFrame | None      # the rows themselves, when they are in memory
+
+
+def _row_portions(spec: Spec, data: pd.DataFrame) -> list[Portion]:
+    if not spec.split:
+        return [Portion(None, model_frame(spec.formula, data), data)]
+    portions = []
+    for level in sorted(set(data[spec.split].astype(str))):   # in the order every engine gives
+        rows = data[data[spec.split].astype(str) == level]
+        portions.append(Portion(level, model_frame(spec.formula, rows), rows))
+    return portions
+
+
+def _grouped_portions(spec: Spec, source) -> list[Portion]:
+    """The portions of data a producer sums where they live (DuckDB, Spark); the spec's columns checked first."""
+    for item in spec.derive:
+        if item.column not in source.schema:
+            raise BayesreproError(
+                f"spec '{spec.name}' derives the column '{item.column}' from '{item.source}' on rows in memory; "
+                f"use --engine memory, or add the column '{item.column}' to the data"
+            )
+    spec.prepare(pd.DataFrame(columns=list(source.schema)))   # every column the spec names exists
+    if not spec.split:
+        return [Portion(None, source.frame(spec.formula), None)]
+    levels, missing = source.texts_of(spec.split)
+    if missing:
+        raise BayesreproError(f"the column '{spec.split}' that splits spec '{spec.name}' is missing in {missing} rows; "
+                              "select the others with --where")
+    return [Portion(level, source.restricted(spec.split, level).frame(spec.formula), None) for level in levels]
 
 
 def input_digest(source) -> tuple[str, str]:
-    """sha256 of the input and what was hashed: the file's bytes, or the CSV text of a DataFrame."""
+    """sha256 of the input and what was hashed: the bytes of its file(s), or the CSV text of a DataFrame."""
     from .datasets import DATASETS, dataset_path
+    from .design.producers.duckdb_source import data_files
+    from .design.producers.spark_source import is_spark_dataframe
 
     if isinstance(source, pd.DataFrame):
         text = source.to_csv(index=False).encode()
         return hashlib.sha256(text).hexdigest(), "DataFrame (sha256 of its CSV text)"
+    if is_spark_dataframe(source):
+        return "not computed", "Spark DataFrame (not hashed: its rows stay in Spark)"
     path = Path(source)
     if not path.exists() and str(source) in DATASETS:
         return hashlib.sha256(dataset_path(str(source)).read_bytes()).hexdigest(), f"bundled dataset {source}"
-    if not path.is_file():
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest(), str(path)
+    if not path.is_dir() and not any(ch in str(source) for ch in "*?["):
         raise BayesreproError(f"data file '{source}' does not exist")
-    return hashlib.sha256(path.read_bytes()).hexdigest(), str(path)
+    files = data_files(str(source))
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as handle:
+            while chunk := handle.read(2**24):
+                digest.update(chunk)
+    return digest.hexdigest(), f"{source}: {len(files)} files (sha256 of their bytes, one after the other in name order)"
 
 
-def render(spec: Spec, data: pd.DataFrame, options: ReportOptions, described: str, digest: str,
+def render(spec: Spec, portions: list[Portion], options: ReportOptions, described: str, digest: str,
            where: str | None) -> tuple[str, dict]:
     parts = [f"<h1>{_e(spec.title)}</h1>", f"<p>{_e(spec.description)}</p>"]
-    parts.append(_provenance(spec, data, described, digest, where, options))
+    parts.append(_provenance(spec, sum(p.frame.n_obs for p in portions), described, digest, where, options))
     parts.append(_formulas(spec))
-    levels = list(dict.fromkeys(data[spec.split].astype(str))) if spec.split else [None]
     flags, not_converged = {}, []
-    for level in levels:
-        rows = data if level is None else data[data[spec.split].astype(str) == level]
-        heading = "Results" if level is None else f"Results for {spec.split} = {level}"
-        result = compare(spec.formula, rows, spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
+    for portion in portions:
+        heading = "Results" if portion.level is None else f"Results for {spec.split} = {portion.level}"
+        result = compare(portion.frame, object=spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
                          reliability=spec.analysis != "importance", n_boot=options.n_boot,
                          sampling=options.sampling, prob=options.prob)
         parts.append(_results(heading, spec, result))
-        parts.append(_planning(spec, rows, result))
-        flags[level or "all"] = result.flags
+        parts.append(_planning(spec, portion.rows, result))
+        flags[portion.level or "all"] = result.flags
         not_converged += [f"{heading}: {problem}" for problem in result.not_converged()]
     parts.append(_versions())
     body = "\n".join(parts)
@@ -119,9 +178,9 @@ def render(spec: Spec, data: pd.DataFrame, options: ReportOptions, described: st
     return page, {"spec": spec.name, "flags": flags, "not_converged": not_converged}
 
 
-def _provenance(spec, data, described, digest, where, options) -> str:
+def _provenance(spec, n_rows, described, digest, where, options) -> str:
     rows = [
-        ("data", _e(described)), ("sha256 of the input", f"<code>{digest}</code>"), ("rows analysed", f"{len(data):,}"),
+        ("data", _e(described)), ("sha256 of the input", f"<code>{digest}</code>"), ("rows analysed", f"{n_rows:,}"),
         ("row filter", _e(where or "none")), ("spec", f"{_e(spec.name)} ({_e(spec.source)})"),
         ("columns", _e(", ".join(f"{k} = {v}" for k, v in spec.columns.items()))),
         ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the frequentist fit "
@@ -193,7 +252,7 @@ def _results(heading: str, spec: Spec, result) -> str:
 PLANNED_SCALES = (0.5, 1, 2, 4, 8)   # the next evaluation's counts, as multiples of this one's
 
 
-def _planning(spec: Spec, rows: pd.DataFrame, result) -> str:
+def _planning(spec: Spec, rows: pd.DataFrame | None, result) -> str:
     """Power for the next evaluation of the closest pair of levels, with these data as the pilot (closed form).
 
     Shown for Gaussian comparisons whose fixed part is the compared factor alone; for any other
@@ -206,6 +265,9 @@ def _planning(spec: Spec, rows: pd.DataFrame, result) -> str:
     if result.means is None or result.by is not None:
         return ""
     heading = "<h3>Planning the next evaluation: power for the closest pair of levels</h3>"
+    if rows is None:
+        return heading + "<p>Not planned here: the pilot's facets and their nesting are read from the rows in " \
+                         "memory (<code>--engine memory</code>).</p>"
     if result.method != "REML":
         return heading + "<p>Not planned here: power plans cover Gaussian scores (use <code>bayesrepro plan</code> " \
                          "with <code>--family binomial</code> for 0/1 scores).</p>"

@@ -164,15 +164,18 @@ class Where:
         value, missing = _Evaluator(frame, kinds).condition(self.tree)
         return np.asarray(value & ~missing, dtype=bool)
 
-    def to_sql(self, quote: Callable[[str], str], kinds: Mapping[str, str]) -> str:
-        """The condition as a SQL expression; ``quote`` quotes an identifier, ``kinds`` as in ``check``.
+    def to_sql(self, quote: Callable[[str], str], kinds: Mapping[str, str],
+               text: Callable[[str], str] | None = None, text_tests: Mapping[str, str] | None = None) -> str:
+        """The condition as a SQL expression; ``quote`` quotes an identifier, ``text`` writes a text literal
+        (default: quotes doubled, standard SQL), ``text_tests`` names the SQL functions of startswith,
+        endswith and contains (default: DuckDB's), ``kinds`` as in ``check``.
 
         A number column is read through ``TRY_CAST(... AS DOUBLE)`` so that
         numbers stored as text compare as numbers; NaN counts as missing.
         """
         _require_known(self.text, self.columns, list(kinds))
         self.check(kinds)
-        return _Sql(quote, kinds).render(self.tree)
+        return _Sql(quote, kinds, text or _text_literal, text_tests or _TEXT_TESTS).render(self.tree)
 
 
 def parse_where(text: str) -> Where:
@@ -671,13 +674,15 @@ _COMPARE = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equa
 # --- rendering as SQL -------------------------------------------------------------------------------------
 
 _NAN = "CAST('NaN' AS DOUBLE)"
+_TEXT_TESTS = {"startswith": "starts_with", "endswith": "ends_with", "contains": "contains"}
 
 
 class _Sql:
     """The tree as a SQL condition with the same meaning (three-valued logic is SQL's own)."""
 
-    def __init__(self, quote: Callable[[str], str], kinds: Mapping[str, str]):
-        self.quote, self.kinds = quote, kinds
+    def __init__(self, quote: Callable[[str], str], kinds: Mapping[str, str], text: Callable[[str], str],
+                 text_tests: Mapping[str, str]):
+        self.quote, self.kinds, self.text, self.text_tests = quote, kinds, text, text_tests
 
     def render(self, node: Expr) -> str:
         if isinstance(node, Column):
@@ -685,7 +690,7 @@ class _Sql:
                 return f"NULLIF(TRY_CAST({self.quote(node.name)} AS DOUBLE), {_NAN})"
             return self.quote(node.name)
         if isinstance(node, Literal):
-            return _sql_literal(node.value)
+            return self.text(node.value) if isinstance(node.value, str) else _sql_literal(node.value)
         if isinstance(node, Negate):
             return f"(- {self.render(node.operand)})"
         if isinstance(node, Arithmetic):
@@ -702,8 +707,7 @@ class _Sql:
             values = ", ".join(self.render(v) for v in node.values)
             return f"({self.render(node.operand)} {'NOT IN' if node.negated else 'IN'} ({values}))"
         if isinstance(node, TextTest):
-            function = {"startswith": "starts_with", "endswith": "ends_with", "contains": "contains"}[node.function]
-            return f"{function}({self.render(node.column)}, {_sql_literal(node.text)})"
+            return f"{self.text_tests[node.function]}({self.render(node.column)}, {self.text(node.text)})"
         if isinstance(node, MissingTest):
             return f"({self.render(node.column)} {'IS NULL' if node.function == 'isna' else 'IS NOT NULL'})"
         if isinstance(node, Not):
@@ -712,11 +716,13 @@ class _Sql:
         return "(" + joiner.join(self.render(part) for part in node.parts) + ")"
 
 
+def _text_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _sql_literal(value) -> str:
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
     number = float(value)
     if not math.isfinite(number):
         return f"CAST('{'Infinity' if number > 0 else '-Infinity'}' AS DOUBLE)"

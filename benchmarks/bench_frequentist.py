@@ -459,9 +459,14 @@ def describe_design_result(row: dict) -> list[str]:
                    f"converged {ours['converged']}")
     else:
         out.append(f"  ours: FAILED {ours.get('error', '')}")
-    if lme4.get("fit_seconds") and ours.get("fit_seconds"):
+    ratios = row["ratios"]
+    if "fit_alone" in ratios:
         out.append(f"  fit alone: lmer {lme4['fit_seconds']:.2f} s, ours {ours['fit_seconds']:.2f} s "
-                   f"(frame + statistics + REML, data already read): lmer/ours {lme4['fit_seconds'] / ours['fit_seconds']:.1f}x")
+                   f"(frame + statistics + REML, data already read): lmer/ours {ratios['fit_alone']:.1f}x")
+    if "whole_command" in ratios:
+        out.append(f"  whole command: lme4's script {lme4['seconds']:.2f} s (R start-up, read.csv, lmer), ours "
+                   f"{ours['seconds']:.2f} s (start-up, reading, REML): lme4/ours {ratios['whole_command']:.1f}x wall, "
+                   f"{ratios['whole_command_cpu']:.1f}x CPU")
     if lme4.get("status") == "ok":
         out.append(f"  lme4 {lme4['lme4']}: read.csv {lme4['read_seconds']:.1f} s + lmer {lme4['fit_seconds']:.1f} s, "
                    f"cpu {lme4['cpu_seconds']:.1f} s; {agreement(ours, lme4, row['confounded'])}"
@@ -491,6 +496,18 @@ def describe_design_result(row: dict) -> list[str]:
         pairs = ", ".join(f"{k} {ours['variances'][k]:.4g} ({v:.4g})" for k, v in row["truth"].items())
         out.append(f"  ours vs (true) variances: {pairs}")
     return out
+
+
+def lme4_ratios(ours: dict, lme4: dict) -> dict:
+    """lme4's time over ours: the fit alone (lmer against frame, statistics and REML) and the whole command."""
+    ratios = {}
+    if ours.get("status") != "ok" or lme4.get("status") != "ok":
+        return ratios
+    if lme4.get("fit_seconds") and ours.get("fit_seconds"):
+        ratios["fit_alone"] = lme4["fit_seconds"] / ours["fit_seconds"]
+    ratios["whole_command"] = lme4["seconds"] / ours["seconds"]
+    ratios["whole_command_cpu"] = lme4["cpu_seconds"] / ours["cpu_seconds"]
+    return ratios
 
 
 def _rounded(variances: dict) -> dict:
@@ -553,7 +570,7 @@ def main() -> int:
         print(f"[{design.key}] statsmodels done: {seconds_text(sm)}", flush=True)
         row = {"key": design.key, "title": design.title, "formula": design.formula,
                "n_obs": ours.get("n_obs"), "ours": ours, "lme4": lme4, "statsmodels": sm, "truth": design.truth,
-               "confounded": design.confounded}
+               "confounded": design.confounded, "ratios": lme4_ratios(ours, lme4)}
         rows.append(row)
         for line in describe_design_result(row):
             print(line, flush=True)
@@ -568,8 +585,8 @@ def main() -> int:
     print_table(rows)
     if any(r["lme4"].get("status") == "recorded" for r in rows):
         print("* lme4 not run (--skip-slow-peers): recorded lmer time alone, without R start-up and read.csv")
-    print("Targets: lme4/ours >= 100x on the full grid, >= 20x on the partial grid and InstEval; "
-          "simulated grid < 30 s and < 4096 MB for ours.")
+    print("Targets: lme4/ours >= 100x on the full grid, >= 20x on the partial grid; on InstEval the fit alone "
+          ">= 20x lmer and the whole command >= 10x lme4's script; simulated grid < 30 s and < 4096 MB for ours.")
     return 0
 
 

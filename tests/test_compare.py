@@ -160,13 +160,17 @@ def test_cli_compare_json_and_error_line(monkeypatch, capsys):
     assert code == 2 and len(err) == 1 and "factor 'sytem'" in err[0]
 
 
-def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch):
+def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch, tmp_path, capsys):
     # H1 and the GLRT's H0 are each parsed, framed and summed once, though REML, ML,
-    # the bootstrap, NUTS and LOO all use them
+    # the bootstrap (drawn in the statistics), NUTS and LOO all use them
+    import formulae
+
+    from bayesrepro import cli
     from bayesrepro.design import frame as frame_module
 
-    calls = {"frames": 0, "sums": 0}
-    build, sums = frame_module.build_model_frame, frame_module.sums_from_rows
+    formula = "ter ~ system + (1|sentence_id)"
+    calls = {"frames": 0, "sums": 0, "parses of H1": 0}
+    build, sums, parse = frame_module.build_model_frame, frame_module.sums_from_rows, formulae.model_description
 
     def counting_build(*args, **kwargs):
         calls["frames"] += 1
@@ -176,9 +180,36 @@ def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch):
         calls["sums"] += 1
         return sums(*args, **kwargs)
 
+    def counting_parse(text, *args, **kwargs):
+        calls["parses of H1"] += text == formula
+        return parse(text, *args, **kwargs)
+
     monkeypatch.setattr(frame_module, "build_model_frame", counting_build)
     monkeypatch.setattr(frame_module, "sums_from_rows", counting_sums)
+    monkeypatch.setattr(formulae, "model_description", counting_parse)
     small = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]
-    cmp.compare("ter ~ system + (1|sentence_id)", small, n_boot=100, draws=100, tune=100, chains=2, seed=1,
-                allow_unconverged=True)
-    assert calls == {"frames": 2, "sums": 2 + 100}   # the bootstrap's refits sum their new responses
+    small.to_csv(tmp_path / "small.csv", index=False)
+    assert cli.main(["compare", str(tmp_path / "small.csv"), "--formula", formula, "--bootstrap", "100", "--draws",
+                     "100", "--tune", "100", "--chains", "2", "--seed", "1", "--allow-unconverged", "--json"]) in (0, 3)
+    assert json.loads(capsys.readouterr().out)["n_obs"] == len(small)
+    assert calls == {"frames": 2, "sums": 2, "parses of H1": 1}
+
+
+def test_loo_inside_compare_reports_paretos_warning_as_a_note_not_as_a_python_warning(monkeypatch):
+    import warnings
+
+    import bayesrepro.bayes.loo as loo
+
+    def warning_compare(fits):
+        warnings.warn("Estimated shape parameter of Pareto distribution is greater than 0.70 for one or more "
+                      "samples.", UserWarning)
+        return pd.DataFrame({"elpd_loo": [-10.0, -14.0], "dse": [0.0, 1.5], "warning": [True, False]},
+                            index=["h1", "h0"])
+
+    monkeypatch.setattr(loo, "compare_models", warning_compare)
+    notes = []
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        assert cmp._loo_difference(None, None, notes) == {"loo_elpd_diff": 4.0, "loo_se": 1.5}
+    assert [w for w in shown if "Pareto" in str(w.message)] == []
+    assert notes == ["PSIS-LOO warned (Pareto k > 0.7 for some items): its elpd difference is approximate"]

@@ -1,6 +1,12 @@
 """Every producer gives the same statistics and estimates: rows in memory, DuckDB over files, Spark."""
 
 import gzip
+import io
+import json
+import re
+import sys
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -145,13 +151,50 @@ def test_engines_are_chosen_and_checked():
     assert model_frame(TER, "kreutzer_ter").has_rows   # small inputs stay in memory
 
 
-def test_a_frame_without_rows_refuses_what_needs_rows():
+def test_the_parametric_bootstrap_of_a_duckdb_frame_equals_that_of_memory():
+    # the replicates are drawn in the sufficient statistics, which both producers give alike
     from bayesrepro.compare import parametric_bootstrap
 
+    formula = "ter ~ system + (1|sentence_id) + (1|system:replication)"
+    duck = model_frame(formula, str(dataset_path("kreutzer_ter")), engine="duckdb")
+    memory = build_model_frame(formula, load_dataset("kreutzer_ter"))
+    boots = [parametric_bootstrap(fit_model_frame(frame, "reml"), frame, 30, np.random.default_rng(1))
+             for frame in (duck, memory)]
+    assert boots[0][1] == boots[1][1]
+    scale = boots[1][0].to_numpy().max(axis=0)
+    np.testing.assert_allclose(boots[0][0].to_numpy() / scale, boots[1][0].to_numpy() / scale, rtol=0, atol=1e-8)
+
+
+def test_compare_over_parquet_files_through_duckdb_equals_compare_in_memory(ter_files, capsys):
+    from bayesrepro import cli
+    from bayesrepro.compare import compare
+
+    folder, data = ter_files
+    formula, quick = "ter ~ system + (1|sentence_id)", ["--draws", "100", "--tune", "100", "--chains", "2"]
+    status = cli.main(["compare", str(folder / "part*.parquet"), "--formula", formula, "--bootstrap", "100", *quick,
+                       "--seed", "0", "--allow-unconverged", "--json"])
+    assert status in (0, 3)
+    duck = json.loads(capsys.readouterr().out)
+    memory = compare(formula, data, n_boot=100, draws=100, tune=100, chains=2, seed=0, allow_unconverged=True, loo=False)
+    assert duck["n_obs"] == memory.n_obs == len(data)
+    estimates = pd.DataFrame(duck["estimates"])
+    for column in ("reml", "boot_low", "boot_high"):
+        np.testing.assert_allclose(estimates[column], memory.estimates[column], rtol=1e-8, atol=1e-12)
+    # the same posterior sampled from the same seed; statistics equal to rounding may still part the chains
+    phi = estimates[estimates["quantity"] == "phi"].iloc[0]
+    assert memory.phi["low"] < phi["median"] < memory.phi["high"]
+    assert duck["tests"][0]["chi2"] == pytest.approx(memory.tests[0]["chi2"], rel=1e-8)
+    np.testing.assert_allclose(pd.DataFrame(duck["contrasts"])["p"], memory.contrasts["p"], rtol=1e-6)
+    assert "loo_elpd_diff" not in duck["tests"][0]
+    assert any("LOO needs each item's sum of squares" in note and "--engine memory" in note for note in duck["notes"])
+
+
+def test_a_frame_without_rows_refuses_what_needs_rows():
+    from bayesrepro.bayes import fit_bayes
+
     duck = model_frame("ter ~ system + (1|sentence_id)", str(dataset_path("kreutzer_ter")), engine="duckdb")
-    fit = fit_model_frame(duck, "reml")
-    with pytest.raises(BayesreproError, match="needs the rows in memory.*--engine memory"):
-        parametric_bootstrap(fit, duck, 20, np.random.default_rng(1))
+    with pytest.raises(BayesreproError, match="Bambi's own model.*needs the rows in memory.*--engine memory"):
+        fit_bayes(duck, backend="bambi", draws=100, tune=100, chains=2)
 
 
 @pytest.mark.slow
@@ -180,12 +223,26 @@ def test_binary_scores_through_duckdb_give_the_memory_glmm(tmp_path):
     data = binary_grid(items=150, seeds=3, prompts=2, random_state=4)
     data.to_parquet(tmp_path / "binary.parquet")
     formula = "correct ~ system + (1|item) + (1|system:seed) + (1|prompt)"
-    duck = fit_glmm(model_frame(formula, str(tmp_path / "binary.parquet"), engine="duckdb"))
-    memory = fit_glmm(formula, data)
+    duck_frame = model_frame(formula, str(tmp_path / "binary.parquet"), engine="duckdb")
+    memory_frame = build_model_frame(formula, data)
+    # the cells are counts: both producers give the same successes and trials of the same cells, exactly
+    pd.testing.assert_frame_equal(cell_table(duck_frame.binomial()), cell_table(memory_frame.binomial()))
+    duck, memory = fit_glmm(duck_frame), fit_glmm(memory_frame)
     assert duck.family == memory.family == "bernoulli"
+    # the same criterion, summed in the same or another order of the cells: one optimum to the last digits
     for name, value in memory.variances.items():
-        assert duck.variances[name] == pytest.approx(value, rel=1e-6, abs=1e-10), name
-    assert duck.loglik == pytest.approx(memory.loglik, rel=1e-10)
+        assert duck.variances[name] == pytest.approx(value, rel=1e-10, abs=1e-14), name
+    np.testing.assert_allclose(duck.beta, memory.beta, rtol=1e-10)
+    assert duck.loglik == pytest.approx(memory.loglik, rel=1e-12)
+
+
+def cell_table(cells) -> pd.DataFrame:
+    """Binomial cells as a table of their levels, fixed design row, successes and trials, in a canonical order."""
+    table = pd.DataFrame({name: np.asarray(levels)[codes]
+                          for name, codes, levels in zip(cells.group_names, cells.codes, cells.levels)})
+    table["fixed"] = [tuple(row) for row in cells.X]
+    table["successes"], table["trials"] = cells.successes, cells.trials
+    return table.sort_values(list(table.columns)).reset_index(drop=True)
 
 
 def test_where_and_categorical_columns_through_duckdb_equal_memory(tmp_path):
@@ -203,3 +260,58 @@ def test_where_and_categorical_columns_through_duckdb_equal_memory(tmp_path):
         model_frame(formula, str(path), where="src_length > 10000", engine="duckdb")
     with pytest.raises(BayesreproError, match="srclength"):
         model_frame(formula, str(path), where="srclength > 10", engine="duckdb")
+
+
+def test_a_scan_shows_duckdbs_estimate_of_its_progress_on_stderr_and_never_prints_duckdbs_own_bar(capsys):
+    from bayesrepro.design.producers.duckdb_source import duckdb_source
+
+    path = str(dataset_path("kreutzer_ter"))
+    quiet = duckdb_source(path, threads=1, progress=False)
+    # DuckDB would print its own bar on stdout, into --json output, once a query runs 2 s
+    assert not quiet.run("SELECT current_setting('enable_progress_bar_print') AS shown")["shown"].iloc[0]
+    long_query = "SELECT sum(hash(i)) AS h FROM range(60000000) t(i)"   # a second or two on one thread
+    quiet.run(long_query)
+    assert capsys.readouterr().err == ""
+    duckdb_source(path, threads=1, progress=True).run(long_query)
+    shown = capsys.readouterr()
+    assert shown.out == ""
+    fractions = [int(p) for p in re.findall(r"reading kreutzer_ter\.csv\.gz \[[#.]{30}\]\s+(\d+) %", shown.err)]
+    assert fractions and all(0 <= f <= 100 for f in fractions) and fractions == sorted(fractions)
+
+
+def test_a_polled_query_hands_back_its_error_and_ctrl_c_stops_the_engine():
+    from bayesrepro.design.producers.polling import run_polled
+    from bayesrepro.progress import Progress
+
+    def failing():
+        raise BayesreproError("the engine refused")
+
+    with pytest.raises(BayesreproError, match="the engine refused"):
+        run_polled(failing, lambda: 0.5, Progress("x", False), lambda: None)
+    stopped = []
+
+    def interrupted():
+        raise KeyboardInterrupt   # what Ctrl-C raises in the waiting thread
+
+    with pytest.raises(KeyboardInterrupt):
+        run_polled(lambda: time.sleep(1.0), interrupted, Progress("x", True, io.StringIO()), lambda: stopped.append(1))
+    assert stopped == [1]
+
+
+def test_spark_without_pyspark_is_one_line_naming_the_extra(monkeypatch, capsys):
+    from bayesrepro import cli
+
+    for module in ("pyspark", "pyspark.errors", "pyspark.sql"):
+        monkeypatch.setitem(sys.modules, module, None)   # import fails as when pyspark is not installed
+    status = cli.main(["vca", str(dataset_path("kreutzer_ter")), "--formula", "ter ~ 1 + (1|sentence_id)",
+                       "--engine", "spark"])
+    error = capsys.readouterr().err
+    assert status == 2 and len(error.splitlines()) == 1
+    assert error.startswith("bayesrepro: error: --engine spark needs pyspark") and "pip install 'bayesrepro[spark]'" in error
+
+
+def test_spark_without_java_is_one_line_before_spark_starts(monkeypatch):
+    pytest.importorskip("pyspark")
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent")
+    with pytest.raises(BayesreproError, match="--engine spark needs Java 17\\+ \\(JAVA_HOME=/nonexistent has no bin/java\\)"):
+        model_frame("ter ~ 1 + (1|sentence_id)", str(dataset_path("kreutzer_ter")), engine="spark")

@@ -91,3 +91,81 @@ def test_a_comparison_report_plans_the_next_evaluation(tmp_path):
     pilot = analyse_pilot("ter ~ system + (1|sentence_id)", "kreutzer_ter", "system=PostEdit-Marking")
     power = plan_power(pilot.assumptions, {"sentence_id": [1041]}, simulations=0).rows[0]["power_t"]
     assert "PostEdit &minus; Marking" in page and f"<td>{power:.4g}</td>" in page
+
+
+def test_a_split_spec_through_duckdb_sums_the_same_rows_per_level_as_memory(tmp_path):
+    from bayesrepro.data import read_table
+    from bayesrepro.design.frame import grouped_source
+    from bayesrepro.report import _grouped_portions, _row_portions
+    from bayesrepro.specs import load_spec
+
+    path = dataset_path("kreutzer_annotation")
+    spec = load_spec("annotation")
+    memory = _row_portions(spec, spec.prepare(read_table(str(path), where="rater != 1")))
+    duck = _grouped_portions(spec, grouped_source(str(path), "duckdb", where="rater != 1"))
+    assert [p.level for p in duck] == [p.level for p in memory] == ["Marking", "Post Edit"]
+    for d, m in zip(duck, memory):
+        assert d.rows is None and d.frame.n_obs == m.frame.n_obs < 150
+        s, t = d.frame.stats(), m.frame.stats()
+        np.testing.assert_array_equal(s.rest_gram, t.rest_gram)
+        np.testing.assert_allclose(s.rest_zy, t.rest_zy, rtol=1e-10, atol=1e-12)
+        assert s.yty == pytest.approx(t.yty, rel=1e-10)
+
+
+def test_a_report_through_duckdb_refuses_a_derived_column_and_hashes_every_file(tmp_path):
+    from bayesrepro.datasets import load_dataset
+    from bayesrepro.report import input_digest
+
+    data = load_dataset("kreutzer_ter")
+    for k, part in enumerate(np.array_split(np.arange(len(data)), 2)):
+        data.iloc[part].to_parquet(tmp_path / f"part{k}.parquet")
+    with pytest.raises(BayesreproError, match="derives the column 'len' from 'src_length' on rows in memory; "
+                                              "use --engine memory"):
+        write_report(str(tmp_path / "part*.parquet"), "conditional_length", tmp_path / "r.html", options=FAST)
+    digest, described = input_digest(str(tmp_path / "part*.parquet"))
+    joined = (tmp_path / "part0.parquet").read_bytes() + (tmp_path / "part1.parquet").read_bytes()
+    assert digest == hashlib.sha256(joined).hexdigest() and "2 files" in described
+    with pytest.raises(BayesreproError, match="data file 'nowhere.csv' does not exist"):
+        input_digest("nowhere.csv")
+
+
+@pytest.mark.slow
+def test_a_report_over_parquet_files_through_duckdb_matches_the_report_in_memory(tmp_path):
+    from bayesrepro import cli
+    from bayesrepro.datasets import load_dataset
+
+    data = load_dataset("kreutzer_annotation")
+    for k, part in enumerate(np.array_split(np.arange(len(data)), 3)):
+        data.iloc[part].to_parquet(tmp_path / f"part{k}.parquet")
+    quick = ["--bootstrap", "100", "--draws", "300", "--tune", "300", "--chains", "2", "--seed", "2",
+             "--allow-unconverged"]
+    assert cli.main(["report", str(tmp_path / "part*.parquet"), "--spec", "annotation", "--engine", "duckdb",
+                     "--out", str(tmp_path / "duck.html"), *quick]) in (0, 3)
+    assert cli.main(["report", "kreutzer_annotation", "--spec", "annotation", "--out", str(tmp_path / "memory.html"),
+                     *quick]) in (0, 3)
+    duck, memory = ((tmp_path / name).read_text(encoding="utf-8") for name in ("duck.html", "memory.html"))
+    assert "3 files (sha256 of their bytes" in duck and "300" in duck
+    # the REML columns of every variance table, rounded to 4 digits as shown, are those of the rows in memory
+    assert reml_cells(duck) == reml_cells(memory) and len(reml_cells(duck)) == 2 * 2 * 7
+
+
+def reml_cells(page: str) -> list[str]:
+    """The second cell (REML) of every row of the report's variance and percent tables."""
+    tables = re.findall(r"<h3>(?:Variance components|Percent of total variance)</h3>\s*<table.*?</table>", page, re.S)
+    return [re.findall(r"<td>(.*?)</td>", row)[1] for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+            if "<td>" in row]
+
+
+def test_the_planning_section_of_grouped_sums_says_it_needs_the_rows():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bayesrepro.report import _planning
+    from bayesrepro.specs import load_spec
+
+    result = SimpleNamespace(means=pd.DataFrame({"system": ["A", "B"], "estimate": [0.1, 0.2]}), by=None,
+                             method="REML", factor="system", object="sentence_id")
+    section = _planning(load_spec("system_comparison"), None, result)
+    assert "Not planned here: the pilot's facets and their nesting are read from the rows in memory" in section
+    assert "--engine memory" in section

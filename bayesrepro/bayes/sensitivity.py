@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from ..design import build_model_frame
+from ..design import ModelFrame, build_model_frame, model_frame
 from ..reliability import RESIDUAL, default_object, phi
 from .posterior import interval
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors, response_moments
@@ -41,20 +41,22 @@ def prior_sd_draws(spec: PriorSpec, names: list[str], draws: int, rng) -> dict:
     return {name: total * np.sqrt(shares[:, k]) for k, name in enumerate(names)}
 
 
-def prior_sensitivity(formula: str, data: pd.DataFrame, *, scales=(0.5, 1.0, 2.0), prior: str = DEFAULT_PRIOR,
+def prior_sensitivity(formula, data=None, *, scales=(0.5, 1.0, 2.0), prior: str = DEFAULT_PRIOR,
                       prob: float = 0.95, **fit_kwargs) -> pd.DataFrame:
     """Refit with every prior SD scale multiplied by each of ``scales``; φ and each component per row.
 
-    A narrower (< 1) and a wider (> 1) prior bracket the default; where φ moves
-    with the scale, the data do not pin it down and the prior is speaking.
+    ``formula`` is a formula (then ``data`` is read) or a model frame already
+    built; every refit shares the one frame. A narrower (< 1) and a wider (> 1)
+    prior bracket the default; where φ moves with the scale, the data do not
+    pin it down and the prior is speaking.
     """
     from .fit import fit_bayes
 
-    frame = build_model_frame(formula, data)
+    frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data)
     base = default_priors(frame, _family(prior))
     rows = []
     for scale in scales:
-        fit = fit_bayes(formula, data, prior=base.scaled(scale), **fit_kwargs)
+        fit = fit_bayes(frame, prior=base.scaled(scale), **fit_kwargs)
         row = {"scale": scale}
         for prefix, label in (("", "phi"), ("fp_", "phi_fp")):
             if f"{prefix}phi" in fit.idata.posterior:

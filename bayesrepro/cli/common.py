@@ -36,8 +36,9 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -
                                  "terminal)")
 
 
-def frame_of(args, formula: str):
-    """The model frame of ``formula`` over the command's data, built by the engine the options choose."""
+def frame_of(args, formula):
+    """The model frame of ``formula`` (a text or the spec ``formula_of`` parsed) over the command's data, built by
+    the engine the options choose."""
     from ..design import model_frame
 
     return model_frame(formula, args.data, args.where, args.drop_missing, args.engine, args.spark_master,
@@ -116,7 +117,7 @@ def read_rows(args, columns=()):
     """The data with the --where filter and --categorical applied; the ``columns`` a command uses must exist,
     and their missing values are refused or, with --drop-missing, dropped with a note on stderr.
 
-    Formula commands pass no columns: the model frame knows its columns and applies --drop-missing itself.
+    Formula commands build a model frame instead (``frame_of``), which knows its columns.
     """
     from ..data import read_table, remove_missing, require_columns
 

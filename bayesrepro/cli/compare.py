@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .common import (add_data_options, add_family_options, add_formula_options, add_side_by_side_options,
-                     convergence_status, formula_of, print_json, read_rows, sampling_settings)
+                     convergence_status, formula_of, frame_of, print_json, sampling_settings)
 
 HELP = ("REML (for 0/1 scores: the binary GLMM by ML) with parametric-bootstrap intervals next to the posterior, "
         "contrasts with p next to the probability of direction and LOO; where the two engines disagree, a sentence says so")
@@ -11,7 +11,7 @@ HELP = ("REML (for 0/1 scores: the binary GLMM by ML) with parametric-bootstrap 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("compare", help=HELP, description=HELP)
-    add_data_options(parser)
+    add_data_options(parser, engines=True)
     add_formula_options(parser)
     parser.add_argument("--factor", help="categorical fixed effect whose levels are compared (default: the first one)")
     parser.add_argument("--by", help="data property the factor interacts with (default: read from the formula)")
@@ -22,16 +22,17 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import sys
+
     from ..compare import check_bootstrap, compare
 
-    formula_of(args.formula, object=args.object)
+    spec = formula_of(args.formula, object=args.object)
     if args.h0 is not None:
         formula_of(args.h0, "--h0")
     check_bootstrap(args.bootstrap)
-    settings = sampling_settings(args)
-    result = compare(args.formula, read_rows(args), args.object, factor=args.factor, by=args.by, h0=args.h0,
-                     n_boot=args.bootstrap, prob=args.prob, drop_missing=args.drop_missing, sampling=settings,
-                     family=args.family, link=args.link)
+    settings = sampling_settings(args, progress=args.progress or sys.stderr.isatty())
+    result = compare(frame_of(args, spec), object=args.object, factor=args.factor, by=args.by, h0=args.h0,
+                     n_boot=args.bootstrap, prob=args.prob, sampling=settings, family=args.family, link=args.link)
     if args.json:
         print_json(result.to_dict())
     else:

@@ -157,27 +157,36 @@ def model_frame(formula, data, where: str | None = None, drop_missing: bool = Fa
     Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names (see ``producers``).
 
     ``categorical`` columns are read as text whatever they hold; ``progress`` shows the scans of
-    DuckDB on stderr (default: when stderr is a terminal).
+    DuckDB or Spark on stderr (default: when stderr is a terminal).
     """
-    from ..where import as_where
     from .producers import choose_engine
 
     if data is None:
         raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
-    chosen = choose_engine(data, engine)
-    if chosen == "memory":
+    if choose_engine(data, engine) == "memory":
         return build_model_frame(formula, read_table(data, where=where, categorical=categorical),
                                  drop_missing=drop_missing)
+    return grouped_source(data, engine, where, drop_missing, spark_master, categorical, progress).frame(formula)
+
+
+def grouped_source(data, engine: str, where: str | None = None, drop_missing: bool = False,
+                   spark_master: str | None = None, categorical=(), progress: bool | None = None):
+    """The producer (``producers.grouped.GroupedSource``) that sums ``data`` where it lives: DuckDB or Spark, as
+    ``engine`` and the data say (``model_frame``'s arguments)."""
+    from ..where import as_where
+    from .producers import choose_engine
+
+    chosen = choose_engine(data, engine)
+    if chosen == "memory":
+        raise BayesreproError("rows in memory have no grouped source; use --engine duckdb or spark")
     condition = as_where(where)
     if chosen == "duckdb":
         from .producers.duckdb_source import duckdb_source
 
-        source = duckdb_source(_data_path(data), condition, drop_missing, progress=progress, text_columns=categorical)
-    else:
-        from .producers.spark_source import spark_source
+        return duckdb_source(_data_path(data), condition, drop_missing, progress=progress, text_columns=categorical)
+    from .producers.spark_source import spark_source
 
-        source = spark_source(data, condition, drop_missing, spark_master, text_columns=categorical)
-    return source.frame(formula)
+    return spark_source(data, condition, drop_missing, spark_master, text_columns=categorical, progress=progress)
 
 
 def _data_path(data) -> str:

@@ -16,7 +16,6 @@ A Cholesky factor of S (random part first) gives log|L|² and log|R_X|².
 from __future__ import annotations
 
 import copy
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,11 +24,13 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from ..design import GaussianStats
+from ..runtime import idle_core_threads
 
 LOG_2PI = np.log(2.0 * np.pi)
-# Dense systems from this many rows are factored with several BLAS threads: a
-# 1,144-row Cholesky and inverse took 35 ms on one thread and 25 ms on two;
-# below a few hundred rows the threads cost more than they save.
+# Dense systems from this many rows may be factored with several BLAS threads, on
+# cores idle at the time (runtime.idle_core_threads): a 1,144-row Cholesky factor and
+# inverse took 35 ms on one thread and 25 ms on two of an idle machine; below a few
+# hundred rows the threads cost more than they save.
 PARALLEL_BLAS_SIZE = 400
 MAX_BLAS_THREADS = 4
 # The dominant factor's coupling is summed per distinct count when its levels outnumber those counts this often.
@@ -69,9 +70,9 @@ class ProfiledDeviance:
 
     @property
     def blas_threads(self) -> int:
-        """BLAS threads worth using: more than one only for a dense system big enough to share out."""
+        """BLAS threads worth using where cores are idle: more than one only for a dense system big enough to share out."""
         size = len(self.cross.rest_zy) + self.cross.n_fixed
-        return min(os.cpu_count() or 1, MAX_BLAS_THREADS) if size >= PARALLEL_BLAS_SIZE else 1
+        return MAX_BLAS_THREADS if size >= PARALLEL_BLAS_SIZE else 1
 
     def __call__(self, theta: np.ndarray) -> float:
         try:
@@ -95,7 +96,8 @@ class ProfiledDeviance:
         key = theta.tobytes()
         if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
             return self._last[1]
-        solution = self._solve(theta, with_gradient)
+        with idle_core_threads(self.blas_threads):
+            solution = self._solve(theta, with_gradient)
         self._last = (key, solution)
         return solution
 

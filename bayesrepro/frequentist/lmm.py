@@ -122,7 +122,7 @@ def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
             f"{frame.n_obs} observations cannot estimate {frame.n_fixed} fixed effects of {frame.formula!r}"
         )
     objective = ProfiledDeviance(frame.stats(), reml=(method == "reml"))
-    with numerical_work(threads=objective.blas_threads):
+    with numerical_work():
         theta, converged, message = optimise(objective)
         solution = objective.solve(theta)
     sigma2 = objective.sigma2(solution)

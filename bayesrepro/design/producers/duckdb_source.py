@@ -12,12 +12,12 @@ from __future__ import annotations
 import csv
 import glob
 import gzip
-import threading
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
 from .grouped import DUCKDB, GroupedSource
+from .polling import run_polled
 
 # Text files are parsed by the rules of their header line, not by guessing: every field is text,
 # a row with more or fewer fields than the header is an error.
@@ -40,16 +40,23 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
     """
     import duckdb
 
-    files = _files(path)
+    files = data_files(path)
     reader = _reader(files)
     connection = duckdb.connect()
     if threads:
         connection.execute(f"SET threads = {int(threads)}")
+    # DuckDB's own bar would be printed on stdout, into --json output, once a query runs 2 s; its estimate
+    # of a query's progress is kept, from the start, and drawn on stderr when asked (Progress)
+    connection.execute("SET enable_progress_bar = true")
+    connection.execute("SET enable_progress_bar_print = false")
+    connection.execute("SET progress_bar_time = 0")
     params = {"files": files}
 
     def run(sql, parameters=None):
+        bar = Progress(f"reading {Path(path).name}", progress)
         try:
-            return _with_progress(connection, sql, parameters or {}, Progress(f"reading {Path(path).name}", progress))
+            return run_polled(lambda: connection.execute(sql, parameters or {}).fetchdf(),
+                              lambda: connection.query_progress() / 100, bar, connection.interrupt)
         except duckdb.Error as exc:
             raise BayesreproError(f"DuckDB could not read '{path}': {first_line(exc)}") from None
 
@@ -60,34 +67,8 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
     return GroupedSource(run, reader, schema, DUCKDB, f"'{path}'", where, drop_missing, params, text_columns)
 
 
-def _with_progress(connection, sql: str, parameters, bar: Progress):
-    """Run a query; while it runs, show DuckDB's own estimate of its progress."""
-    if not bar.enabled:
-        return connection.execute(sql, parameters).fetchdf()
-    outcome = {}
-
-    def work():
-        try:
-            outcome["result"] = connection.execute(sql, parameters).fetchdf()
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    with bar:
-        worker.start()
-        try:
-            while worker.is_alive():
-                worker.join(0.25)
-                bar.update(connection.query_progress() / 100)
-        except KeyboardInterrupt:
-            connection.interrupt()
-            raise
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
-
-
-def _files(path: str) -> list[str]:
+def data_files(path: str) -> list[str]:
+    """The data files ``path`` names: itself, the data files under a directory, or a glob's matches; sorted."""
     target = Path(path)
     if target.is_dir():
         files = sorted(str(p) for p in target.rglob("*") if p.is_file() and _suffix(p.name))

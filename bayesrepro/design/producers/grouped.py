@@ -16,6 +16,7 @@ two distinct texts give the same number.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ class Dialect:
     """How one SQL engine spells identifiers, text, a non-finite number and a text that is a number."""
 
     quote: Callable[[str], str]
+    text: Callable[[str], str]        # a text literal
+    text_tests: dict[str, str]        # the functions of --where's startswith, endswith and contains
     text_type: str
     nonfinite: Callable[[str], str]
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
@@ -60,13 +63,26 @@ def quote_backtick(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-DUCKDB = Dialect(quote_double, "VARCHAR", lambda e: f"NOT isfinite({e})",
-                 lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
-                 lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+def text_doubled(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def text_escaped(text: str) -> str:
+    """Spark's text literal: Spark reads backslashes in it as escapes."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+DUCKDB = Dialect(quote=quote_double, text=text_doubled,
+                 text_tests={"startswith": "starts_with", "endswith": "ends_with", "contains": "contains"},
+                 text_type="VARCHAR", nonfinite=lambda e: f"NOT isfinite({e})",
+                 is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
+                 grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
 # Spark orders grouping_id()'s bits by the grouping columns, which must then be listed in the key order
-SPARK = Dialect(quote_backtick, "STRING", lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
-                lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
-                lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
+SPARK = Dialect(quote=quote_backtick, text=text_escaped,
+                text_tests={"startswith": "startswith", "endswith": "endswith", "contains": "contains"},
+                text_type="STRING", nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
+                is_number=lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
+                grouping_sets=lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
 
 
 class GroupedSource:
@@ -91,6 +107,7 @@ class GroupedSource:
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise BayesreproError(f"categorical column '{unknown[0]}' is not a column of {label}{hint}")
         self._row_filter: str | None = None
+        self._kept: list[str] = []   # conditions of ``restricted`` parts
 
     @property
     def row_filter(self) -> str | None:
@@ -102,7 +119,7 @@ class GroupedSource:
         for name, numeric in self._numeric_text(
                 [c for c in self.where.columns if self.schema.get(c) and c not in self.text_columns]).items():
             kinds[name] = "number" if numeric else "text"
-        self._row_filter = self.where.to_sql(self.dialect.quote, kinds)
+        self._row_filter = self.where.to_sql(self.dialect.quote, kinds, self.dialect.text, self.dialect.text_tests)
         return self._row_filter
 
     def _numeric_text(self, columns: list[str]) -> dict[str, bool]:
@@ -262,8 +279,23 @@ class GroupedSource:
                 by_set[s] = _regroup(by_set[coarse], [keys[i] for i in sorted(s)], plan.shift)
         return by_set
 
+    def restricted(self, column: str, text: str) -> "GroupedSource":
+        """The same rows, only those whose ``column`` reads ``text``."""
+        part = copy.copy(self)
+        part._kept = self._kept + [f"CAST({self.dialect.quote(column)} AS {self.dialect.text_type}) = "
+                                   f"{self.dialect.text(text)}"]
+        return part
+
+    def texts_of(self, column: str) -> tuple[list[str], int]:
+        """The distinct values of ``column`` as text, sorted, and how many rows miss it."""
+        q, d = self.dialect.quote, self.dialect
+        table = self.run(f"SELECT CAST({q(column)} AS {d.text_type}) AS text, COUNT(*) AS n FROM {self._rows(None)} "
+                         f"GROUP BY CAST({q(column)} AS {d.text_type})", self.params)
+        missing = table["text"].isna()
+        return sorted(table.loc[~missing, "text"].astype(str)), int(table.loc[missing, "n"].sum())
+
     def _rows(self, conditions) -> str:
-        filters = ([f"({self.row_filter})"] if self.row_filter else []) + list(conditions or [])
+        filters = ([f"({self.row_filter})"] if self.row_filter else []) + self._kept + list(conditions or [])
         return f"{self.relation}" + (f" WHERE {' AND '.join(filters)}" if filters else "")
 
     def _rows_label(self) -> str:

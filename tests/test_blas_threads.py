@@ -1,0 +1,43 @@
+"""BLAS threads: one per process, more only for a large dense system and only on cores idle at that moment."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from threadpoolctl import threadpool_info
+
+from bayesrepro import runtime
+from bayesrepro.datasets import load_dataset
+from bayesrepro.design import build_model_frame
+from bayesrepro.frequentist import deviance
+
+
+def blas_threads() -> int:
+    return max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+
+@pytest.mark.parametrize("idle, limit, expected", [(0, 4, 1), (1, 4, 2), (5, 4, 4), (3, 1, 1)])
+def test_threads_follow_the_idle_cores_at_each_call(monkeypatch, idle, limit, expected):
+    monkeypatch.setattr(runtime, "_idle_cores", lambda: idle)
+    with runtime.numerical_work():
+        with runtime.idle_core_threads(limit):
+            inside = blas_threads()
+        assert blas_threads() == 1
+    assert inside == expected
+
+
+def test_idle_cores_are_counted_from_the_kernels_running_tasks():
+    # this process is running while it reads the count: at most every other core of it is idle
+    assert 0 <= runtime._idle_cores() <= len(os.sched_getaffinity(0)) - 1
+
+
+def test_only_a_large_dense_system_asks_for_more_than_one_thread():
+    small = build_model_frame("ter ~ system + (1|sentence_id) + (1|replication)", load_dataset("kreutzer_ter"))
+    assert deviance.ProfiledDeviance(small.stats(), reml=True).blas_threads == 1
+    rng = np.random.default_rng(1)
+    # two crossed factors of 600 levels each: the second one's dense block has 600 rows
+    data = pd.DataFrame({"a": rng.integers(0, 600, 6000).astype(str), "b": rng.integers(0, 600, 6000).astype(str),
+                         "y": rng.normal(size=6000)})
+    large = build_model_frame("y ~ 1 + (1|a) + (1|b)", data)
+    assert deviance.ProfiledDeviance(large.stats(), reml=True).blas_threads == deviance.MAX_BLAS_THREADS
