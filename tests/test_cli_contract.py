@@ -14,7 +14,7 @@ import pytest
 
 import bayesrepro.cli as cli
 import bayesrepro.data
-from bayesrepro.compare import MIN_BOOTSTRAP
+from bayesrepro import limits
 from bayesrepro.errors import EXIT_BAD_INPUT, EXIT_NOT_CONVERGED
 
 TER = ("kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)")
@@ -54,10 +54,11 @@ def no_data_reading(monkeypatch):
 @pytest.mark.parametrize("argv, expected", [
     (["phi", *TER, "--prob", "1.5"], "--prob must lie strictly between 0 and 1"),
     (["phi", *TER, "--prob", "nan"], "--prob must lie strictly between 0 and 1"),
-    (["phi", *TER, "--draws", "5"], "--draws must be a whole number of at least 100"),
-    (["phi", *TER, "--chains", "1"], "--chains must be a whole number of at least 2"),
-    (["phi", *TER, "--tune", "-1"], "--tune must be a whole number of at least 0"),
-    (["phi", *TER, "--seed", "-3"], "--seed must be a whole number from 0"),
+    (["phi", *TER, "--draws", "5"], "--draws must be a whole number from 100 to 100,000, not 5"),
+    (["phi", *TER, "--chains", "1"], "--chains must be a whole number from 2 to 64"),
+    (["phi", *TER, "--tune", "-1"], "--tune must be a whole number from 0 to 100,000"),
+    (["phi", *TER, "--seed", "-3"], "--seed must be a whole number from 0 to 4,294,967,295, not -3"),
+    (["phi", *TER, "--chains", "64", "--draws", "6000"], "--chains x (--tune + --draws) NUTS steps come to 448,000"),
     (["phi", *TER, "--object", "system"], "--object 'system' is not a grouping factor"),
     (["phi", *TER, "--prior-scale", "seed=0.1"], "--prior-scale names unknown parameter 'seed'"),
     (["phi", *TER, "--prior-scale", "sentence_id=-1"], "--prior-scale sentence_id=-1 must be a positive"),
@@ -66,13 +67,20 @@ def no_data_reading(monkeypatch):
     (["vca", *TER, "--object", "sentence"], "--object 'sentence' is not a grouping factor"),
     (["vca", "kreutzer_ter", "--formula", "ter ~ (1|"], "could not parse formula"),
     (["glrt", "kreutzer_ter", "--h0", "ter ~ 1 + (1|sentence_id)", "--h1", "ter ~"], "'ter ~'"),
-    (["compare", *TER, "--bootstrap", "20"], f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
-    (["compare", *TER, "--bootstrap", "-1"], f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+    (["compare", *TER, "--bootstrap", "20"], "--bootstrap must be a whole number from 100 to 5,000, not 20"),
+    (["compare", *TER, "--bootstrap", "1e11"], "--bootstrap must be a whole number from 100 to 5,000, not 1e11"),
     (["compare", *TER, "--prob", "0"], "--prob must lie strictly between 0 and 1"),
-    (["compare", *TER, "--seed", "-1"], "--seed must be a whole number from 0"),
+    (["compare", *TER, "--seed", "-1"], "--seed must be a whole number from 0 to 4,294,967,295, not -1"),
+    (["glrt", "kreutzer_ter", "--h0", "ter ~ 1 + (1|sentence_id)", "--h1", "ter ~ system + (1|sentence_id)",
+      "--seed", "x"], "--seed must be a whole number from 0 to 4,294,967,295, not x"),
+    (["vca", *TER, "--nagq", "0"], "--nagq must be a whole number from 1 to 25, not 0"),
+    (["vca", *TER, "--nagq", "-3"], "--nagq must be a whole number from 1 to 25, not -3"),
+    (["vca", *TER, "--nagq", "100000"], "--nagq must be a whole number from 1 to 25, not 100000"),
+    (["vca", "kreutzer_ter", "--formula", "ter ~ 1 + (1|sentence_id) + (1|system)", "--nagq", "5"],
+     "--nagq 5: adaptive quadrature integrates over one grouping factor and this model has 2"),
     (["compare", *TER, "--h0", "ter ~ ("], "could not parse formula"),
     (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--bootstrap", "99"],
-     f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+     "--bootstrap must be a whole number from 100 to 5,000, not 99"),
     (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--prob", "95"], "--prob"),
     (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--column", "scor=TER"],
      "no column parameter scor"),
@@ -90,14 +98,89 @@ def test_options_are_refused_before_the_data_are_read(argv, expected, capsys, no
         assert python_name not in line
 
 
-def test_the_bootstrap_minimum_is_the_one_the_help_states():
-    parser = cli.build_parser()
-    compare = _subparsers(parser)["compare"]
-    (option,) = [a for a in compare._actions if "--bootstrap" in a.option_strings]
-    assert f"at least {MIN_BOOTSTRAP}" in option.help
-    from bayesrepro.compare import check_bootstrap
+def _subparsers(parser) -> dict:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices
 
-    assert check_bootstrap(MIN_BOOTSTRAP) == MIN_BOOTSTRAP
+
+def count_options():
+    """(command, flag, limit) of every count option of every command."""
+    return [(name, action.option_strings[-1], action.type.limit)
+            for name, command in _subparsers(cli.build_parser()).items() for action in command._actions
+            if hasattr(action.type, "limit")]
+
+
+def test_every_whole_number_option_has_a_documented_range():
+    # no option parses a bare int: each count goes through limits.Count, whose range its help states
+    for name, command in _subparsers(cli.build_parser()).items():
+        for action in command._actions:
+            assert action.type is not int, f"{name} {action.option_strings} takes an unbounded int"
+            if hasattr(action.type, "limit"):
+                assert action.type.limit.range in action.help, (name, action.option_strings)
+    flags = {(name, flag) for name, flag, _ in count_options()}
+    for expected in [("phi", "--draws"), ("phi", "--tune"), ("phi", "--chains"), ("phi", "--seed"),
+                     ("compare", "--bootstrap"), ("report", "--bootstrap"), ("glrt", "--bootstrap-samples"),
+                     ("glrt", "--seed"), ("vca", "--nagq"), ("bootstrap", "--resamples"), ("permutation", "--resamples"),
+                     ("budget", "--resamples"), ("budget", "--budgets"), ("circularity", "--df"),
+                     ("circularity", "--max-size"), ("plan", "--simulations"), ("plan", "--workers"),
+                     ("plan", "--replicates"), ("plan", "--seed"), ("plan", "--draws"), ("plan", "--chains")]:
+        assert expected in flags
+
+
+@pytest.mark.parametrize("command, flag, limit", count_options())
+def test_every_count_option_refuses_values_outside_its_range_before_reading_data(command, flag, limit, capsys,
+                                                                                no_data_reading):
+    for value in [limit.low - 1, limit.high + 1, 10**12, "1e12", "1.5", "x"]:
+        assert cli.main([command, "data.csv", flag, str(value)]) == EXIT_BAD_INPUT
+        line = one_error_line(capsys)
+        assert f"{flag} must be a whole number from {limit.range}, not {value}" in line, line
+    # the ends of the range are accepted
+    assert action_type(command, flag)(str(limit.low)) == limit.low
+    assert action_type(command, flag)(str(limit.high)) == limit.high
+
+
+def test_a_count_may_be_written_in_scientific_notation():
+    assert action_type("phi", "--draws")("2e3") == 2000
+    assert action_type("plan", "--simulations")("1E2") == 100
+
+
+def action_type(command, flag):
+    (action,) = [a for a in _subparsers(cli.build_parser())[command]._actions if flag in a.option_strings]
+    return action.type
+
+
+def test_the_python_functions_check_the_same_ranges():
+    from bayesrepro.bayes.sampling import SamplingSettings
+    from bayesrepro.compare import check_bootstrap
+    from bayesrepro.errors import BayesreproError
+    from bayesrepro.frequentist.glmm import fit_glmm
+    from bayesrepro.instruments.resampling import paired_bootstrap_test
+
+    for kwargs, message in [({"draws": 10**9}, "--draws must be a whole number from 100 to 100,000"),
+                            ({"chains": 100_000}, "--chains must be a whole number from 2 to 64"),
+                            ({"tune": 10**13}, "--tune must be a whole number from 0 to 100,000"),
+                            ({"seed": -1}, "--seed must be a whole number from 0 to 4,294,967,295, not -1"),
+                            ({"seed": np.int64(-1)}, "--seed must be a whole number from 0 to 4,294,967,295, not -1")]:
+        with pytest.raises(BayesreproError, match=re.escape(message)):
+            SamplingSettings(**kwargs)
+    with pytest.raises(BayesreproError, match="--bootstrap must be a whole number from 100 to 5,000, not 100000000000"):
+        check_bootstrap(10**11)
+    with pytest.raises(BayesreproError, match="--seed must be a whole number from 0 to 4,294,967,295, not -2"):
+        paired_bootstrap_test(np.arange(5.0), np.arange(5.0) + 1, seed=-2)
+    grid = pd.DataFrame({"item": np.repeat(np.arange(20), 4), "correct": np.tile([0, 1, 1, 0], 20)})
+    for nagq in (0, -3, 26):
+        with pytest.raises(BayesreproError, match=f"--nagq must be a whole number from 1 to 25, not {nagq}"):
+            fit_glmm("correct ~ 1 + (1|item)", grid, nagq=nagq)
+
+
+def test_a_posterior_too_large_for_memory_is_refused_before_sampling(monkeypatch):
+    import bayesrepro.bayes.fit as fit
+    from bayesrepro.errors import BayesreproError
+
+    monkeypatch.setattr(fit, "_fit_fast", lambda *args: pytest.fail("sampling started"))
+    # 1,041 sentences: 4 chains x 100,000 draws x ~1,060 values per draw > 1e8
+    with pytest.raises(BayesreproError, match="values stored per draw .* more than the 100,000,000 that fit in memory"):
+        fit.fit_bayes("ter ~ system + (1|sentence_id)", "kreutzer_ter", draws=100_000, tune=0, chains=4)
 
 
 def test_an_internal_error_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch, capsys):
@@ -143,11 +226,6 @@ def test_an_unconverged_fit_prints_its_result_one_warning_and_exits_3(argv, show
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bayesrepro: warning: ") and "did not converge" in lines[0]
     assert "iteration limit reached" in lines[0]
-
-
-def _subparsers(parser) -> dict:
-    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return action.choices
 
 
 def test_every_command_has_a_description_and_every_option_a_help_text():

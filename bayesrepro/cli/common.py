@@ -6,11 +6,38 @@ mistake in an option must cost the user seconds, not the minutes of an analysis.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 
+from .. import limits
 from ..errors import EXIT_NOT_CONVERGED, EXIT_OK, BayesreproError
+
+
+def counted(limit: limits.Count):
+    """An argparse type for a count option: its value, or one line naming the option and its range."""
+    def parse(text: str) -> int:
+        try:
+            return limit.check(text)
+        except BayesreproError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.limit = limit
+    return parse
+
+
+def add_count(parser, limit: limits.Count, default, help: str, default_text: str | None = None,
+              metavar: str = "N", **kwargs) -> None:
+    """A count option whose help states its range and default; out-of-range values are refused while parsing."""
+    shown = default_text or (f"{default:,}" if isinstance(default, int) else str(default))
+    parser.add_argument(limit.option, type=counted(limit), default=default, metavar=metavar,
+                        help=f"{help} ({limit.range}; default {shown})", **kwargs)
+
+
+def add_seed(parser, default: int | None, what: str = "the random numbers") -> None:
+    add_count(parser, limits.SEED, default, f"seed of {what}; the same seed gives the same numbers",
+              default_text=None if default is not None else "a fresh seed each run", metavar="S")
 
 
 def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -> None:
@@ -52,15 +79,10 @@ def add_formula_options(parser, object_help: str = "object of measurement of phi
 
 def add_sampling_options(parser, seed_default: int | None) -> None:
     """The sampler's settings, checked by ``SamplingSettings`` before any work (``sampling_settings``)."""
-    from ..bayes.sampling import MIN_CHAINS, MIN_DRAWS
-
-    parser.add_argument("--draws", type=int, default=1000,
-                        help=f"posterior draws per chain, at least {MIN_DRAWS} (default 1000)")
-    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    parser.add_argument("--chains", type=int, default=4, help=f"NUTS chains, at least {MIN_CHAINS} (default 4)")
-    seeded = "default 0" if seed_default is not None else "default: a fresh seed each run"
-    parser.add_argument("--seed", type=int, default=seed_default,
-                        help=f"seed from 0 to 4294967295; the same seed gives the same numbers ({seeded})")
+    add_count(parser, limits.DRAWS, 1000, "posterior draws per chain")
+    add_count(parser, limits.TUNE, 1000, "tuning steps per chain")
+    add_count(parser, limits.CHAINS, 4, f"NUTS chains; chains x (tune + draws) at most {limits.MAX_NUTS_STEPS:,}")
+    add_seed(parser, seed_default, "the sampler")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="report the draws even if R-hat/ESS/divergences say the sampler did not converge "
                              "(the exit status is still 3)")
@@ -78,10 +100,9 @@ def add_family_options(parser) -> None:
 
 def add_side_by_side_options(parser) -> None:
     """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
-    from ..compare import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
+    from ..compare import DEFAULT_BOOTSTRAP
 
-    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
-                        help=f"parametric bootstrap replicates, at least {MIN_BOOTSTRAP} (default {DEFAULT_BOOTSTRAP})")
+    add_count(parser, limits.BOOTSTRAP, DEFAULT_BOOTSTRAP, "parametric bootstrap replicates")
     add_sampling_options(parser, seed_default=0)
 
 
