@@ -182,6 +182,9 @@ def _build(path: Path, raw: dict, overrides: dict, shown: str) -> Spec:
                 "rename the column to letters, digits and underscores"
             )
     model = _require_type(name, "[model]", raw.get("model", {}), dict, "a table")
+    derive_tables = _require_type(name, "[[derive]]", raw.get("derive", []), list, "an array of tables")
+    for item in derive_tables:
+        _require_type(name, "[[derive]]", item, dict, "an array of tables")
     unknown = set(model) - _MODEL_KEYS
     if unknown:
         raise BayesreproError(f"spec '{name}' [model] has unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_MODEL_KEYS))}")
@@ -204,8 +207,7 @@ def _build(path: Path, raw: dict, overrides: dict, shown: str) -> Spec:
     if analysis == "conditional" and "by" not in model:
         raise BayesreproError(f"spec '{name}': a conditional comparison needs [model] by (the data property)")
     derive = []
-    for item in _require_type(name, "[[derive]]", raw.get("derive", []), list, "an array of tables"):
-        _require_type(name, "[[derive]]", item, dict, "an array of tables")
+    for item in derive_tables:
         if item.get("kind") not in DERIVE_KINDS or set(item) != {"column", "source", "kind"}:
             raise BayesreproError(f"spec '{name}' [[derive]] needs column, source and kind (one of: {', '.join(DERIVE_KINDS)})")
         for key in ("column", "source"):

@@ -281,3 +281,59 @@ def test_a_normal_run_prints_nothing_on_stderr_but_its_own_lines(command, shown,
     for text in shown:
         assert text in run.stdout
     assert "95" not in re.sub(r"\(Wald[^;]*, 95 % intervals;", "", run.stdout)
+
+
+def _grid_csv(path, scale=1.0):
+    rng = np.random.default_rng(3)
+    rows = [(f"i{i}", s, seed, scale * (rng.normal() + 0.3 * (s == "B")), int(rng.uniform() < 0.6))
+            for i in range(30) for s in "AB" for seed in range(3)]
+    pd.DataFrame(rows, columns=["item", "system", "seed", "score", "correct"]).to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    import bayesrepro.bayes.fit as fit
+
+    monkeypatch.setattr(fit, "_fit_fast", lambda *a, **k: pytest.fail("sampling started"))
+    monkeypatch.setattr(fit, "_fit_bambi", lambda *a, **k: pytest.fail("sampling started"))
+
+
+PLAN = ["--formula", "score ~ system + (1|item) + (1|system:seed)", "--contrast", "system=B-A"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["phi", "{grid}", "--formula", "score ~ system + (1|item)", "--prior-scale", "item=1e-300"],
+     "--prior-scale item=1e-300 must lie from"),
+    (["vca", "{huge}", "--formula", "score ~ system + (1|item)"],
+     "score column 'score' reaches 3.21e+200 in absolute value"),
+    (["vca", "{tiny}", "--formula", "score ~ system + (1|item)"], "score column 'score' spans only"),
+    (["vca", "{tiny}", "--formula", "score ~ system + (1|item)", "--engine", "duckdb"], "score column 'score' spans only"),
+    (["bootstrap", "{huge}", "--item", "item", "--system", "system", "--score", "score", "--a", "A", "--b", "B"],
+     "score column 'score' reaches"),
+    (["vca", "{grid}", "--formula", "score ~ system + (1|item)", "--categorical", "score"],
+     "--categorical names the score column 'score'"),
+    (["compare", "{grid}", "--formula", "score ~ system + (1|item)", "--categorical", "seed,score"],
+     "score column 'score' holds categories (is it named by --categorical?)"),
+    (["budget", "{grid}", "--score", "score", "--config", "seed", "--categorical", "score"],
+     "score column 'score' holds categories"),
+    (["baselines", "{grid}", "--score", "score", "--item", "item", "--system", "system"],
+     "must hold 0/1 scores for these error bars, not 2.04"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10", "--effect", "nan"], "--effect must be a finite number, not nan"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10", "--effect=-inf"], "--effect must be a finite number, not -inf"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=" + ",".join(map(str, range(1, 3001))),
+      "--vary", "seed=" + ",".join(map(str, range(1, 3001))), "--simulations", "0"],
+     "the designs of the --vary grid (every combination of its counts) come to 9,000,000, more than the 10,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10,20,40,80", "--vary", "seed=2,3,5", "--simulations", "1000"],
+     "--simulations 1000 x 12 designs (simulated fits) come to 12,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=1000000", "--simulations", "100"],
+     "--simulations 100 x the varied levels of every design come to 100,000,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10000000"], "--vary item must be a whole number from 1 to 1,000,000"),
+])
+def test_bad_values_that_need_the_data_are_refused_before_any_fit(argv, expected, tmp_path, capsys, no_sampling):
+    paths = {"grid": _grid_csv(tmp_path / "grid.csv"), "huge": _grid_csv(tmp_path / "huge.csv", 1e200),
+             "tiny": _grid_csv(tmp_path / "tiny.csv", 1e-200)}
+    argv = [a.format(**paths) if a.startswith("{") else a for a in argv]
+    assert cli.main(argv) == EXIT_BAD_INPUT
+    line = one_error_line(capsys)
+    assert expected in line and "np.float64" not in line, line
