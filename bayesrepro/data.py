@@ -83,6 +83,8 @@ def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
         )
     if path.is_dir():
         raise BayesreproError(f"data '{source}' is a directory; name a file ({', '.join(SUPPORTED_SUFFIXES)})")
+    if not path.is_file():   # a FIFO or a device: reading it may never end
+        raise BayesreproError(f"data '{source}' is not a regular file; name a file ({', '.join(SUPPORTED_SUFFIXES)})")
     try:
         return read_file(path, text_columns)
     except PermissionError:

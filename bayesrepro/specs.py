@@ -141,7 +141,8 @@ def _locate(name_or_path) -> tuple[Path, str]:
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise BayesreproError(f"spec file '{path}' does not exist")
+            problem = "is not a regular file" if path.exists() else "does not exist"
+            raise BayesreproError(f"spec file '{path}' {problem}")
         return path, str(name_or_path)
     for directory in SPEC_DIRS:
         candidate = directory / f"{name_or_path}.toml"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 
 from .. import limits
@@ -56,17 +57,31 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -
         parser.add_argument("--engine", default="auto", choices=("auto", "memory", "duckdb", "spark"),
                             help="what sums the data: memory; duckdb (files and globs, out of core); spark; "
                                  "auto (default): duckdb for globs, directories and files over 256 MB, memory otherwise")
-        parser.add_argument("--spark-master", metavar="URL",
-                            help="Spark master for --engine spark (default local[*])")
+        parser.add_argument("--spark-master", metavar="URL", type=spark_master,
+                            help="Spark master for --engine spark: local, local[N], local[*], spark://HOST:PORT, yarn "
+                                 "or k8s://URL (default local[*])")
         parser.add_argument("--progress", action="store_true",
                             help="show the progress of long work (scans, sampling) on stderr (shown anyway when stderr is a "
                                  "terminal)")
+
+
+SPARK_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)\])?|(spark|k8s|mesos)://\S+|yarn")
+
+
+def spark_master(text: str) -> str:
+    """An argparse type: a master URL Spark accepts (anything else ends its JVM before a word is said)."""
+    if not SPARK_MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"--spark-master must be local, local[N], local[*], spark://HOST:PORT, yarn "
+                                         f"or k8s://URL, not {text!r}")
+    return text
 
 
 def frame_of(args, formula: str):
     """The model frame of ``formula`` over the command's data, built by the engine the options choose."""
     from ..design import model_frame
 
+    if args.spark_master is not None and args.engine != "spark":
+        raise BayesreproError("--spark-master applies to --engine spark; add --engine spark or drop --spark-master")
     return model_frame(formula, args.data, args.where, args.drop_missing, args.engine, args.spark_master,
                        categorical_columns(args), progress=args.progress or None)
 
@@ -164,7 +179,9 @@ def print_json(payload) -> None:
 
 
 def _finite(value):
-    """JSON has no NaN/inf: write them as null."""
+    """JSON has no NaN/inf: write them as null; NumPy scalars become the Python numbers they hold."""
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
