@@ -91,7 +91,7 @@ def check_product(total: int, limit: int, what: str, advice: str, bound: str = "
 # R-hat compares chains and ESS needs draws enough to see autocorrelation: below the lower
 # bounds the convergence diagnostics that every result carries are meaningless.
 DRAWS = Count("--draws", 100, 100_000, "ESS and R-hat need at least 100 draws per chain")
-TUNE = Count("--tune", 0, 100_000)
+TUNE = Count("--tune", 1, 100_000, "the sampler adapts its step size in at least one tuning step")
 CHAINS = Count("--chains", 2, 64, "R-hat needs two chains to compare")
 # chains x (tune + draws): 50 times the default 4 x (1000 + 1000)
 MAX_NUTS_STEPS = 400_000
@@ -119,5 +119,5 @@ WORKERS = Count("--workers", 1, max(2, os.cpu_count() or 1), "processes; more th
 REPLICATES = Count("--replicates", 1, 1_000)
 PLANNED_COUNT = 1_000_000         # a count of --vary or --max: levels of one facet in a planned design
 MAX_DESIGNS = 10_000              # rows of the --vary grid (closed form: 0.5 ms each)
-MAX_SIMULATED_FITS = 10_000       # --simulations x designs
-MAX_SIMULATED_LEVELS = 20_000_000  # --simulations x the varied levels of every design
+MAX_SIMULATED_FITS = 5_000        # --simulations x designs (about 30 ms of CPU each on small pilots)
+MAX_SIMULATED_LEVELS = 10_000_000  # --simulations x the varied levels of every design (9 µs each)

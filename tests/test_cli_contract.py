@@ -56,7 +56,7 @@ def no_data_reading(monkeypatch):
     (["phi", *TER, "--prob", "nan"], "--prob must lie strictly between 0 and 1"),
     (["phi", *TER, "--draws", "5"], "--draws must be a whole number from 100 to 100,000, not 5"),
     (["phi", *TER, "--chains", "1"], "--chains must be a whole number from 2 to 64"),
-    (["phi", *TER, "--tune", "-1"], "--tune must be a whole number from 0 to 100,000"),
+    (["phi", *TER, "--tune", "0"], "--tune must be a whole number from 1 to 100,000"),
     (["phi", *TER, "--seed", "-3"], "--seed must be a whole number from 0 to 4,294,967,295, not -3"),
     (["phi", *TER, "--chains", "64", "--draws", "6000"], "--chains x (--tune + --draws) NUTS steps come to 448,000"),
     (["phi", *TER, "--object", "system"], "--object 'system' is not a grouping factor"),
@@ -158,7 +158,7 @@ def test_the_python_functions_check_the_same_ranges():
 
     for kwargs, message in [({"draws": 10**9}, "--draws must be a whole number from 100 to 100,000"),
                             ({"chains": 100_000}, "--chains must be a whole number from 2 to 64"),
-                            ({"tune": 10**13}, "--tune must be a whole number from 0 to 100,000"),
+                            ({"tune": 10**13}, "--tune must be a whole number from 1 to 100,000"),
                             ({"seed": -1}, "--seed must be a whole number from 0 to 4,294,967,295, not -1"),
                             ({"seed": np.int64(-1)}, "--seed must be a whole number from 0 to 4,294,967,295, not -1")]:
         with pytest.raises(BayesreproError, match=re.escape(message)):
@@ -178,9 +178,9 @@ def test_a_posterior_too_large_for_memory_is_refused_before_sampling(monkeypatch
     from bayesrepro.errors import BayesreproError
 
     monkeypatch.setattr(fit, "_fit_fast", lambda *args: pytest.fail("sampling started"))
-    # 1,041 sentences: 4 chains x 100,000 draws x ~1,060 values per draw > 1e8
+    # 1,041 sentences: 4 chains x 90,000 draws x ~1,060 values per draw > 1e8
     with pytest.raises(BayesreproError, match="values stored per draw .* more than the 100,000,000 that fit in memory"):
-        fit.fit_bayes("ter ~ system + (1|sentence_id)", "kreutzer_ter", draws=100_000, tune=0, chains=4)
+        fit.fit_bayes("ter ~ system + (1|sentence_id)", "kreutzer_ter", draws=90_000, tune=1, chains=4)
 
 
 def test_an_internal_error_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch, capsys):
@@ -324,10 +324,10 @@ PLAN = ["--formula", "score ~ system + (1|item) + (1|system:seed)", "--contrast"
     (["plan", "{grid}", *PLAN, "--vary", "item=" + ",".join(map(str, range(1, 3001))),
       "--vary", "seed=" + ",".join(map(str, range(1, 3001))), "--simulations", "0"],
      "the designs of the --vary grid (every combination of its counts) come to 9,000,000, more than the 10,000"),
-    (["plan", "{grid}", *PLAN, "--vary", "item=10,20,40,80", "--vary", "seed=2,3,5", "--simulations", "1000"],
-     "--simulations 1000 x 12 designs (simulated fits) come to 12,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10,20,40,80", "--vary", "seed=2,3,5", "--simulations", "500"],
+     "--simulations 500 x 12 designs (simulated fits) come to 6,000, more than the 5,000"),
     (["plan", "{grid}", *PLAN, "--vary", "item=1000000", "--simulations", "100"],
-     "--simulations 100 x the varied levels of every design come to 100,000,000"),
+     "--simulations 100 x the varied levels of every design come to 100,000,000, more than the 10,000,000"),
     (["plan", "{grid}", *PLAN, "--vary", "item=10000000"], "--vary item must be a whole number from 1 to 1,000,000"),
 ])
 def test_bad_values_that_need_the_data_are_refused_before_any_fit(argv, expected, tmp_path, capsys, no_sampling):

@@ -173,8 +173,9 @@ def quick_cases(values=(10**12,)):
                        "derive.toml", "binary.toml", "fifo.toml", "../../../etc/passwd")],
         # products of counts that each pass alone
         ["phi", "rows.csv", *TER, "--chains", "64", "--draws", "100000"],
+        ["phi", "rows.csv", *TER, "--tune", "0"],   # nutpie panics without a tuning step
         ["compare", "rows.csv", *TER, "--draws", "100000", "--tune", "1000", "--chains", "4"],
-        ["plan", "rows.csv", *PLAN, "--vary", "item=6,12", "--simulations", "10000"],
+        ["plan", "rows.csv", *PLAN, "--vary", "item=6,12", "--simulations", "2501"],
         ["plan", "rows.csv", *PLAN, "--vary", "item=" + ",".join(map(str, range(1, 3001))),
          "--vary", "seed=" + ",".join(map(str, range(1, 3001)))],
         ["plan", "rows.csv", *PLAN, "--vary", "item=1000000", "--simulations", "10000"],
@@ -194,9 +195,9 @@ def running_cases():
         ["glrt", "rows.csv", "--h0", "score ~ 1 + (1|item)", "--h1", "score ~ system + (1|item)",
          "--reference", "bootstrap", "--bootstrap-samples", "10000"],
         ["vca", "rows.csv", "--formula", "correct ~ 1 + (1|item)", "--nagq", "25"],
-        ["phi", "rows.csv", *TER, "--draws", "100000", "--tune", "0", "--chains", "4", "--seed", "1"],
-        ["plan", "rows.csv", *PLAN, "--vary", "item=6,12", "--simulations", "5000", "--workers", "2"],
-        ["plan", "rows.csv", *PLAN, "--vary", "item=1000000", "--simulations", "20"],
+        ["phi", "rows.csv", *TER, "--draws", "99999", "--tune", "1", "--chains", "4", "--seed", "1"],
+        ["plan", "rows.csv", *PLAN, "--vary", "item=6,12", "--simulations", "2500", "--workers", "2"],
+        ["plan", "rows.csv", *PLAN, "--vary", "item=1000000", "--simulations", "10"],
         ["compare", "rows.csv", *TER, "--bootstrap", "5000", "--draws", "1000", "--chains", "2", "--seed", "1"],
     ]
 

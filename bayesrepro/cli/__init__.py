@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bayesrepro: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug: one line for users, the traceback on request
+    except SystemExit:   # argparse's --help
+        raise
+    except BaseException as exc:  # a bug (or a native library's panic, a BaseException): one line, the traceback on request
         if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
             raise
         print(f"bayesrepro: error: internal error ({type(exc).__name__}: {first_line(exc)}); "
