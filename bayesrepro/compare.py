@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import limits
 from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
 from .errors import BayesreproError
@@ -34,13 +35,13 @@ from .frequentist.deviance import ProfiledDeviance
 from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .frequentist.optimise import BOUNDARY_THETA, optimise
-from .reliability import default_object, koo_li_label, koo_li_probabilities
+from .reliability import RESIDUAL, koo_li_label, koo_li_probabilities, object_of_measurement
 from .runtime import numerical_work
 
 DEFAULT_BOOTSTRAP = 300
 # The ends of a 95 % percentile interval are the 2.5 % and 97.5 % quantiles of the
 # replicates: with fewer than 100 they rest on one or two replicates each.
-MIN_BOOTSTRAP = 100
+MIN_BOOTSTRAP = limits.BOOTSTRAP.low
 ALPHA = 0.05
 # A component REML puts at exactly zero is flagged when the posterior allows it
 # more than one percentage point of the total variance: a share that size
@@ -164,7 +165,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     by the engine ``design.model_frame`` chooses for it) or a model frame
     already built, by any producer; the frame, its statistics and the null
     model's frame are built once and shared by both engines. ``object`` is the object of measurement of φ (default: the single-column
-    grouping factor with most levels, see ``reliability.default_object``; ``reliability=False`` omits φ, e.g. for a pure
+    grouping factor with most levels when that is clear, see ``reliability.object_of_measurement``; ``reliability=False`` omits φ, e.g. for a pure
     meta-parameter-importance design). ``factor`` is the categorical fixed
     effect whose levels are compared (default: the first categorical fixed
     variable), ``by`` a data property it interacts with; ``h0`` replaces the
@@ -194,8 +195,9 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
     resolved = resolve_family(frame, family, link)
     factor, by = _factor_and_by(frame, factor, by)
+    choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object) if reliability else None
+    object = choice.name if choice else None
     fit, variances, method = _frequentist_fit(frame, resolved)
-    object = _object_of_measurement(frame, variances, object) if reliability else None
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     if resolved.binary:
         boot, unconverged = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng)
@@ -207,7 +209,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     estimates = _estimates(variances, boot, bayes, object, prob)
 
     tests, contrasts, means = [], None, None
-    notes = list(frame.notes) + ([resolved.note] if resolved.note else [])
+    notes = list(frame.notes) + [note for note in (resolved.note, choice and choice.note) if note]
     if factor:
         comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
                       else _frequentist_comparison(frame, factor, by, h0))
@@ -240,25 +242,11 @@ def _frequentist_fit(frame: ModelFrame, family) -> tuple:
     return fit, fit.variances, "REML"
 
 
-def _object_of_measurement(frame: ModelFrame, variances: dict[str, float], object: str | None) -> str:
-    n_levels = {g.name: g.n_levels for g in frame.groups}
-    object = object or default_object(variances, n_levels)
-    if object not in n_levels:
-        raise BayesreproError(
-            f"object of measurement '{object}' is not a grouping factor of {frame.formula!r}; "
-            f"choose one of: {', '.join(n_levels)}"
-        )
-    return object
-
-
 def check_bootstrap(n_boot) -> int:
-    """The number of bootstrap replicates (the command line's ``--bootstrap``), refused below ``MIN_BOOTSTRAP``."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < MIN_BOOTSTRAP:
-        raise BayesreproError(
-            f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP} (the ends of a percentile interval "
-            f"need that many replicates); got {n_boot!r}"
-        )
-    return int(n_boot)
+    """The number of bootstrap replicates (the command line's ``--bootstrap``), within ``limits.BOOTSTRAP``."""
+    if isinstance(n_boot, str):
+        raise BayesreproError(limits.BOOTSTRAP.refusal(n_boot))
+    return limits.BOOTSTRAP.check(n_boot)
 
 
 def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:

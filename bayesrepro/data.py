@@ -17,12 +17,18 @@ import numpy as np
 import pandas as pd
 
 from .datasets import DATASETS, load_dataset
-from .errors import BayesreproError
+from .errors import BayesreproError, shown
 from .readers import SUPPORTED_SUFFIXES, parse_numbers, read_file
 from .where import Where, as_where
 
 # "lm-eval:runs/" or "inspect:logs/": harness logs read into the long table (bayesrepro.harness)
 HARNESS_PREFIXES = ("lm-eval:", "inspect:")
+# The index of a table read from a file (or a bundled dataset): each row's number, counted from 1 at the first
+# row of data, so that messages name the row a user finds in the file; a DataFrame keeps its own index.
+FILE_ROWS = "data row"
+# Scores beyond this magnitude overflow double precision when squared and summed; scores that differ by less
+# than its inverse underflow (squared differences below ~1e-300 are lost).
+SCORE_SCALE = 1e100
 
 
 def read_table(source, where: str | Where | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
@@ -38,6 +44,8 @@ def read_table(source, where: str | Where | None = None, categorical: Iterable[s
     categorical = list(categorical)
     condition = as_where(where)
     frame = _read_source(source, categorical)
+    if not isinstance(source, pd.DataFrame):
+        frame.index = pd.RangeIndex(1, len(frame) + 1, name=FILE_ROWS)
     if condition is not None:
         frame = _apply_where(frame, condition)
     frame = _drop_unused_categories(frame)
@@ -75,6 +83,8 @@ def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
         )
     if path.is_dir():
         raise BayesreproError(f"data '{source}' is a directory; name a file ({', '.join(SUPPORTED_SUFFIXES)})")
+    if not path.is_file():   # a FIFO or a device: reading it may never end
+        raise BayesreproError(f"data '{source}' is not a regular file; name a file ({', '.join(SUPPORTED_SUFFIXES)})")
     try:
         return read_file(path, text_columns)
     except PermissionError:
@@ -109,7 +119,7 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], role: str) -> N
 
 
 def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
-    """The score column as float64, refusing text, missing and infinite values.
+    """The score column as float64, refusing text, missing and infinite values and scales that overflow.
 
     A score is a number: in a text column every non-empty value must be
     written as one (``1`` and ``1.0`` are then the same score); a missing
@@ -119,7 +129,8 @@ def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
     require_columns(frame, [column], "score column")
     values = frame[column]
     if isinstance(values.dtype, pd.CategoricalDtype):
-        values = values.astype(object)
+        raise BayesreproError(f"score column '{column}' holds categories (is it named by --categorical?), but a "
+                              "score is a number; leave it out of --categorical")
     if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         scores = values.to_numpy(dtype=float, na_value=np.nan)
     else:
@@ -127,22 +138,49 @@ def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
         if bad.any():
             row = int(np.argmax(bad))
             raise BayesreproError(
-                f"score column '{column}' is not numeric: row {frame.index[row]} holds {values.iloc[row]!r}; "
-                "a score must be a number and a missing score an empty field; fix those values or choose another column"
+                f"score column '{column}' is not numeric: {row_reference(frame.index, row)} holds "
+                f"{values.iloc[row]!r}; a score must be a number and a missing score an empty field; fix those values "
+                "or choose another column"
             )
     missing = np.isnan(scores)
     if missing.any():
         raise BayesreproError(
-            f"score column '{column}' has {int(missing.sum())} missing value(s) (first at row "
-            f"{frame.index[np.argmax(missing)]}); remove those rows or pass --drop-missing"
+            f"score column '{column}' has {int(missing.sum())} missing value(s) (the first in "
+            f"{row_reference(frame.index, int(np.argmax(missing)))}); remove those rows or pass --drop-missing"
         )
     infinite = np.isinf(scores)
     if infinite.any():
         raise BayesreproError(
-            f"score column '{column}' has {int(infinite.sum())} infinite value(s) (first at row "
-            f"{frame.index[np.argmax(infinite)]}); remove them"
+            f"score column '{column}' has {int(infinite.sum())} infinite value(s) (the first in "
+            f"{row_reference(frame.index, int(np.argmax(infinite)))}); remove them"
         )
+    if len(scores):
+        check_score_scale(column, float(np.abs(scores).max()), float(scores.max() - scores.min()))
     return scores
+
+
+def check_score_scale(column: str, largest: float, spread: float) -> None:
+    """Refuse scores whose squares overflow (largest |score|) or whose differences underflow (max − min)."""
+    if largest > SCORE_SCALE:
+        raise BayesreproError(
+            f"score column '{column}' reaches {largest:.3g} in absolute value: squares of scores beyond "
+            f"{SCORE_SCALE:g} overflow double precision in the sums every engine uses; rescale the scores "
+            "(divide them by a power of ten) and read the variances on that scale"
+        )
+    if 0 < spread < 1 / SCORE_SCALE:
+        raise BayesreproError(
+            f"score column '{column}' spans only {spread:.3g} (its largest minus its smallest value): below "
+            f"{1 / SCORE_SCALE:g} the squared differences every engine sums near the smallest numbers of double "
+            "precision; rescale the scores (multiply them by a power of ten) and read the variances on that scale"
+        )
+
+
+def row_reference(index: pd.Index, position: int) -> str:
+    """How a user finds a row: its data row in a file (counted from 1), or its label in a DataFrame's index."""
+    label = index[position]
+    if index.name == FILE_ROWS:
+        return f"data row {label} (row 1 is the first row of data)"
+    return f"the row with index label {shown(label)}"
 
 
 def remove_missing(frame: pd.DataFrame, columns: Sequence[str], allowed: bool) -> tuple[pd.DataFrame, str]:

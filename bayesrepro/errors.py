@@ -1,10 +1,15 @@
 """The exceptions users see, each a one-line, actionable message, and the exit statuses they map to."""
 
+import re
+
 # Exit statuses of the command line (documented in the README).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2        # bad data, option or formula: nothing was computed
 EXIT_NOT_CONVERGED = 3    # the analysis ran but its fit or sampler did not converge
 EXIT_INTERRUPTED = 130    # Ctrl-C: nothing was written
+
+
+_NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d+\(([^()]*)\)|\bnp\.(True|False)_")
 
 
 class BayesreproError(ValueError):
@@ -18,13 +23,25 @@ class BayesreproError(ValueError):
     exit_status = EXIT_BAD_INPUT
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
+        # one line, and NumPy scalars written as the numbers they hold (np.float64(0.5) -> 0.5)
+        text = " ".join(str(message).split())
+        super().__init__(_NUMPY_SCALAR.sub(lambda match: match.group(1) or match.group(2), text))
 
 
 class NotConvergedError(BayesreproError):
     """A fit or a sampler that did not converge, with the diagnostics that say so."""
 
     exit_status = EXIT_NOT_CONVERGED
+
+
+def shown(value) -> str:
+    """A value for an error line as a user would write it: a NumPy scalar as the number it holds."""
+    if isinstance(value, str):
+        return repr(value)
+    item = getattr(value, "item", None)
+    if item is not None and getattr(value, "shape", None) == ():
+        value = item()
+    return repr(value)
 
 
 def first_line(exc: BaseException) -> str:

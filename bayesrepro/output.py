@@ -35,6 +35,8 @@ def _checked(path: Path, option: str) -> Path:
         raise BayesreproError(f"directory '{parent}' of {option} does not exist; create it first")
     if not parent.is_dir():
         raise BayesreproError(f"'{parent}' in {option} is a file, not a directory")
+    if path.exists() and not path.is_file():   # a device or a FIFO: replacing it would remove it
+        raise BayesreproError(f"{option} '{path}' exists and is not a regular file; name a file")
     if path.exists() and not os.access(path, os.W_OK):
         raise BayesreproError(f"{option} '{path}' exists and is not writable")
     # permission bits say too little (root, read-only mounts, ACLs): create and remove the temporary sibling

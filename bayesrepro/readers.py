@@ -87,9 +87,10 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError, EOFError, zlib.error) as exc:
         if bad_rows:
             row = bad_rows[0]
-            where = f"row {row.number}" if row.number is not None else "a row"
+            # arrow counts the header as row 1
+            where = f"data row {row.number - 1}" if row.number is not None else "a row"
             raise BayesreproError(
-                f"data file '{path}': {where} (counting the header) has {row.actual_columns} field(s) but the header "
+                f"data file '{path}': {where} (row 1 is the first row below the header) has {row.actual_columns} field(s) but the header "
                 f"has {row.expected_columns}; every row needs one field per column{_delimiter_hint(path, delimiter)}"
             ) from None
         raise BayesreproError(f"could not read data file '{path}': {_arrow_message(exc)}") from None

@@ -22,6 +22,7 @@ theirs says which it is on:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -31,6 +32,8 @@ from .errors import BayesreproError
 from .links import get_link
 
 RESIDUAL = "Residual"
+# the fewest levels of an object of measurement chosen by default (see object_of_measurement)
+MIN_OBJECT_LEVELS = 5
 
 # Koo & Li (2016), J. Chiropr. Med. 15(2): guidelines for intraclass correlations.
 KOO_LI_BANDS = (("poor", 0.0, 0.5), ("moderate", 0.5, 0.75), ("good", 0.75, 0.9), ("excellent", 0.9, 1.0))
@@ -113,22 +116,64 @@ def koo_li_probabilities(draws: np.ndarray) -> dict[str, float]:
 
 
 def default_object(variances: Mapping[str, float | np.ndarray], n_levels: Mapping[str, int]) -> str:
-    """The object of measurement when none is named.
+    """The object of measurement when none is named (``object_of_measurement``'s rule), among the components."""
+    return object_of_measurement({name: n for name, n in n_levels.items() if name in variances}).name
 
-    The rule: among the grouping factors of a single column (an interaction
-    grouping such as ``sentence:rater`` is never chosen by default, since φ
-    is the share of one facet), the one with the most levels; on a tie, the
-    first in the formula.
+
+@dataclass(frozen=True)
+class ObjectChoice:
+    """φ's object of measurement, and the note that says how it was chosen (empty when it was named)."""
+
+    name: str
+    note: str = ""
+
+
+def object_of_measurement(n_levels: Mapping[str, int], named: str | None = None) -> ObjectChoice:
+    """φ's object of measurement: ``named`` if given, else the default, which is never a guess.
+
+    The default is the grouping factor of a single column with the most
+    levels (φ is the share of one facet: an interaction such as
+    ``sentence:rater`` is never chosen by default), and it is taken only when
+    that choice is clear; otherwise the object must be named (``--object``):
+
+    * no grouping factor is of a single column;
+    * two factors tie for the most levels;
+    * the factor has fewer than MIN_OBJECT_LEVELS levels (seeds, prompts,
+      systems are facets, and φ between two or three objects means nothing);
+    * an interaction grouping that does not contain it has more levels (in
+      ``(1|item:seed) + (1|system)`` the objects are more likely the items
+      within ``item:seed`` than the two systems).
+
+    The note names the chosen factor and how to choose another.
     """
-    candidates = [name for name in n_levels if name in variances and ":" not in name]
     if not n_levels:
         raise BayesreproError("the formula has no (1|g) term; add the object of measurement, e.g. (1|item)")
+    if named is not None:
+        if named not in n_levels:
+            raise BayesreproError(f"--object '{named}' is not a grouping factor of the model; choose one of: "
+                                  f"{', '.join(n_levels)}")
+        return ObjectChoice(named)
+    candidates = [name for name in n_levels if ":" not in name]
+    listed = ", ".join(f"{name} ({n:,} levels)" for name, n in n_levels.items())
+    refusal = "phi needs an object of measurement and the default would be a guess: {}; name it with --object " \
+              f"(grouping factors: {listed})"
     if not candidates:
-        raise BayesreproError(
-            "the model has no grouping factor of a single column to take as object of measurement "
-            "(interactions such as a:b are not chosen by default); name one with --object"
-        )
-    return max(candidates, key=lambda name: n_levels[name])
+        raise BayesreproError(refusal.format("no grouping factor is of a single column"))
+    chosen = max(candidates, key=lambda name: n_levels[name])
+    most = n_levels[chosen]
+    tied = [name for name in candidates if n_levels[name] == most and name != chosen]
+    if tied:
+        raise BayesreproError(refusal.format(f"{chosen} and {tied[0]} both have the most levels ({most:,})"))
+    if most < MIN_OBJECT_LEVELS:
+        raise BayesreproError(refusal.format(
+            f"{chosen}, the single-column factor with most levels, has {most}, fewer than the "
+            f"{MIN_OBJECT_LEVELS} an object of measurement needs"))
+    larger = [name for name in n_levels if ":" in name and n_levels[name] > most and chosen not in name.split(":")]
+    if larger:
+        raise BayesreproError(refusal.format(
+            f"the interaction grouping {larger[0]} has more levels ({n_levels[larger[0]]:,}) than {chosen} ({most:,})"))
+    return ObjectChoice(chosen, f"phi's object of measurement is {chosen} ({most:,} levels), by default the single "
+                                f"grouping factor with most levels; name another with --object")
 
 
 def vca_table(variances: Mapping[str, float], object: str | None = None) -> pd.DataFrame:

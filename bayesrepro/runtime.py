@@ -13,7 +13,10 @@ The libraries underneath (PyTensor, PyMC, ArviZ, NumPy) warn about things a
 user cannot act on: deprecations, BLAS detection, overflow in rejected NUTS
 proposals during early tuning. Those are silenced here, in one place; what
 matters to a user is reported by the package itself (convergence, R-hat, ESS,
-divergences, boundary fits).
+divergences, boundary fits). Floating-point warnings (invalid value, overflow,
+division by zero) are silenced only where a library raises them: in the
+package's own code they point at a number that may be wrong, so they are
+shown (the command line prints each as one ``bayesrepro: warning:`` line).
 """
 
 from __future__ import annotations
@@ -23,16 +26,19 @@ import logging
 import os
 import warnings
 
-# (message regex, category) pairs silenced during numerical work
+# modules other than the package's own
+_LIBRARIES = r"(?!bayesrepro\b)"
+# (message regex, category, module regex) silenced during numerical work
 _SILENCED = (
-    (".*BLAS.*", Warning),
-    (".*", FutureWarning),
-    (".*", DeprecationWarning),
-    ("overflow encountered", RuntimeWarning),
-    ("invalid value encountered", RuntimeWarning),
-    ("divide by zero encountered", RuntimeWarning),
+    (".*BLAS.*", Warning, ""),
+    (".*", FutureWarning, ""),
+    (".*", DeprecationWarning, ""),
+    ("overflow encountered", RuntimeWarning, _LIBRARIES),
+    ("invalid value encountered", RuntimeWarning, _LIBRARIES),
+    ("divide by zero encountered", RuntimeWarning, _LIBRARIES),
+    ("All-NaN slice encountered", RuntimeWarning, _LIBRARIES),
     # PSIS-LOO's Pareto-k warning: the comparison reports it in its own words (a note)
-    ("Estimated shape parameter of Pareto", UserWarning),
+    ("Estimated shape parameter of Pareto", UserWarning, ""),
 )
 _QUIET_LOGGERS = ("pymc", "pytensor", "arviz", "bambi", "nutpie", "py4j", "numba")
 
@@ -44,8 +50,8 @@ def numerical_work():
 
     levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
     with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
-        for message, category in _SILENCED:
-            warnings.filterwarnings("ignore", message=message, category=category)
+        for message, category, module in _SILENCED:
+            warnings.filterwarnings("ignore", message=message, category=category, module=module)
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
@@ -95,3 +101,13 @@ def _idle_cores() -> int:
     except (OSError, ValueError, IndexError, AttributeError):
         return 0
     return max(cores - running, 0)
+
+
+def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: one line naming where the warning arose."""
+    import sys
+    from pathlib import Path
+
+    where = Path(filename).name
+    print(f"bayesrepro: warning: {' '.join(str(message).split())} ({category.__name__} in {where}:{lineno})",
+          file=file or sys.stderr)

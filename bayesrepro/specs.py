@@ -141,7 +141,8 @@ def _locate(name_or_path) -> tuple[Path, str]:
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise BayesreproError(f"spec file '{path}' does not exist")
+            problem = "is not a regular file" if path.exists() else "does not exist"
+            raise BayesreproError(f"spec file '{path}' {problem}")
         return path, str(name_or_path)
     for directory in SPEC_DIRS:
         candidate = directory / f"{name_or_path}.toml"
@@ -158,27 +159,43 @@ def _build(path: Path, raw: dict, overrides: dict, shown: str) -> Spec:
     unknown = set(raw) - _TOP_KEYS
     if unknown:
         raise BayesreproError(f"spec '{name}' has unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    for key in ("title", "description", "analysis", "dataset"):
+        _require_type(name, key, raw.get(key, ""), str, "a text")
     analysis = raw.get("analysis")
     if analysis not in ANALYSES:
         raise BayesreproError(f"spec '{name}' has analysis {analysis!r}; choose one of: {', '.join(ANALYSES)}")
-    defaults = raw.get("columns", {})
+    defaults = _require_type(name, "[columns]", raw.get("columns", {}), dict, "a table of PARAMETER = \"column\"")
+    for key, value in defaults.items():
+        _require_type(name, f"[columns] {key}", value, str, "a column name in quotes")
     bad = set(overrides) - set(defaults)
     if bad:
         raise BayesreproError(
             f"spec '{name}' has no column parameter {', '.join(sorted(bad))}; its parameters are: {', '.join(defaults)} "
             "(--column PARAMETER=COLUMN)"
         )
-    columns = {key: str(value) for key, value in {**defaults, **overrides}.items()}
+    for key, value in overrides.items():
+        _require_type(name, f"column parameter {key}", value, str, "a column name")
+    columns = {**defaults, **overrides}
     for key, value in columns.items():
         if not value.isidentifier():
             raise BayesreproError(
                 f"spec '{name}': column name {value!r} for {{{key}}} cannot appear in a formula; "
                 "rename the column to letters, digits and underscores"
             )
-    model = raw.get("model", {})
+    model = _require_type(name, "[model]", raw.get("model", {}), dict, "a table")
+    derive_tables = _require_type(name, "[[derive]]", raw.get("derive", []), list, "an array of tables")
+    for item in derive_tables:
+        _require_type(name, "[[derive]]", item, dict, "an array of tables")
     unknown = set(model) - _MODEL_KEYS
     if unknown:
         raise BayesreproError(f"spec '{name}' [model] has unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_MODEL_KEYS))}")
+    for key, value in model.items():
+        if key == "facets":
+            _require_type(name, "[model] facets", value, list, "a list of texts")
+            for facet in value:
+                _require_type(name, "[model] facets", facet, str, "a list of texts")
+        else:
+            _require_type(name, f"[model] {key}", value, str, "a text")
     fill = lambda text: _fill(name, text, columns)  # noqa: E731
     if "formula" in model:
         formula, h0 = fill(model["formula"]), None
@@ -191,15 +208,17 @@ def _build(path: Path, raw: dict, overrides: dict, shown: str) -> Spec:
     if analysis == "conditional" and "by" not in model:
         raise BayesreproError(f"spec '{name}': a conditional comparison needs [model] by (the data property)")
     derive = []
-    for item in raw.get("derive", []):
-        if item.get("kind") not in DERIVE_KINDS or "column" not in item or "source" not in item:
+    for item in derive_tables:
+        if item.get("kind") not in DERIVE_KINDS or set(item) != {"column", "source", "kind"}:
             raise BayesreproError(f"spec '{name}' [[derive]] needs column, source and kind (one of: {', '.join(DERIVE_KINDS)})")
+        for key in ("column", "source"):
+            _require_type(name, f"[[derive]] {key}", item[key], str, "a text")
         derive.append(Derived(fill(item["column"]), item["kind"], fill(item["source"])))
     optional = {key: fill(model[key]) if key in model else None for key in ("factor", "by", "object", "split")}
     return Spec(
         name=name,
-        title=str(raw.get("title", name)),
-        description=str(raw.get("description", "")),
+        title=raw.get("title", name),
+        description=raw.get("description", ""),
         analysis=analysis,
         dataset=raw.get("dataset"),
         columns=columns,
@@ -213,11 +232,33 @@ def _build(path: Path, raw: dict, overrides: dict, shown: str) -> Spec:
     )
 
 
+def _require_type(name: str, key: str, value, kind: type, described: str):
+    if not isinstance(value, kind):
+        shown = type(value).__name__ if isinstance(value, (dict, list)) else repr(value)
+        raise BayesreproError(f"spec '{name}': {key} must be {described}, not {shown}")
+    return value
+
+
 def _fill(name: str, template: str, columns: dict[str, str]) -> str:
-    fields = {field for _, field, _, _ in string.Formatter().parse(str(template)) if field is not None}
-    missing = fields - set(columns)
-    if missing:
-        raise BayesreproError(
-            f"spec '{name}' uses {{{sorted(missing)[0]}}} in {template!r} but [columns] does not define it"
-        )
-    return str(template).format_map(columns)
+    """``template`` with every ``{parameter}`` replaced by its column name; nothing else in braces is accepted
+    (no format specs or conversions, no attribute or index access): a spec names columns, it computes nothing."""
+    try:
+        pieces = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise BayesreproError(f"spec '{name}': the template {template!r} is malformed ({exc}); "
+                              "write {parameter} for a column and {{ }} for a brace") from None
+    text = []
+    for literal, field_name, format_spec, conversion in pieces:
+        text.append(literal)
+        if field_name is None:
+            continue
+        if format_spec or conversion or not field_name.isidentifier():
+            written = "{" + field_name + (f"!{conversion}" if conversion else "") + (f":{format_spec}" if format_spec else "") + "}"
+            raise BayesreproError(f"spec '{name}': {written} in {template!r} is not a column parameter; write "
+                                  "{parameter} with a name from [columns], nothing else inside the braces")
+        if field_name not in columns:
+            raise BayesreproError(
+                f"spec '{name}' uses {{{field_name}}} in {template!r} but [columns] does not define it"
+            )
+        text.append(columns[field_name])
+    return "".join(text)

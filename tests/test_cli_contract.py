@@ -14,7 +14,7 @@ import pytest
 
 import bayesrepro.cli as cli
 import bayesrepro.data
-from bayesrepro.compare import MIN_BOOTSTRAP
+from bayesrepro import limits
 from bayesrepro.errors import EXIT_BAD_INPUT, EXIT_NOT_CONVERGED
 
 TER = ("kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)")
@@ -54,10 +54,11 @@ def no_data_reading(monkeypatch):
 @pytest.mark.parametrize("argv, expected", [
     (["phi", *TER, "--prob", "1.5"], "--prob must lie strictly between 0 and 1"),
     (["phi", *TER, "--prob", "nan"], "--prob must lie strictly between 0 and 1"),
-    (["phi", *TER, "--draws", "5"], "--draws must be a whole number of at least 100"),
-    (["phi", *TER, "--chains", "1"], "--chains must be a whole number of at least 2"),
-    (["phi", *TER, "--tune", "-1"], "--tune must be a whole number of at least 0"),
-    (["phi", *TER, "--seed", "-3"], "--seed must be a whole number from 0"),
+    (["phi", *TER, "--draws", "5"], "--draws must be a whole number from 100 to 100,000, not 5"),
+    (["phi", *TER, "--chains", "1"], "--chains must be a whole number from 2 to 64"),
+    (["phi", *TER, "--tune", "0"], "--tune must be a whole number from 1 to 100,000"),
+    (["phi", *TER, "--seed", "-3"], "--seed must be a whole number from 0 to 4,294,967,295, not -3"),
+    (["phi", *TER, "--chains", "64", "--draws", "6000"], "--chains x (--tune + --draws) NUTS steps come to 448,000"),
     (["phi", *TER, "--object", "system"], "--object 'system' is not a grouping factor"),
     (["phi", *TER, "--prior-scale", "seed=0.1"], "--prior-scale names unknown parameter 'seed'"),
     (["phi", *TER, "--prior-scale", "sentence_id=-1"], "--prior-scale sentence_id=-1 must be a positive"),
@@ -66,13 +67,20 @@ def no_data_reading(monkeypatch):
     (["vca", *TER, "--object", "sentence"], "--object 'sentence' is not a grouping factor"),
     (["vca", "kreutzer_ter", "--formula", "ter ~ (1|"], "could not parse formula"),
     (["glrt", "kreutzer_ter", "--h0", "ter ~ 1 + (1|sentence_id)", "--h1", "ter ~"], "'ter ~'"),
-    (["compare", *TER, "--bootstrap", "20"], f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
-    (["compare", *TER, "--bootstrap", "-1"], f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+    (["compare", *TER, "--bootstrap", "20"], "--bootstrap must be a whole number from 100 to 5,000, not 20"),
+    (["compare", *TER, "--bootstrap", "1e11"], "--bootstrap must be a whole number from 100 to 5,000, not 1e11"),
     (["compare", *TER, "--prob", "0"], "--prob must lie strictly between 0 and 1"),
-    (["compare", *TER, "--seed", "-1"], "--seed must be a whole number from 0"),
+    (["compare", *TER, "--seed", "-1"], "--seed must be a whole number from 0 to 4,294,967,295, not -1"),
+    (["glrt", "kreutzer_ter", "--h0", "ter ~ 1 + (1|sentence_id)", "--h1", "ter ~ system + (1|sentence_id)",
+      "--seed", "x"], "--seed must be a whole number from 0 to 4,294,967,295, not x"),
+    (["vca", *TER, "--nagq", "0"], "--nagq must be a whole number from 1 to 25, not 0"),
+    (["vca", *TER, "--nagq", "-3"], "--nagq must be a whole number from 1 to 25, not -3"),
+    (["vca", *TER, "--nagq", "100000"], "--nagq must be a whole number from 1 to 25, not 100000"),
+    (["vca", "kreutzer_ter", "--formula", "ter ~ 1 + (1|sentence_id) + (1|system)", "--nagq", "5"],
+     "--nagq 5: adaptive quadrature integrates over one grouping factor and this model has 2"),
     (["compare", *TER, "--h0", "ter ~ ("], "could not parse formula"),
     (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--bootstrap", "99"],
-     f"--bootstrap must be a whole number of at least {MIN_BOOTSTRAP}"),
+     "--bootstrap must be a whole number from 100 to 5,000, not 99"),
     (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--prob", "95"], "--prob"),
     (["report", "kreutzer_ter", "--spec", "system_comparison", "--out", "r.html", "--column", "scor=TER"],
      "no column parameter scor"),
@@ -90,14 +98,89 @@ def test_options_are_refused_before_the_data_are_read(argv, expected, capsys, no
         assert python_name not in line
 
 
-def test_the_bootstrap_minimum_is_the_one_the_help_states():
-    parser = cli.build_parser()
-    compare = _subparsers(parser)["compare"]
-    (option,) = [a for a in compare._actions if "--bootstrap" in a.option_strings]
-    assert f"at least {MIN_BOOTSTRAP}" in option.help
-    from bayesrepro.compare import check_bootstrap
+def _subparsers(parser) -> dict:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices
 
-    assert check_bootstrap(MIN_BOOTSTRAP) == MIN_BOOTSTRAP
+
+def count_options():
+    """(command, flag, limit) of every count option of every command."""
+    return [(name, action.option_strings[-1], action.type.limit)
+            for name, command in _subparsers(cli.build_parser()).items() for action in command._actions
+            if hasattr(action.type, "limit")]
+
+
+def test_every_whole_number_option_has_a_documented_range():
+    # no option parses a bare int: each count goes through limits.Count, whose range its help states
+    for name, command in _subparsers(cli.build_parser()).items():
+        for action in command._actions:
+            assert action.type is not int, f"{name} {action.option_strings} takes an unbounded int"
+            if hasattr(action.type, "limit"):
+                assert action.type.limit.range in action.help, (name, action.option_strings)
+    flags = {(name, flag) for name, flag, _ in count_options()}
+    for expected in [("phi", "--draws"), ("phi", "--tune"), ("phi", "--chains"), ("phi", "--seed"),
+                     ("compare", "--bootstrap"), ("report", "--bootstrap"), ("glrt", "--bootstrap-samples"),
+                     ("glrt", "--seed"), ("vca", "--nagq"), ("bootstrap", "--resamples"), ("permutation", "--resamples"),
+                     ("budget", "--resamples"), ("budget", "--budgets"), ("circularity", "--df"),
+                     ("circularity", "--max-size"), ("plan", "--simulations"), ("plan", "--workers"),
+                     ("plan", "--replicates"), ("plan", "--seed"), ("plan", "--draws"), ("plan", "--chains")]:
+        assert expected in flags
+
+
+@pytest.mark.parametrize("command, flag, limit", count_options())
+def test_every_count_option_refuses_values_outside_its_range_before_reading_data(command, flag, limit, capsys,
+                                                                                no_data_reading):
+    for value in [limit.low - 1, limit.high + 1, 10**12, "1e12", "1.5", "x"]:
+        assert cli.main([command, "data.csv", flag, str(value)]) == EXIT_BAD_INPUT
+        line = one_error_line(capsys)
+        assert f"{flag} must be a whole number from {limit.range}, not {value}" in line, line
+    # the ends of the range are accepted
+    assert action_type(command, flag)(str(limit.low)) == limit.low
+    assert action_type(command, flag)(str(limit.high)) == limit.high
+
+
+def test_a_count_may_be_written_in_scientific_notation():
+    assert action_type("phi", "--draws")("2e3") == 2000
+    assert action_type("plan", "--simulations")("1E2") == 100
+
+
+def action_type(command, flag):
+    (action,) = [a for a in _subparsers(cli.build_parser())[command]._actions if flag in a.option_strings]
+    return action.type
+
+
+def test_the_python_functions_check_the_same_ranges():
+    from bayesrepro.bayes.sampling import SamplingSettings
+    from bayesrepro.compare import check_bootstrap
+    from bayesrepro.errors import BayesreproError
+    from bayesrepro.frequentist.glmm import fit_glmm
+    from bayesrepro.instruments.resampling import paired_bootstrap_test
+
+    for kwargs, message in [({"draws": 10**9}, "--draws must be a whole number from 100 to 100,000"),
+                            ({"chains": 100_000}, "--chains must be a whole number from 2 to 64"),
+                            ({"tune": 10**13}, "--tune must be a whole number from 1 to 100,000"),
+                            ({"seed": -1}, "--seed must be a whole number from 0 to 4,294,967,295, not -1"),
+                            ({"seed": np.int64(-1)}, "--seed must be a whole number from 0 to 4,294,967,295, not -1")]:
+        with pytest.raises(BayesreproError, match=re.escape(message)):
+            SamplingSettings(**kwargs)
+    with pytest.raises(BayesreproError, match="--bootstrap must be a whole number from 100 to 5,000, not 100000000000"):
+        check_bootstrap(10**11)
+    with pytest.raises(BayesreproError, match="--seed must be a whole number from 0 to 4,294,967,295, not -2"):
+        paired_bootstrap_test(np.arange(5.0), np.arange(5.0) + 1, seed=-2)
+    grid = pd.DataFrame({"item": np.repeat(np.arange(20), 4), "correct": np.tile([0, 1, 1, 0], 20)})
+    for nagq in (0, -3, 26):
+        with pytest.raises(BayesreproError, match=f"--nagq must be a whole number from 1 to 25, not {nagq}"):
+            fit_glmm("correct ~ 1 + (1|item)", grid, nagq=nagq)
+
+
+def test_a_posterior_too_large_for_memory_is_refused_before_sampling(monkeypatch):
+    import bayesrepro.bayes.fit as fit
+    from bayesrepro.errors import BayesreproError
+
+    monkeypatch.setattr(fit, "_fit_fast", lambda *args: pytest.fail("sampling started"))
+    # 1,041 sentences: 4 chains x 90,000 draws x ~1,060 values per draw > 1e8
+    with pytest.raises(BayesreproError, match="values stored per draw .* more than the 100,000,000 that fit in memory"):
+        fit.fit_bayes("ter ~ system + (1|sentence_id)", "kreutzer_ter", draws=90_000, tune=1, chains=4)
 
 
 def test_an_internal_error_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch, capsys):
@@ -143,11 +226,6 @@ def test_an_unconverged_fit_prints_its_result_one_warning_and_exits_3(argv, show
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bayesrepro: warning: ") and "did not converge" in lines[0]
     assert "iteration limit reached" in lines[0]
-
-
-def _subparsers(parser) -> dict:
-    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return action.choices
 
 
 def test_every_command_has_a_description_and_every_option_a_help_text():
@@ -203,3 +281,59 @@ def test_a_normal_run_prints_nothing_on_stderr_but_its_own_lines(command, shown,
     for text in shown:
         assert text in run.stdout
     assert "95" not in re.sub(r"\(Wald[^;]*, 95 % intervals;", "", run.stdout)
+
+
+def _grid_csv(path, scale=1.0):
+    rng = np.random.default_rng(3)
+    rows = [(f"i{i}", s, seed, scale * (rng.normal() + 0.3 * (s == "B")), int(rng.uniform() < 0.6))
+            for i in range(30) for s in "AB" for seed in range(3)]
+    pd.DataFrame(rows, columns=["item", "system", "seed", "score", "correct"]).to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    import bayesrepro.bayes.fit as fit
+
+    monkeypatch.setattr(fit, "_fit_fast", lambda *a, **k: pytest.fail("sampling started"))
+    monkeypatch.setattr(fit, "_fit_bambi", lambda *a, **k: pytest.fail("sampling started"))
+
+
+PLAN = ["--formula", "score ~ system + (1|item) + (1|system:seed)", "--contrast", "system=B-A"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["phi", "{grid}", "--formula", "score ~ system + (1|item)", "--prior-scale", "item=1e-300"],
+     "--prior-scale item=1e-300 must lie from"),
+    (["vca", "{huge}", "--formula", "score ~ system + (1|item)"],
+     "score column 'score' reaches 3.21e+200 in absolute value"),
+    (["vca", "{tiny}", "--formula", "score ~ system + (1|item)"], "score column 'score' spans only"),
+    (["vca", "{tiny}", "--formula", "score ~ system + (1|item)", "--engine", "duckdb"], "score column 'score' spans only"),
+    (["bootstrap", "{huge}", "--item", "item", "--system", "system", "--score", "score", "--a", "A", "--b", "B"],
+     "score column 'score' reaches"),
+    (["vca", "{grid}", "--formula", "score ~ system + (1|item)", "--categorical", "score"],
+     "--categorical names the score column 'score'"),
+    (["compare", "{grid}", "--formula", "score ~ system + (1|item)", "--categorical", "seed,score"],
+     "score column 'score' holds categories (is it named by --categorical?)"),
+    (["budget", "{grid}", "--score", "score", "--config", "seed", "--categorical", "score"],
+     "score column 'score' holds categories"),
+    (["baselines", "{grid}", "--score", "score", "--item", "item", "--system", "system"],
+     "must hold 0/1 scores for these error bars, not 2.04"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10", "--effect", "nan"], "--effect must be a finite number, not nan"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10", "--effect=-inf"], "--effect must be a finite number, not -inf"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=" + ",".join(map(str, range(1, 3001))),
+      "--vary", "seed=" + ",".join(map(str, range(1, 3001))), "--simulations", "0"],
+     "the designs of the --vary grid (every combination of its counts) come to 9,000,000, more than the 10,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10,20,40,80", "--vary", "seed=2,3,5", "--simulations", "500"],
+     "--simulations 500 x 12 designs (simulated fits) come to 6,000, more than the 5,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=1000000", "--simulations", "100"],
+     "--simulations 100 x the varied levels of every design come to 100,000,000, more than the 10,000,000"),
+    (["plan", "{grid}", *PLAN, "--vary", "item=10000000"], "--vary item must be a whole number from 1 to 1,000,000"),
+])
+def test_bad_values_that_need_the_data_are_refused_before_any_fit(argv, expected, tmp_path, capsys, no_sampling):
+    paths = {"grid": _grid_csv(tmp_path / "grid.csv"), "huge": _grid_csv(tmp_path / "huge.csv", 1e200),
+             "tiny": _grid_csv(tmp_path / "tiny.csv", 1e-200)}
+    argv = [a.format(**paths) if a.startswith("{") else a for a in argv]
+    assert cli.main(argv) == EXIT_BAD_INPUT
+    line = one_error_line(capsys)
+    assert expected in line and "np.float64" not in line, line

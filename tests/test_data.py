@@ -56,7 +56,7 @@ def test_misspelled_column_names_the_nearest_one():
 
 def test_text_score_is_refused_with_the_offending_value():
     frame = small_frame().assign(score=["0.1", "0.2", "n/a", "0.5", "0.2", "0.4"])
-    with pytest.raises(BayesreproError, match="score column 'score' is not numeric: row 2 holds 'n/a'"):
+    with pytest.raises(BayesreproError, match="score column 'score' is not numeric: the row with index label 2 holds 'n/a'"):
         build_model_frame("score ~ system + (1|item)", frame)
 
 

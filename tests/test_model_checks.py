@@ -5,10 +5,12 @@ import pandas as pd
 import pytest
 
 from bayesrepro.bayes import fit_bayes
+from bayesrepro.cli import main
+from bayesrepro.compare import compare
 from bayesrepro.design import build_model_frame, model_frame
 from bayesrepro.errors import BayesreproError
 from bayesrepro.frequentist import fit_lmm
-from bayesrepro.reliability import default_object
+from bayesrepro.reliability import ObjectChoice, default_object, object_of_measurement
 
 
 def grid(n_items=20, n_seeds=4, seed=0):
@@ -79,14 +81,56 @@ def test_the_same_checks_apply_to_frames_built_by_duckdb(tmp_path):
         model_frame("item_only ~ 1 + (1|item) + (1|seed)", str(path), engine="duckdb")
 
 
-def test_default_object_is_the_single_column_factor_with_most_levels_first_on_a_tie():
-    # an interaction grouping with more levels is never the default object
+def test_the_default_object_is_taken_only_when_the_choice_is_clear():
+    # the single-column factor with most levels; an interaction that contains it may have more
     assert default_object({"a": 1, "b": 1, "a:b": 1}, {"a": 2, "b": 5, "a:b": 10}) == "b"
-    assert default_object({"a": 1, "b": 1}, {"a": 3, "b": 3}) == "a"
-    with pytest.raises(BayesreproError, match="no grouping factor of a single column"):
-        default_object({"a:b": 1}, {"a:b": 4})
+    choice = object_of_measurement({"item": 40, "seed": 3, "item:seed": 120})
+    assert choice.name == "item" and "item (40 levels)" in choice.note and "--object" in choice.note
+    assert object_of_measurement({"item": 40, "seed": 3}, "seed") == ObjectChoice("seed")   # named: no note
+    refusals = [
+        ({"a": 30, "b": 30}, "a and b both have the most levels (30)"),
+        ({"item:seed": 300, "system": 2}, "system, the single-column factor with most levels, has 2, fewer than the 5"),
+        ({"item:seed": 300, "prompt": 6}, "the interaction grouping item:seed has more levels (300) than prompt (6)"),
+        ({"a:b": 4}, "no grouping factor is of a single column"),
+    ]
+    for n_levels, reason in refusals:
+        with pytest.raises(BayesreproError) as refused:
+            object_of_measurement(n_levels)
+        message = str(refused.value)
+        assert reason in message and "name it with --object" in message, message
+        for name, n in n_levels.items():
+            assert f"{name} ({n:,} levels)" in message   # the candidates are listed
     with pytest.raises(BayesreproError, match="has no \\(1\\|g\\) term"):
         default_object({}, {})
+
+
+@pytest.mark.parametrize("command", [
+    ["vca", "--json"], ["phi", "--draws", "100", "--chains", "2", "--json"],
+    ["compare", "--bootstrap", "100", "--draws", "100", "--chains", "2", "--json"],
+])
+def test_no_command_reports_phi_of_a_guessed_object(command, tmp_path, capsys):
+    # (1|item:seed) + (1|system): phi(system) of two systems would be 0 and "poor"; it must be refused instead
+    rng = np.random.default_rng(4)
+    rows = [(f"i{i}", s, seed, rng.normal()) for i in range(30) for s in "AB" for seed in range(5)]
+    path = tmp_path / "grid.csv"
+    pd.DataFrame(rows, columns=["item", "system", "seed", "score"]).to_csv(path, index=False)
+    argv = [command[0], str(path), "--formula", "score ~ 1 + (1|item:seed) + (1|system)", *command[1:]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bayesrepro: error: phi needs an object of measurement") and "--object" in err
+    assert "item:seed (150 levels), system (2 levels)" in err
+
+
+def test_the_python_functions_apply_the_same_rule_and_note_the_default():
+    rng = np.random.default_rng(4)
+    rows = [(f"i{i}", s, seed, rng.normal(0, 1) + 0.5 * seed) for i in range(30) for s in "AB" for seed in range(5)]
+    frame = pd.DataFrame(rows, columns=["item", "system", "seed", "score"])
+    with pytest.raises(BayesreproError, match="phi needs an object of measurement"):
+        compare("score ~ 1 + (1|item:seed) + (1|system)", frame, n_boot=100, draws=100, chains=2)
+    with pytest.raises(BayesreproError, match="phi needs an object of measurement"):
+        fit_bayes("score ~ 1 + (1|item:seed) + (1|system)", frame, draws=100, chains=2)
+    fit = fit_bayes("score ~ 1 + (1|item) + (1|seed)", frame, draws=100, chains=2, seed=1, allow_unconverged=True)
+    assert fit.object == "item" and any("phi's object of measurement is item (30 levels)" in n for n in fit.notes)
 
 
 @pytest.mark.parametrize("term", [

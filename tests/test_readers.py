@@ -74,9 +74,11 @@ def test_only_an_empty_field_is_missing_in_text_and_na_words_are_levels(tmp_path
 def test_empty_field_is_a_missing_score_and_na_in_a_score_column_is_refused(tmp_path):
     frame = read_file(write(tmp_path / "s.csv", "item,score\na,1\nb,\nc,2.5\n"))
     assert frame["score"].isna().tolist() == [False, True, False]
-    text = read_file(write(tmp_path / "t.csv", "item,score\na,1\nb,NA\nc,2.5\n"))
-    with pytest.raises(BayesreproError, match=r"score column 'score' is not numeric: row 1 holds 'NA'; a score must be "
-                                              "a number and a missing score an empty field"):
+    text = read_table(write(tmp_path / "t.csv", "item,score\na,1\nb,NA\nc,2.5\n"))
+    # the row a user finds in the file: the second row of data (the third line)
+    with pytest.raises(BayesreproError, match=r"score column 'score' is not numeric: data row 2 \(row 1 is the first "
+                                              r"row of data\) holds 'NA'; a score must be a number and a missing score "
+                                              "an empty field"):
         check_score(text, "score")
 
 
@@ -106,7 +108,7 @@ def test_level_labels_tell_numbers_apart_and_keep_missing():
     ("empty.csv", "", "is empty"),
     ("blank.csv", "\n\n", "is empty"),
     ("header.csv", "item,score\n", "has a header but no rows"),
-    ("ragged.csv", "item,score\na,1\nb,2,3\n", r"row 3 \(counting the header\) has 3 field\(s\) but the header has 2"),
+    ("ragged.csv", "item,score\na,1\nb,2,3\n", r"data row 2 \(row 1 is the first row below the header\) has 3 field\(s\) but the header has 2"),
     ("short.csv", "item,seed,score\na,1,2\nb,2\n", "has 2 field"),
     ("semicolon.csv", "item;score\na;1\nb;2\n", "look separated by ';'"),
     ("tabs.csv", "item\tscore\na\t1\n", "look separated by tab"),

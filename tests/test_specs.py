@@ -102,3 +102,53 @@ def test_spec_file_by_path_and_undefined_template(tmp_path):
         load_spec(path)
     path.write_text('analysis = "reliability"\n[columns]\nscore = "y"\nitem = "g"\n[model]\nformula = "{score} ~ 1 + (1|{item})"\n')
     assert load_spec(str(path)).formula == "y ~ 1 + (1|g)"
+
+
+VALID = ('title = "t"\nanalysis = "comparison"\n[columns]\nscore = "score"\nitem = "item"\nsystem = "system"\n'
+         '[model]\nh0 = "{score} ~ 1 + (1|{item})"\nh1 = "{score} ~ {system} + (1|{item})"\nfactor = "{system}"\n')
+
+
+@pytest.mark.parametrize("text, message", [
+    ('analysis = "comparison"\ncolumns = 5\n', "[columns] must be a table of PARAMETER = \"column\", not 5"),
+    ('analysis = "comparison"\nmodel = 7\n', "[model] must be a table, not 7"),
+    ('analysis = "comparison"\nderive = 5\n', "[[derive]] must be an array of tables, not 5"),
+    ('analysis = "comparison"\nderive = [1]\n', "[[derive]] must be an array of tables, not 1"),
+    ('analysis = "comparison"\ntitle = ["a"]\n', "title must be a text, not list"),
+    ('analysis = 3\n', "analysis must be a text, not 3"),
+    ('analysis = "comparison"\n[columns]\nscore = 5\n', "[columns] score must be a column name in quotes, not 5"),
+    ('analysis = "comparison"\n[model]\nh0 = ["a"]\n', "[model] h0 must be a text, not list"),
+    ('analysis = "comparison"\n[model]\nfacets = "seed"\n', "[model] facets must be a list of texts"),
+    (VALID.replace('h0 = "{score}', 'h0 = "{score:>999999999999}'), "{score:>999999999999} in"),
+    (VALID.replace('h0 = "{score}', 'h0 = "{score!r}'), "{score!r} in"),
+    (VALID.replace('h0 = "{score}', 'h0 = "{score.__class__}'), "{score.__class__} in"),
+    (VALID.replace('h0 = "{score}', 'h0 = "{score[0]}'), "{score[0]} in"),
+    (VALID.replace('factor = "{system}"', 'factor = "{0}"'), "{0} in"),
+    (VALID.replace('factor = "{system}"', 'factor = "{}"'), "{} in"),
+    (VALID.replace('factor = "{system}"', 'factor = "{system"'), "is malformed"),
+])
+def test_a_malformed_spec_is_one_line_naming_the_key(text, message, tmp_path):
+    path = tmp_path / "hostile.toml"
+    path.write_text(text)
+    with pytest.raises(BayesreproError) as refused:
+        load_spec(path)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_templates_fill_column_names_and_keep_literal_braces(tmp_path):
+    path = tmp_path / "braces.toml"
+    path.write_text(VALID.replace('title = "t"', 'title = "t"\ndescription = "d"'))
+    assert load_spec(path).h0 == "score ~ 1 + (1|item)"
+    with pytest.raises(BayesreproError, match="column parameter item must be a column name"):
+        load_spec(path, item=5)
+
+
+def test_a_hostile_spec_on_the_command_line_exits_2_before_reading_data(tmp_path, capsys, monkeypatch):
+    import bayesrepro.report
+    from bayesrepro.cli import main
+
+    monkeypatch.setattr(bayesrepro.report, "write_report", lambda *a, **k: pytest.fail("the report was started"))
+    path = tmp_path / "hostile.toml"
+    path.write_text(VALID.replace('h0 = "{score}', 'h0 = "{score:>999999999999}'))
+    assert main(["report", "kreutzer_ter", "--spec", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bayesrepro: error: spec 'hostile': {score:>999999999999}")

@@ -15,29 +15,36 @@ ESS_PER_CHAIN = 100   # bulk and tail ESS of at least 100 per chain (Vehtari et 
 
 @dataclass(frozen=True)
 class Diagnostics:
-    table: pd.DataFrame   # per variable: r_hat, ess_bulk, ess_tail
+    table: pd.DataFrame   # per variable: r_hat, ess_bulk, ess_tail (NaN where not defined)
     divergences: int
     chains: int
     draws: int
 
     @property
     def r_hat_max(self) -> float:
-        return float(self.table["r_hat"].max())
+        """The largest R-hat; NaN if any is not defined (a NaN is never skipped: it is the worst case)."""
+        return float(self.table["r_hat"].max(skipna=False))
 
     @property
     def ess_bulk_min(self) -> float:
-        return float(self.table["ess_bulk"].min())
+        return float(self.table["ess_bulk"].min(skipna=False))
 
     @property
     def ess_tail_min(self) -> float:
-        return float(self.table["ess_tail"].min())
+        return float(self.table["ess_tail"].min(skipna=False))
 
     @property
     def ess_required(self) -> float:
         return ESS_PER_CHAIN * self.chains
 
     @property
+    def undefined(self) -> list[str]:
+        """Variables whose R-hat or ESS is not defined: their draws do not vary, or are not finite."""
+        return list(self.table.index[self.table.isna().any(axis=1)])
+
+    @property
     def converged(self) -> bool:
+        # comparisons with NaN are False: an undefined diagnostic never passes
         return (
             self.r_hat_max <= R_HAT_MAX
             and self.ess_bulk_min >= self.ess_required
@@ -46,6 +53,10 @@ class Diagnostics:
         )
 
     def line(self) -> str:
+        undefined = self.undefined
+        if undefined:
+            return (f"R-hat and ESS are not defined for {', '.join(undefined)} (the draws do not vary or are not "
+                    f"finite: the sampler did not move), {self.divergences} divergent transitions")
         worst = self.table["r_hat"].idxmax()
         return (
             f"R-hat max {self.r_hat_max:.4f} ({worst}; must not exceed {R_HAT_MAX}), bulk ESS min {self.ess_bulk_min:.0f}, "
@@ -59,6 +70,7 @@ class Diagnostics:
             "ess_bulk_min": self.ess_bulk_min,
             "ess_tail_min": self.ess_tail_min,
             "divergences": self.divergences,
+            "undefined": self.undefined,
             "converged": self.converged,
         }
 
@@ -67,15 +79,17 @@ def diagnose(idata, var_names: list[str]) -> Diagnostics:
     import arviz as az
 
     posterior = idata.posterior[var_names]
-    r_hat = az.rhat(posterior)
-    bulk = az.ess(posterior, method="bulk")
-    tail = az.ess(posterior, method="tail")
+    with np.errstate(invalid="ignore", divide="ignore"):   # constant draws: arviz divides 0 by 0, giving NaN
+        r_hat = az.rhat(posterior)
+        bulk = az.ess(posterior, method="bulk")
+        tail = az.ess(posterior, method="tail")
     rows = {}
     for name in var_names:
+        # the worst element of a vector variable; a NaN anywhere stays NaN
         rows[name] = (
-            float(np.nanmax(r_hat[name].values)),
-            float(np.nanmin(bulk[name].values)),
-            float(np.nanmin(tail[name].values)),
+            float(np.max(r_hat[name].values)),
+            float(np.min(bulk[name].values)),
+            float(np.min(tail[name].values)),
         )
     table = pd.DataFrame.from_dict(rows, orient="index", columns=["r_hat", "ess_bulk", "ess_tail"])
     divergences = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata.groups() else 0

@@ -11,7 +11,7 @@ import pandas as pd
 from ..errors import BayesreproError
 from ..design import Family, ModelFrame, model_frame, resolve_family
 from ..links import get_link
-from ..reliability import RESIDUAL, default_object
+from ..reliability import RESIDUAL, object_of_measurement
 from .diagnostics import Diagnostics, diagnose, require_convergence
 from .posterior import (
     add_reliability,
@@ -22,7 +22,7 @@ from .posterior import (
     reliability_summary,
 )
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
-from .sampling import SamplingSettings
+from .sampling import SamplingSettings, check_posterior_size
 
 BACKENDS = ("auto", "fast", "bambi")
 
@@ -177,14 +177,10 @@ def fit_bayes(
     if backend == "auto":
         backend = "fast"
     spec = _prior_spec(frame, prior, prior_overrides, family, backend)
-    n_levels = {g.name: g.n_levels for g in frame.groups}
-    components = [*n_levels, RESIDUAL]
-    object = object or default_object(dict.fromkeys(components, 1.0), n_levels)
-    if object not in n_levels:
-        raise BayesreproError(
-            f"object of measurement '{object}' is not a grouping factor of the formula; choose one of: {', '.join(n_levels)}"
-        )
-    notes = list(frame.notes) + ([resolved.note] if resolved.note else [])
+    choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
+    object = choice.name
+    check_posterior_size(settings, _values_per_draw(frame, backend))
+    notes = list(frame.notes) + [note for note in (resolved.note, choice.note) if note]
     if backend == "fast" and family == "gaussian":
         idata, prior_table = _fit_fast(frame, spec, object, settings, effects)
     elif backend == "fast":
@@ -293,3 +289,10 @@ def _fit_bambi(frame, spec, family: Family, object, settings, noncentered):
         fp[RESIDUAL] = variances[RESIDUAL]
         add_reliability(idata, fp, object, prefix="fp_")
     return idata, bambi_prior_table(model)
+
+
+def _values_per_draw(frame: ModelFrame, backend: str) -> int:
+    """What a posterior stores per draw: level and fixed effects (Bambi's model twice: its offsets too), and
+    per component its SD, variance, share and their finite-population versions."""
+    effects = sum(g.n_levels for g in frame.groups) + len(frame.fixed_names)
+    return (2 if backend == "bambi" else 1) * effects + 6 * (len(frame.groups) + 1)

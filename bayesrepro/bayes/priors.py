@@ -45,6 +45,11 @@ BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
 SCALED_SD_DIVISOR = 1.959964  # the 97.5 % normal quantile: P(HalfNormal(s_y / 1.96) < s_y) = 0.95
 STUDENT_NU = 4.0
 SCALE_NAMES = (RESIDUAL, "total", "concentration")  # overridable scales besides the grouping factors
+# An overridden SD scale lies within this factor of the SD of the scores, and a Dirichlet concentration
+# within CONCENTRATION_RANGE: beyond them the prior pins a component at zero or leaves it unbounded, and
+# the sampler cannot move (R-hat is then not even defined).
+SCALE_RANGE = 1e6
+CONCENTRATION_RANGE = (0.01, 100.0)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,17 @@ class PriorSpec:
         spec = self
         for name, value in overrides.items():
             value = prior_scale(name, value, groups)
+            if name == "concentration":
+                low, high = CONCENTRATION_RANGE
+                if not low <= value <= high:
+                    raise BayesreproError(f"--prior-scale concentration={value:g} must lie from {low:g} to {high:g}")
+            else:
+                low, high = self.residual_sigma / SCALE_RANGE, self.residual_sigma * SCALE_RANGE
+                if not low <= value <= high:
+                    raise BayesreproError(
+                        f"--prior-scale {name}={value:g} must lie from {low:.3g} to {high:.3g}: within a factor of "
+                        f"{SCALE_RANGE:g} of the SD of the scores ({self.residual_sigma:.3g})"
+                    )
             if name in groups:
                 groups[name] = value
             elif name == RESIDUAL:

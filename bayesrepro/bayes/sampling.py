@@ -14,15 +14,12 @@ import dataclasses
 import signal
 from dataclasses import dataclass
 
+from .. import limits
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 
 # "auto": nutpie's NUTS on the compiled density of the fast path, PyMC's NUTS on Bambi's model
 SAMPLERS = ("auto", "pymc", "nutpie")
-# R-hat compares chains and ESS estimates need draws enough to see autocorrelation:
-# below these the convergence diagnostics that every result carries are meaningless.
-MIN_CHAINS = 2
-MIN_DRAWS = 100
 
 
 @dataclass(frozen=True)
@@ -40,16 +37,12 @@ class SamplingSettings:
     allow_unconverged: bool = False
 
     def __post_init__(self):
-        for name, low in (("draws", MIN_DRAWS), ("chains", MIN_CHAINS), ("tune", 0)):
-            value = getattr(self, name)
-            if not _is_int(value) or value < low:
-                raise BayesreproError(
-                    f"--{name} must be a whole number of at least {low}, got {value!r}"
-                    + ("; R-hat needs two chains to compare" if name == "chains" else "")
-                    + ("; ESS and R-hat need at least that many draws per chain" if name == "draws" else "")
-                )
-        if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed < 2**32):
-            raise BayesreproError(f"--seed must be a whole number from 0 to 4294967295, got {self.seed!r}")
+        for limit in (limits.DRAWS, limits.TUNE, limits.CHAINS):
+            _checked_int(limit, getattr(self, limit.option.removeprefix("--")))
+        if self.seed is not None:
+            _checked_int(limits.SEED, self.seed)
+        limits.check_product(self.chains * (self.tune + self.draws), limits.MAX_NUTS_STEPS,
+                             "--chains x (--tune + --draws) NUTS steps", "lower --draws, --tune or --chains")
         if self.cores is not None and (not _is_int(self.cores) or self.cores < 1):
             raise BayesreproError(f"--cores must be a whole number of at least 1, got {self.cores!r}")
         if self.sampler not in SAMPLERS:
@@ -133,5 +126,21 @@ def require_complete(idata, settings: SamplingSettings) -> None:
         raise KeyboardInterrupt
 
 
+def check_posterior_size(settings: SamplingSettings, values_per_draw: int) -> None:
+    """Refuse, before sampling, a posterior too large for memory: chains x draws x the values stored per draw."""
+    limits.check_product(settings.chains * settings.draws * values_per_draw, limits.MAX_POSTERIOR_VALUES,
+                         f"--chains x --draws x the {values_per_draw:,} values stored per draw (level effects "
+                         "included)", "lower --draws or --chains", bound="that fit in memory")
+
+
+def _checked_int(limit: limits.Count, value) -> None:
+    """A setting given as a whole number within its range (a text such as "1000" is refused: settings are numbers)."""
+    if not _is_int(value):
+        raise BayesreproError(limit.refusal(value))
+    limit.check(value)
+
+
 def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

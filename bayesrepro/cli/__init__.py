@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from ..errors import EXIT_INTERRUPTED, BayesreproError, first_line
@@ -26,6 +27,8 @@ class Parser(argparse.ArgumentParser):
     """argparse with its errors as one line `bayesrepro: error: ...` and exit status 2."""
 
     def error(self, message: str):
+        # "argument --draws: --draws must be ...": the option is named once
+        message = re.sub(r"^argument (\S+): (?=\1 )", "", message)
         command = self.prog.removeprefix("bayesrepro").strip()
         where = f"{command}: " if command else ""
         see = f"bayesrepro {command} --help" if command else "bayesrepro --help"
@@ -45,14 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..runtime import numerical_work
+    import warnings
+
+    from ..runtime import numerical_work, one_line_warning
 
     try:
         args, unknown = build_parser().parse_known_args(argv)
         if unknown:
             raise BayesreproError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}; "
                                   f"see bayesrepro {args.command} --help")
-        with numerical_work():
+        with numerical_work(), warnings.catch_warnings():
+            warnings.showwarning = one_line_warning
             return int(args.func(args) or 0)
     except BayesreproError as error:
         print(f"bayesrepro: error: {error}", file=sys.stderr)
@@ -60,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bayesrepro: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug: one line for users, the traceback on request
+    except SystemExit:   # argparse's --help
+        raise
+    except BaseException as exc:  # a bug (or a native library's panic, a BaseException): one line, the traceback on request
         if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
             raise
         print(f"bayesrepro: error: internal error ({type(exc).__name__}: {first_line(exc)}); "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, categorical_columns, print_json
+from .common import add_data_options, categorical_columns, convergence_status, print_json
 
 HELP = ("the field's usual error bars of 0/1 scores (Wilson intervals, clustered SEs, the paired difference, "
         "McNemar's test) beside the binary GLMM's GLRT and contrasts")
@@ -41,4 +41,6 @@ def run(args) -> int:
             print(f"\nThe binary GLMM ({comparison.fit.approximation}), which also counts the variation the "
                   "formula's other random effects describe:")
             print(comparison)
-    return 0 if comparison is None or (comparison.test.h0.converged and comparison.fit.converged) else 1
+    fits = [] if comparison is None else [("H0", comparison.test.h0), ("the GLMM", comparison.fit)]
+    return convergence_status([f"the ML fit of {name} did not converge ({fit.message})"
+                               for name, fit in fits if not fit.converged])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .. import limits
 from ..errors import BayesreproError
-from .common import add_data_options, print_json, read_rows
+from .common import add_count, add_data_options, add_seed, print_json, read_rows
 
 HELP = "paired bootstrap test (shift method) of two systems scored on the same items"
 
@@ -28,10 +29,9 @@ def add_comparison_arguments(parser) -> None:
     parser.add_argument("--instance", help="column identifying trained instances (seeds) of a system")
     parser.add_argument("--lower-is-better", action="store_true",
                         help="lower scores are better (e.g. TER); used to pick the best instance")
-    parser.add_argument("--resamples", type=int, default=10_000,
-                        help="number of resamples (default 10000; at most 10,000,000, and resamples x items at most "
-                             "2,000,000,000, which take a few minutes)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator (a whole number >= 0)")
+    add_count(parser, limits.RESAMPLES, 10_000, "number of resamples; resamples x items at most 2,000,000,000, "
+                                               "which take a few minutes")
+    add_seed(parser, None)
     parser.add_argument("--alternative", choices=("two-sided", "greater", "less"), default="two-sided",
                         help="the alternative hypothesis about metric(a) - metric(b) (default two-sided)")
     parser.add_argument("--progress", action="store_true",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, print_json, read_rows
+from .. import limits
+from .common import add_count, add_data_options, add_seed, print_json, read_rows
 
 HELP = "expected best score under a budget of B configurations (closed form and bootstrap)"
 
@@ -15,13 +16,12 @@ def register(subparsers) -> None:
                         help="column(s) whose combination identifies a configuration; "
                              "its rows are averaged into one score")
     parser.add_argument("--lower-is-better", action="store_true", help="lower scores are better (e.g. TER)")
-    parser.add_argument("--budgets", nargs="+", type=int, metavar="B",
-                        help="budgets to report (default: about 25 from 1 to the number of configurations)")
+    add_count(parser, limits.BUDGETS, None, "budgets to report",
+              default_text="about 25 from 1 to the number of configurations", metavar="B", nargs="+")
     parser.add_argument("--level", type=float, default=0.95, help="interval level, between 0 and 1 (default 0.95)")
-    parser.add_argument("--resamples", type=int, default=2000,
-                        help="bootstrap resamples per budget (default 2000; resamples x the sum of the budgets "
-                             "at most 2,000,000,000)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random number generator (a whole number >= 0)")
+    add_count(parser, limits.RESAMPLES, 2000, "bootstrap resamples per budget; resamples x the sum of the budgets at "
+                                              "most 2,000,000,000")
+    add_seed(parser, None)
     parser.add_argument("--plot", metavar="PATH", help="write the curve to this image file (.png, .pdf or .svg)")
     parser.add_argument("--progress", action="store_true",
                         help="show progress on stderr (shown anyway when stderr is a terminal)")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, print_json, read_rows
+from .. import limits
+from .common import add_count, add_data_options, print_json, read_rows
 
 HELP = "circularity test: rank feature subsets by the deviance of the predictions their GAM explains"
 
@@ -14,10 +15,10 @@ def register(subparsers) -> None:
     parser.add_argument("--features", required=True, nargs="+", metavar="COL", help="candidate feature columns")
     parser.add_argument("--defining", nargs="+", metavar="COL", default=[],
                         help="features the target is defined from (needed for a verdict)")
-    parser.add_argument("--max-size", type=int, default=None, help="largest subset size to fit (default: all)")
-    parser.add_argument("--df", type=int, default=10,
-                        help="B-spline basis size per smooth, at least 4 (default 10); the GAM on all features needs "
-                             "10 rows per coefficient")
+    add_count(parser, limits.MAX_SIZE, None, "largest subset size to fit, at most the number of features",
+              default_text="all")
+    add_count(parser, limits.GAM_DF, 10, "B-spline basis size per smooth; the GAM on all features needs 10 rows "
+                                         "per coefficient")
     parser.add_argument("--tie-tolerance", type=float, default=0.01,
                         help="D² differences up to this count as ties (default 0.01)")
     parser.add_argument("--d2-threshold", type=float, default=0.9,
@@ -30,6 +31,8 @@ def run(args) -> int:
     from ..errors import BayesreproError
     from ..instruments.circularity import circularity_test
 
+    if args.max_size is not None and args.max_size > len(args.features):
+        raise BayesreproError(f"--max-size {args.max_size} is more than the {len(args.features)} --features given")
     if args.prediction in args.features:
         raise BayesreproError(f"--features names the prediction column '{args.prediction}'; the features must "
                               "explain the predictions, not contain them")

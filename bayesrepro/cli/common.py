@@ -6,11 +6,39 @@ mistake in an option must cost the user seconds, not the minutes of an analysis.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import re
 import sys
 
+from .. import limits
 from ..errors import EXIT_NOT_CONVERGED, EXIT_OK, BayesreproError
+
+
+def counted(limit: limits.Count):
+    """An argparse type for a count option: its value, or one line naming the option and its range."""
+    def parse(text: str) -> int:
+        try:
+            return limit.check(text)
+        except BayesreproError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.limit = limit
+    return parse
+
+
+def add_count(parser, limit: limits.Count, default, help: str, default_text: str | None = None,
+              metavar: str = "N", **kwargs) -> None:
+    """A count option whose help states its range and default; out-of-range values are refused while parsing."""
+    shown = default_text or (f"{default:,}" if isinstance(default, int) else str(default))
+    parser.add_argument(limit.option, type=counted(limit), default=default, metavar=metavar,
+                        help=f"{help} ({limit.range}; default {shown})", **kwargs)
+
+
+def add_seed(parser, default: int | None, what: str = "the random numbers") -> None:
+    add_count(parser, limits.SEED, default, f"seed of {what}; the same seed gives the same numbers",
+              default_text=None if default is not None else "a fresh seed each run", metavar="S")
 
 
 def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -> None:
@@ -29,11 +57,23 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -
         parser.add_argument("--engine", default="auto", choices=("auto", "memory", "duckdb", "spark"),
                             help="what sums the data: memory; duckdb (files and globs, out of core); spark; "
                                  "auto (default): duckdb for globs, directories and files over 256 MB, memory otherwise")
-        parser.add_argument("--spark-master", metavar="URL",
-                            help="Spark master for --engine spark (default local[*])")
+        parser.add_argument("--spark-master", metavar="URL", type=spark_master,
+                            help="Spark master for --engine spark: local, local[N], local[*], spark://HOST:PORT, yarn "
+                                 "or k8s://URL (default local[*])")
         parser.add_argument("--progress", action="store_true",
                             help="show the progress of long work (scans, sampling) on stderr (shown anyway when stderr is a "
                                  "terminal)")
+
+
+SPARK_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)\])?|(spark|k8s|mesos)://\S+|yarn")
+
+
+def spark_master(text: str) -> str:
+    """An argparse type: a master URL Spark accepts (anything else ends its JVM before a word is said)."""
+    if not SPARK_MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"--spark-master must be local, local[N], local[*], spark://HOST:PORT, yarn "
+                                         f"or k8s://URL, not {text!r}")
+    return text
 
 
 def frame_of(args, formula):
@@ -41,6 +81,8 @@ def frame_of(args, formula):
     the engine the options choose."""
     from ..design import model_frame
 
+    if args.spark_master is not None and args.engine != "spark":
+        raise BayesreproError("--spark-master applies to --engine spark; add --engine spark or drop --spark-master")
     return model_frame(formula, args.data, args.where, args.drop_missing, args.engine, args.spark_master,
                        categorical_columns(args), progress=args.progress or None)
 
@@ -53,15 +95,10 @@ def add_formula_options(parser, object_help: str = "object of measurement of phi
 
 def add_sampling_options(parser, seed_default: int | None) -> None:
     """The sampler's settings, checked by ``SamplingSettings`` before any work (``sampling_settings``)."""
-    from ..bayes.sampling import MIN_CHAINS, MIN_DRAWS
-
-    parser.add_argument("--draws", type=int, default=1000,
-                        help=f"posterior draws per chain, at least {MIN_DRAWS} (default 1000)")
-    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    parser.add_argument("--chains", type=int, default=4, help=f"NUTS chains, at least {MIN_CHAINS} (default 4)")
-    seeded = "default 0" if seed_default is not None else "default: a fresh seed each run"
-    parser.add_argument("--seed", type=int, default=seed_default,
-                        help=f"seed from 0 to 4294967295; the same seed gives the same numbers ({seeded})")
+    add_count(parser, limits.DRAWS, 1000, "posterior draws per chain")
+    add_count(parser, limits.TUNE, 1000, "tuning steps per chain")
+    add_count(parser, limits.CHAINS, 4, f"NUTS chains; chains x (tune + draws) at most {limits.MAX_NUTS_STEPS:,}")
+    add_seed(parser, seed_default, "the sampler")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="report the draws even if R-hat/ESS/divergences say the sampler did not converge "
                              "(the exit status is still 3)")
@@ -79,10 +116,9 @@ def add_family_options(parser) -> None:
 
 def add_side_by_side_options(parser) -> None:
     """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
-    from ..compare import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
+    from ..compare import DEFAULT_BOOTSTRAP
 
-    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
-                        help=f"parametric bootstrap replicates, at least {MIN_BOOTSTRAP} (default {DEFAULT_BOOTSTRAP})")
+    add_count(parser, limits.BOOTSTRAP, DEFAULT_BOOTSTRAP, "parametric bootstrap replicates")
     add_sampling_options(parser, seed_default=0)
 
 
@@ -144,7 +180,9 @@ def print_json(payload) -> None:
 
 
 def _finite(value):
-    """JSON has no NaN/inf: write them as null."""
+    """JSON has no NaN/inf: write them as null; NumPy scalars become the Python numbers they hold."""
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .common import add_data_options, add_family_options, convergence_status, formula_of, frame_of, print_json
+from .. import limits
+from .common import (add_count, add_data_options, add_family_options, add_seed, convergence_status, formula_of,
+                     frame_of, print_json)
 
 HELP = ("generalized likelihood-ratio test of two nested models, both fitted by ML (LMMs, or binary GLMMs by "
         "Laplace); the p-value's reference is named, and calibrated when few levels carry the tested effect")
@@ -19,27 +21,20 @@ def register(subparsers) -> None:
         help="reference distribution of the p-value: auto (default: calibrated when a grouping factor with fewer "
              "than 50 levels carries the tested effect, chi2 otherwise), chi2 (the boundary mixture for one "
              "variance component), kenward-roger, satterthwaite, bootstrap, exact-rlrt")
-    parser.add_argument("--bootstrap-samples", default="1000",
-                        help="refits of data simulated under H0 for --reference bootstrap (default 1000)")
-    parser.add_argument("--seed", default=None, help="seed of the simulated references (bootstrap, exact-rlrt)")
+    add_count(parser, limits.BOOTSTRAP_SAMPLES, 1000, "refits of data simulated under H0 for --reference bootstrap")
+    add_seed(parser, None, "the simulated references (bootstrap, exact-rlrt)")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ..errors import BayesreproError
-    from ..frequentist.bootstrap_test import check_samples
     from ..frequentist.glrt import glrt
     from ..frequentist.reference import check_reference
 
     reference = check_reference(args.reference)
-    samples = check_samples(args.bootstrap_samples)
-    if args.seed is not None and not str(args.seed).isdigit():
-        raise BayesreproError(f"--seed must be a non-negative whole number, got {args.seed!r}")
-    seed = None if args.seed is None else int(args.seed)
     formula_of(args.h0, "--h0")
     formula_of(args.h1, "--h1")
-    result = glrt(args.h0, frame_of(args, args.h1), reference=reference, bootstrap_samples=samples, seed=seed,
-                  family=args.family, link=args.link)
+    result = glrt(args.h0, frame_of(args, args.h1), reference=reference, bootstrap_samples=args.bootstrap_samples,
+                  seed=args.seed, family=args.family, link=args.link)
     if args.json:
         print_json(result.to_dict())
     else:

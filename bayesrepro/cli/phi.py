@@ -23,8 +23,9 @@ def register(subparsers) -> None:
                         help="scaled (default): half-normal SD priors with 95%% of their mass below the SD of the "
                              "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares")
     parser.add_argument("--prior-scale", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one prior scale (a grouping factor, Residual, total or concentration) "
-                             "with a positive number; repeatable")
+                        help="override one prior scale (a grouping factor, Residual, total or concentration): an SD "
+                             "scale within a factor of 10^6 of the SD of the scores, a concentration from 0.01 to 100; "
+                             "repeatable")
     parser.add_argument("--sampler", default="auto", choices=("auto", "pymc", "nutpie"),
                         help="NUTS implementation; auto (default): nutpie on the compiled fast path, PyMC for "
                              "Bambi's model")

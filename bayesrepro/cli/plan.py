@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import os
 
-from .common import add_data_options, categorical_columns, print_json
+from .. import limits
+from .common import add_count, add_data_options, add_seed, categorical_columns, print_json
 
 HELP = "power of the next evaluation per number of items, seeds, ...; the cheapest allocation for a target"
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
@@ -21,13 +22,15 @@ def register(subparsers) -> None:
                                            "(write ' - ' between levels that hold '-')")
     parser.add_argument("--effect", help="true B - A to detect, on the score scale (default: the pilot's estimate)")
     parser.add_argument("--vary", action="append", default=[], metavar="FACET=N,N,...",
-                        help="counts of a facet to try, e.g. item=100,400,1600 (repeatable; every combination is a row)")
-    parser.add_argument("--replicates", default="1", help="scores per cell of the planned design (default 1)")
-    parser.add_argument("--simulations", default="500",
-                        help="simulated data sets per design (default 500; 0: closed form only)")
-    parser.add_argument("--seed", default="0", help="seed of the simulation (default 0)")
-    parser.add_argument("--workers", default=str(min(2, os.cpu_count() or 1)),
-                        help="processes the simulation runs in (default: 2 or the number of cores if fewer)")
+                        help=f"counts of a facet to try, e.g. item=100,400,1600 (repeatable; every combination is a "
+                             f"row): each from 1 to {limits.PLANNED_COUNT:,}, at most {limits.MAX_DESIGNS:,} rows")
+    add_count(parser, limits.REPLICATES, 1, "scores per cell of the planned design")
+    add_count(parser, limits.SIMULATIONS, 500,
+              f"simulated data sets per design (0: closed form only); simulations x designs at most "
+              f"{limits.MAX_SIMULATED_FITS:,}")
+    add_seed(parser, 0, "the simulation")
+    add_count(parser, limits.WORKERS, min(2, os.cpu_count() or 1), "processes the simulation runs in",
+              default_text="2, or the number of cores if fewer")
     parser.add_argument("--family", default="gaussian", help="gaussian (default) or binomial (0/1 scores; closed form)")
     parser.add_argument("--alpha", default="0.05", help="level of the test (default 0.05)")
     parser.add_argument("--test", default="wald", help="wald (default: REML Wald z, as compare prints) or lrt (GLRT of ML fits)")
@@ -38,12 +41,13 @@ def register(subparsers) -> None:
     parser.add_argument("--target-phi", help="the cheapest allocation whose D-study phi reaches this")
     parser.add_argument("--object", help="object of measurement of phi (default: the facet with most levels)")
     parser.add_argument("--max", metavar="FACET=N,...", help="upper bounds of the allocation search (default 50; "
-                                                             "10^6 for the facet with most levels)")
+                                                             f"10^6 for the facet with most levels; at most "
+                                                             f"{limits.PLANNED_COUNT:,})")
     parser.add_argument("--assurance", action="store_true",
                         help="also the assurance: power averaged over the pilot's posterior (samples with NUTS)")
     parser.add_argument("--rope", default="0", help="half-width of the region the interval must exclude (default 0)")
-    parser.add_argument("--draws", default="1000", help="posterior draws per chain for --assurance (default 1000)")
-    parser.add_argument("--chains", default="4", help="chains for --assurance (default 4)")
+    add_count(parser, limits.DRAWS, 1000, "posterior draws per chain for --assurance")
+    add_count(parser, limits.CHAINS, 4, "chains for --assurance")
     parser.add_argument("--plot", metavar="PATH", help="write power curves (or the cost frontier) to this .png/.pdf/.svg")
     parser.set_defaults(func=run)
 
@@ -58,14 +62,10 @@ class Options:
         from ..plan.pilot import check_formula_for_contrast, parse_contrast
 
         self.alpha = _number(args.alpha, "--alpha", low=0, high=1, open_interval=True)
-        self.simulations = _whole(args.simulations, "--simulations", 0)
-        self.seed = _whole(args.seed, "--seed", 0)
-        self.workers = _whole(args.workers, "--workers", 1)
-        self.replicates = _whole(args.replicates, "--replicates", 1)
+        self.simulations, self.seed, self.workers = args.simulations, args.seed, args.workers
+        self.replicates, self.draws, self.chains = args.replicates, args.draws, args.chains
         self.effect = None if args.effect is None else _number(args.effect, "--effect")
         self.rope = _number(args.rope, "--rope", low=0)
-        self.draws = _whole(args.draws, "--draws", 1)
-        self.chains = _whole(args.chains, "--chains", 1)
         if args.family not in ("gaussian", "binomial"):
             raise BayesreproError(f"--family '{args.family}' is unknown; choose gaussian or binomial")
         if args.test not in ("wald", "lrt"):
@@ -97,6 +97,7 @@ class Options:
         self.facets = list(dict.fromkeys(c for cols in spec.group_factors for c in cols if c != factor))
         self.vary = _counts(args.vary, "--vary", self.facets, lists=True)
         self.maximum = _counts([args.max] if args.max else [], "--max", self.facets, lists=False)
+        _check_grid(self.vary, self.simulations)
         fixed = [name for name, values in self.vary.items() if len(values) > 1]
         if self.goal and fixed:
             raise BayesreproError(f"--vary {fixed[0]} gives several counts; with an allocation goal a --vary fixes one count")
@@ -118,23 +119,13 @@ def _number(text, option, low=-math.inf, high=math.inf, open_interval=False) -> 
         value = float(text)
     except (TypeError, ValueError):
         raise BayesreproError(f"{option} must be a number, not '{text}'") from None
+    if not math.isfinite(value):
+        raise BayesreproError(f"{option} must be a finite number, not {text}")
     inside = (low < value < high) if open_interval else (low <= value <= high)
-    if not math.isfinite(value) or not inside:
-        bounds = f"strictly between {low} and {high}" if open_interval and high < math.inf else (
-            f"above {low}" if open_interval else f"at least {low}")
+    if not inside:
+        bounds = f"strictly between {low:g} and {high:g}" if open_interval and high < math.inf else (
+            f"above {low:g}" if open_interval else f"at least {low:g}")
         raise BayesreproError(f"{option} must be {bounds}, not {text}")
-    return value
-
-
-def _whole(text, option, low) -> int:
-    from ..errors import BayesreproError
-
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise BayesreproError(f"{option} must be a whole number, not '{text}'") from None
-    if value < low:
-        raise BayesreproError(f"{option} must be at least {low}, not {value}")
     return value
 
 
@@ -153,9 +144,26 @@ def _counts(items, option, facets, lists: bool) -> dict:
             raise BayesreproError(f"{option}: '{name}' is not a facet of the formula; facets are: {', '.join(facets)}")
         if name in result:
             raise BayesreproError(f"{option} names '{name}' twice")
-        counts = [_whole(v.strip(), f"{option} {name}", 1) for v in values.split(",")]
+        count = limits.Count(f"{option} {name}", 1, limits.PLANNED_COUNT, "levels of one facet in a planned design")
+        counts = [count.check(v.strip()) for v in values.split(",")]
         result[name] = counts if lists else counts[0]
     return result
+
+
+def _check_grid(vary: dict, simulations: int) -> None:
+    """The --vary grid and its simulations, bounded before any data are read (their work multiplies)."""
+    designs = math.prod(len(counts) for counts in vary.values())
+    limits.check_product(designs, limits.MAX_DESIGNS, "the designs of the --vary grid (every combination of "
+                         "its counts)", "give fewer counts to --vary")
+    if simulations:
+        limits.check_product(simulations * designs, limits.MAX_SIMULATED_FITS,
+                             f"--simulations {simulations} x {designs:,} designs (simulated fits)",
+                             "lower --simulations or give fewer counts to --vary")
+        # every count of a facet appears in designs / len(counts) designs
+        varied_levels = sum(sum(counts) * (designs // len(counts)) for counts in vary.values())
+        limits.check_product(simulations * varied_levels, limits.MAX_SIMULATED_LEVELS,
+                             f"--simulations {simulations} x the varied levels of every design", "lower --simulations "
+                             "or the largest counts of --vary (10 simulations of 10^6 items take about 90 s)")
 
 
 def run(args) -> int:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .common import (add_data_options, add_family_options, add_formula_options, convergence_status, formula_of,
-                     frame_of, print_json)
+from .. import limits
+from .common import (add_count, add_data_options, add_family_options, add_formula_options, convergence_status,
+                     formula_of, frame_of, print_json)
 
 HELP = ("variance components (REML/ML, or a binary GLMM by ML), their percent of the total, and reliability phi "
         "with its Koo & Li label")
@@ -17,17 +18,20 @@ def register(subparsers) -> None:
                         help="reml (default): restricted maximum likelihood; ml: maximum likelihood "
                              "(Gaussian scores; binary models are always fitted by ML)")
     add_family_options(parser)
-    parser.add_argument("--nagq", type=int, default=1,
-                        help="binary models with one grouping factor: adaptive Gauss-Hermite nodes (default 1, Laplace)")
+    add_count(parser, limits.NAGQ, 1, "binary models with one grouping factor: adaptive Gauss-Hermite nodes per "
+                                       "level (1: the Laplace approximation)")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..design import resolve_family
     from ..errors import BayesreproError
-    from ..reliability import default_object, koo_li_label, phi, vca_table
+    from ..reliability import koo_li_label, object_of_measurement, phi, vca_table
 
-    formula_of(args.formula, object=args.object)
+    from ..frequentist.quadrature import check_nodes
+
+    spec = formula_of(args.formula, object=args.object)
+    check_nodes(args.nagq, len(spec.group_names))
     frame = frame_of(args, args.formula)
     family = resolve_family(frame, args.family, args.link)
     if family.binary:
@@ -44,7 +48,9 @@ def run(args) -> int:
             raise BayesreproError("--nagq applies to binary scores; Gaussian models are fitted exactly: drop --nagq")
         fit = fit_model_frame(frame, args.method or "reml")
         variances = fit.variances
-    object_name = args.object or default_object(variances, fit.n_levels)
+    choice = object_of_measurement(fit.n_levels, args.object)
+    object_name = choice.name
+    notes = fit.notes + ([choice.note] if choice.note else [])
     reliability = float(phi(variances, object_name))
     label = koo_li_label(reliability)
     table = vca_table(variances, object_name)
@@ -64,7 +70,7 @@ def run(args) -> int:
             "reml_criterion": fit.reml_criterion,
             "converged": fit.converged,
             "boundary": fit.boundary,
-            "notes": fit.notes,
+            "notes": notes,
             "family": family.name,
             "link": family.link,
             "scale": family.scale,
@@ -79,5 +85,7 @@ def run(args) -> int:
                   f"(Koo & Li); on the observation scale (0/1 scores) = {observed:.4f}")
         else:
             print(f"phi ({object_name}) = {reliability:.4f}: {label} (Koo & Li)")
+        if choice.note:
+            print(f"note: {choice.note}")
     return convergence_status([] if fit.converged else
                               [f"the {fit.method.upper()} fit did not converge ({fit.message})"])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data import check_score, require_columns
+from ..data import check_score, require_columns, row_reference
 from ..errors import BayesreproError
 from ..links import log_binomial_coefficient
 from .cells import COUNT, fixed_cells
@@ -174,8 +174,8 @@ def _check_counts(successes, trials, successes_name, trials_name, index) -> None
     )
     for bad, message in zip(problems, messages):
         if bad.any():
-            row = index[int(np.argmax(bad))]
-            raise BayesreproError(f"{message} (row {row}: {successes[np.argmax(bad)]:g} of {trials[np.argmax(bad)]:g}); "
+            row = int(np.argmax(bad))
+            raise BayesreproError(f"{message} ({row_reference(index, row)}: {successes[row]:g} of {trials[row]:g}); "
                                   "fix or remove those rows")
 
 

@@ -163,6 +163,11 @@ def model_frame(formula, data, where: str | None = None, drop_missing: bool = Fa
 
     if data is None:
         raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
+    spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
+    scores = [c for c in (spec.response, spec.trials) if isinstance(c, str) and c in set(categorical)]
+    if scores:
+        raise BayesreproError(f"--categorical names the score column '{scores[0]}', but a score is a number; "
+                              "leave it out of --categorical")
     if choose_engine(data, engine) == "memory":
         return build_model_frame(formula, read_table(data, where=where, categorical=categorical),
                                  drop_missing=drop_missing)

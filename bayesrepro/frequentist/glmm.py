@@ -30,7 +30,7 @@ from ..runtime import numerical_work
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
-from .quadrature import QuadratureDeviance
+from .quadrature import QuadratureDeviance, check_nodes
 
 # Relative steps of finite differences: of exact gradients for the Hessian of the Laplace criterion,
 # of values for the quadrature deviance's gradient and (second differences) its Hessian.
@@ -169,6 +169,7 @@ def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
 def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",
                        notes: list[str] | None = None) -> GlmmFit:
     """The ML fit from the cell counts alone (rows in memory or grouped aggregates)."""
+    nagq = check_nodes(nagq, len(cells.group_names))
     if cells.total_trials <= cells.n_fixed:
         raise BayesreproError(f"{cells.total_trials:g} trials cannot estimate {cells.n_fixed} fixed effects")
     laplace = LaplaceDeviance(cells, get_link(link))

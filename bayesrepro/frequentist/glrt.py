@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import chdtrc  # χ² upper tail; scipy.stats would add ~0.3 s to every start-up
 
 from ..data import read_table, remove_missing, require_columns
+from .. import limits
 from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from . import reference as ref
@@ -119,6 +120,8 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     """
     reference = ref.check_reference(reference)
     samples = check_samples(bootstrap_samples)
+    if seed is not None:
+        limits.SEED.check(seed)
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     resolved = resolve_family(frame1, family, link)
     if resolved.binary:

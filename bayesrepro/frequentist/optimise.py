@@ -51,6 +51,12 @@ def optimise(objective: ProfiledDeviance, start: np.ndarray | None = None,
     criterion by less than ``CRITERION_PRECISION``, and only the boundary part
     of the convergence test is applied to their result.
     """
+    # trial points may lie where the criterion overflows (θ far out): every search rejects a non-finite criterion
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return _optimise(objective, start, polish)
+
+
+def _optimise(objective: ProfiledDeviance, start: np.ndarray | None, polish: bool) -> tuple[np.ndarray, bool, str]:
     k = objective.n_theta
     if k == 0:
         return np.zeros(0), True, "no variance components: closed form"

@@ -22,23 +22,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import limits
 from ..errors import BayesreproError
 from .laplace import LaplaceDeviance
 
-MAX_NODES = 25
+MAX_NODES = limits.NAGQ.high
+
+
+def check_nodes(nodes, n_components: int) -> int:
+    """The number of quadrature nodes (--nagq) within its range; above 1 only for one grouping factor."""
+    nodes = limits.NAGQ.check(nodes)
+    if nodes > 1 and n_components != 1:
+        raise BayesreproError(
+            f"--nagq {nodes}: adaptive quadrature integrates over one grouping factor and this model has "
+            f"{n_components}; leave --nagq at 1 (the Laplace approximation)"
+        )
+    return nodes
 
 
 class QuadratureDeviance:
     """−2 log L(θ, β) by adaptive Gauss–Hermite quadrature; parameters packed as (θ, β₁, …, β_p)."""
 
     def __init__(self, laplace: LaplaceDeviance, nodes: int):
-        if laplace.n_components != 1:
-            raise BayesreproError(
-                f"adaptive quadrature (nAGQ = {nodes}) integrates over one grouping factor; this model has "
-                f"{laplace.n_components}: use the Laplace approximation (nAGQ = 1)"
-            )
-        if not 1 <= nodes <= MAX_NODES:
-            raise BayesreproError(f"nAGQ must be between 1 and {MAX_NODES}, not {nodes}")
+        check_nodes(nodes, laplace.n_components)
         self.laplace = laplace
         self.nodes, weights = np.polynomial.hermite_e.hermegauss(nodes)
         self.weights = weights / np.sqrt(2.0 * np.pi)

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import level_labels, require_columns
+from ..data import level_labels, require_columns, row_reference
 from ..readers import parse_numbers
 from ..errors import BayesreproError
 
@@ -144,7 +144,7 @@ def _ratings(frame: pd.DataFrame, score: str) -> np.ndarray:
         if text.any():
             row = int(np.argmax(text))
             raise BayesreproError(
-                f"score column '{score}' is not numeric: row {frame.index[row]} holds {values.iloc[row]!r}; "
+                f"score column '{score}' is not numeric: {row_reference(frame.index, row)} holds {values.iloc[row]!r}; "
                 "code the ratings as numbers"
             )
     if np.isinf(numbers).any():

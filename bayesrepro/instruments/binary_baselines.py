@@ -135,6 +135,9 @@ def _system_row(name: str, part: pd.DataFrame, level: float) -> dict:
 def _pair_row(a: str, b: str, rows_a: pd.DataFrame, rows_b: pd.DataFrame, level: float, notes: list[str]) -> dict:
     means_a, means_b = rows_a.groupby("item")["score"].mean(), rows_b.groupby("item")["score"].mean()
     shared = means_a.index.intersection(means_b.index)
+    if len(shared) < 2:
+        raise BayesreproError(f"systems {a} and {b} share {len(shared)} item(s) of --item; paired differences need at "
+                              "least 2 items both systems scored: is --item the column of test items?")
     if len(shared) < len(means_a.index.union(means_b.index)):
         notes.append(f"paired differences and McNemar use only the items both systems scored ({len(shared)} for {a} - {b})")
     paired = paired_difference(means_a[shared], means_b[shared], level)

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..data import check_score, level_labels, require_columns
 from ..errors import BayesreproError
 from .resampling import MAX_RESAMPLED_CELLS, check_resamples, check_seed
@@ -203,10 +204,13 @@ def _scores(scores) -> np.ndarray:
 
 
 def _budgets(budgets) -> np.ndarray:
-    array = np.atleast_1d(np.asarray(budgets))
-    if array.size == 0 or not np.issubdtype(array.dtype, np.number) or np.any(array != np.round(array)) \
-            or np.any(array < 1):
-        raise BayesreproError(f"--budgets must be whole numbers B >= 1, not {budgets!r}")
+    array = np.atleast_1d(np.asarray(budgets, dtype=object))
+    if array.size == 0:
+        raise BayesreproError(limits.BUDGETS.refusal(budgets))
+    for budget in array:
+        if isinstance(budget, str):
+            raise BayesreproError(limits.BUDGETS.refusal(budget))
+        limits.BUDGETS.check(budget)
     return array.astype(int)
 
 

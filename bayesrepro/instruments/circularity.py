@@ -25,6 +25,7 @@ candidate and leaves the verdict open.
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -32,6 +33,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..errors import BayesreproError
 
 MAX_SUBSETS = 1000
@@ -83,8 +85,9 @@ def circularity_test(features: pd.DataFrame, predictions, *, defining: Sequence[
     for name in defining:
         if name not in names:
             raise BayesreproError(f"defining feature '{name}' is not among the features: {', '.join(names)}")
-    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 4:
-        raise BayesreproError(f"--df must be a whole number of at least 4 for cubic smooths, not {df!r}")
+    if isinstance(df, str):
+        raise BayesreproError(limits.GAM_DF.refusal(df))
+    df = limits.GAM_DF.check(df)
     if not 0 <= tie_tolerance < 1:
         raise BayesreproError(f"--tie-tolerance must lie in [0, 1), not {tie_tolerance!r}")
     if not 0 < d2_threshold <= 1:
@@ -93,16 +96,16 @@ def circularity_test(features: pd.DataFrame, predictions, *, defining: Sequence[
         max_size = len(names)
     if not 1 <= max_size <= len(names):
         raise BayesreproError(f"--max-size must lie between 1 and {len(names)}, not {max_size}")
-    subsets = [s for k in range(1, max_size + 1) for s in itertools.combinations(range(len(names)), k)]
-    if len(subsets) > MAX_SUBSETS:
+    n_subsets = sum(math.comb(len(names), k) for k in range(1, max_size + 1))
+    if n_subsets > MAX_SUBSETS:
         raise BayesreproError(
-            f"{len(subsets)} feature subsets are too many to fit; lower --max-size "
+            f"{n_subsets:,} feature subsets are too many to fit (at most {MAX_SUBSETS:,}); lower --max-size "
             f"or pass fewer features"
         )
     dfs = [_smooth_df(X[:, j], names[j], df) for j in range(len(names))]
     _require_rows_per_coefficient(len(y), dfs, df)
     rows = []
-    for subset in subsets:
+    for subset in (s for k in range(1, max_size + 1) for s in itertools.combinations(range(len(names)), k)):
         fit, _ = _fit_gam(X, y, subset, dfs)
         rows.append((tuple(names[j] for j in subset), len(subset), _d2(fit)))
     ranking = (pd.DataFrame(rows, columns=["subset", "size", "d2"])

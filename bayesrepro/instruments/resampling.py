@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import limits
 from ..errors import BayesreproError
 
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -34,7 +35,7 @@ _CHUNK_CELLS = 2_000_000  # resamples x items handled per vectorised block
 # Bounds that keep a run within minutes on one core: a paired bootstrap draws
 # about 15 million resampled items a second, so 2e9 of them take about two
 # minutes; 1e7 resamples resolve p-values far below any threshold in use.
-MAX_RESAMPLES = 10_000_000
+MAX_RESAMPLES = limits.RESAMPLES.high
 MAX_RESAMPLED_CELLS = 2_000_000_000
 
 
@@ -189,11 +190,9 @@ def _one_by_one(total: int, progress, one) -> np.ndarray:
 
 def check_resamples(n_resamples, cells_per_resample: int, option: str = "--resamples") -> None:
     """A whole number of resamples that can finish in minutes: at most MAX_RESAMPLES and MAX_RESAMPLED_CELLS draws."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise BayesreproError(f"{option} must be a positive whole number, not {n_resamples!r}")
-    if n_resamples > MAX_RESAMPLES:
-        raise BayesreproError(f"{option} {n_resamples} is more than {MAX_RESAMPLES:,} resamples; "
-                              "p-values need far fewer (10,000 resolve p = 0.001)")
+    if isinstance(n_resamples, str):
+        raise BayesreproError(limits.RESAMPLES.refusal(n_resamples))
+    n_resamples = limits.RESAMPLES.check(n_resamples)
     if n_resamples * cells_per_resample > MAX_RESAMPLED_CELLS:
         most = MAX_RESAMPLED_CELLS // max(1, cells_per_resample)
         raise BayesreproError(
@@ -202,9 +201,11 @@ def check_resamples(n_resamples, cells_per_resample: int, option: str = "--resam
         )
 
 
-def check_seed(seed, option: str = "--seed") -> None:
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise BayesreproError(f"{option} must be a whole number >= 0, not {seed!r}")
+def check_seed(seed) -> None:
+    if seed is not None:
+        if isinstance(seed, str):
+            raise BayesreproError(limits.SEED.refusal(seed))
+        limits.SEED.check(seed)
 
 
 def _check_options(n_resamples, alternative, seed, cells_per_resample: int) -> None:

@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ...data import check_score_scale
 from ...errors import BayesreproError
 from ...readers import NUMBER
 from ..cells import COUNT
@@ -228,6 +229,8 @@ class GroupedSource:
             raise BayesreproError(
                 f"score column '{spec.response}' has {int(counts['nonfinite_y'])} infinite or NaN value(s); remove them"
             )
+        check_score_scale(spec.response, max(abs(float(counts["y_min"])), abs(float(counts["y_max"]))),
+                          float(counts["y_max"]) - float(counts["y_min"]))
         if counts["y_min"] == counts["y_max"]:
             raise BayesreproError(
                 f"score column '{spec.response}' is constant ({counts['y_min']:g} in every row); "
