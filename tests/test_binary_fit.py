@@ -11,6 +11,8 @@ import pytest
 
 from bayesrepro.bayes import fit_bayes
 from bayesrepro.bayes.diagnostics import quantile_agreement
+from bayesrepro.frequentist.glmm import fit_glmm
+from bayesrepro.reliability import phi_observed
 from bayesrepro.simulate import binary_grid
 
 SEEDS_FORMULA = "correct ~ system + (1|item) + (1|seed)"
@@ -45,6 +47,46 @@ def test_zero_one_scores_take_the_binary_fast_path_by_default(fit):
     assert "latent scale" in str(fit) and any("pi^2/3" in note for note in fit.notes)
     assert list(fit.prior_table["prior"]) == [
         "Normal(mu=0, sigma=1.5)", "Normal(mu=0, sigma=1)", "HalfNormal(sigma=2.55)", "HalfNormal(sigma=2.55)"]
+
+
+def test_observation_scale_phi_is_phi_observed_of_every_draw(fit):
+    """φ on the observation scale, per draw: ``reliability.phi_observed`` of the draw's latent components, with
+    the draw's fixed coefficients giving the linear predictor of every fixed-design row (weighted by its trials)."""
+    post = fit.idata.posterior
+    cells = fit.frame.binomial()
+    weights = np.bincount(cells.fixed_cell, weights=cells.trials)
+    for chain, draw in [(0, 0), (1, 17), (3, 499)]:
+        variance = post["variance"].isel(chain=chain, draw=draw)
+        components = {name: float(variance.sel(component=name)) for name in ("item", "seed")}
+        eta = cells.X_fixed @ post["fixed"].isel(chain=chain, draw=draw).values
+        expected = phi_observed(components, "item", "logit", eta, weights)
+        assert float(post["phi_observed"].isel(chain=chain, draw=draw)) == pytest.approx(expected, rel=1e-12)
+    observed, latent = fit.phi(observed=True), fit.phi()
+    assert (observed["scale"], latent["scale"]) == ("observed", "latent")
+    assert 0 < observed["median"] < latent["median"]
+    as_json = fit.to_dict()
+    assert as_json["phi_observed"]["scale"] == "observed" and as_json["phi"]["scale"] == "latent"
+    assert as_json["phi_observed"]["median"] == pytest.approx(observed["median"])
+    assert "observation scale" in str(fit)
+
+
+def test_probit_link_fits_the_probit_model():
+    """The probit posterior is that of the probit model: its components sit at the probit ML fit's, not at the
+    logit one's (about 1.6² times larger), and its latent residual is 1."""
+    data = seeds_data(items=200, random_state=4)
+    probit = fit_bayes(SEEDS_FORMULA, data, link="probit", seed=3, draws=500, tune=500)
+    assert probit.diagnostics.converged, probit.diagnostics.line()
+    post = probit.idata.posterior
+    np.testing.assert_allclose(post["variance"].sel(component="Residual"), 1.0)
+    assert any("latent (probit) scale" in note for note in probit.notes)
+    ml = {link: fit_glmm(SEEDS_FORMULA, data, link=link) for link in ("logit", "probit")}
+    item_sd = float(np.median(post["1|item_sigma"]))
+    # 200 items: the posterior of the item SD has a relative SD of about 6 %
+    assert item_sd == pytest.approx(np.sqrt(ml["probit"].variances["item"]), rel=0.15)
+    assert item_sd < 0.75 * np.sqrt(ml["logit"].variances["item"])
+    system = float(np.median(post["fixed"].sel(fixed_effect="system[B]")))
+    assert system == pytest.approx(ml["probit"].beta[1], abs=2 * ml["probit"].se[1])
+    assert float(np.median(post["phi_observed"])) == pytest.approx(ml["probit"].phi("item")["observed"], abs=0.05)
 
 
 def test_same_seed_gives_the_same_draws(fit):

@@ -1,4 +1,4 @@
-"""The binary fast path's posterior as a compiled log density (logit link, Bambi's default priors).
+"""The binary fast path's posterior as a compiled log density (logit or probit link, Bambi's default priors).
 
 Sampled, as one unconstrained vector x:
   1. the fixed coefficients of the centred design (Bambi's parameterisation), Normal priors;
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binary_density import binary_expand, binary_logp, conditional, level_effects
+from .binary_density import LINK_CODES, binary_expand, binary_logp, conditional, level_effects
 from .binary_layout import BinaryLayout
 from .binary_priors import BinaryPriors
 from .compiled_sampler import CompiledDensity, Variable, pack
@@ -51,7 +51,7 @@ def sd_name(group: str) -> str:
 
 
 def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: BinaryPriors, group_names, levels) -> BinaryModel:
-    """The compiled posterior of a Bernoulli/binomial logit model of the cells described by ``layout``.
+    """The compiled posterior of a Bernoulli/binomial model of the cells described by ``layout`` (and its link).
 
     ``X_fixed`` holds the fixed-design row of every fixed cell, ``levels`` the level labels
     of every grouping factor (formula order). The coordinates are chosen from a pilot: the
@@ -85,11 +85,13 @@ def _density(layout, X_fixed, priors, group_names, levels, estimate, information
     floats, ints = pack(
         [priors.fixed_mu, priors.fixed_sigma, X, layout.config_successes,
          np.array([priors.group_sigma[name] for name in group_names]), estimate, information, layout.profile_trials,
-         layout.pair_successes, layout.pair_count, priors.x_means],
-        [np.array([p, n_groups, layout.dominant, -1 if priors.intercept_index is None else priors.intercept_index]),
+         layout.pair_successes, layout.pair_count, priors.x_means, layout.profile_low, layout.profile_high,
+         layout.pattern_successes],
+        [np.array([p, n_groups, layout.dominant, -1 if priors.intercept_index is None else priors.intercept_index,
+                   LINK_CODES[layout.link]]),
          layout.config_fixed, layout.config_codes, np.array(layout.sampled, dtype=np.int64),
          np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
-         layout.profile_start, layout.profile_config, layout.pair_start],
+         layout.profile_start, layout.profile_config, layout.pair_start, layout.pattern_start, layout.pattern_entry],
     )
     variables = [Variable(sd_name(name)) for name in group_names] + [Variable("fixed", ("fixed_effect",))]
     coords = {"fixed_effect": list(priors.fixed_names)}
