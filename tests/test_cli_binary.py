@@ -45,7 +45,7 @@ def test_vca_fits_zero_one_scores_as_bernoulli_and_keeps_its_json_schema(grid_fi
 
 def test_phi_gives_the_posterior_on_both_scales_and_the_probit_link(grid_file, bayesrepro):
     runs = {link: bayesrepro("phi", grid_file, "--formula", "correct ~ system + (1|item) + (1|system:seed)",
-                             "--link", link, "--draws", "300", "--tune", "300", "--seed", "1", "--json")
+                             "--link", link, "--draws", "500", "--tune", "500", "--seed", "1", "--json")
             for link in ("logit", "probit")}
     for link, run in runs.items():
         assert run.returncode == 0, run.stderr
