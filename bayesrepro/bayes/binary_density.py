@@ -347,7 +347,7 @@ def dominant_marginal_probit(eta, log_sigma, profile_start, profile_config, prof
 # positions of the model's arrays in the packed float and integer arrays (``binary_model`` packs them)
 # (the probit link's patterns are empty under logit)
 F_FIXED_MU, F_FIXED_SIGMA, F_X, F_CONFIG_SUCCESSES, F_SD_SCALE, F_ESTIMATE, F_INFORMATION, F_PROFILE_TRIALS, \
-    F_PAIR_SUCCESSES, F_PAIR_COUNT, F_X_MEANS, F_PROFILE_LOW, F_PROFILE_HIGH, F_PATTERN_SUCCESSES = range(14)
+    F_PAIR_SUCCESSES, F_PAIR_COUNT, F_X_MEANS, F_PROFILE_LOW, F_PROFILE_HIGH, F_PATTERN_SUCCESSES, F_COUPLING = range(15)
 I_SIZES, I_CONFIG_FIXED, I_CONFIG_CODES, I_SAMPLED, I_LEVELS, I_PROFILE_START, I_PROFILE_CONFIG, I_PAIR_START, \
     I_PATTERN_START, I_PATTERN_ENTRY = range(10)
 # I_SIZES holds: fixed coefficients, grouping factors, the dominant one, the intercept's column (−1: none), the link
@@ -375,8 +375,19 @@ def conditional(log_sigma, information, estimate):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def data_estimates(x, p, estimate, coupling):
+    """β_l(β) of every sampled level: the data's estimate of its effect given the fixed coefficients x[:p],
+    ``estimate`` − ``coupling`` (levels × p, row-major) · x[:p]."""
+    out = estimate.copy()
+    for i in range(len(estimate)):
+        for j in range(p):
+            out[i] -= coupling[i * p + j] * x[j]
+    return out
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def level_effects(x, p, n_groups, sampled, levels, estimate, information):
-    """b of every sampled level from the unconstrained vector."""
+    """b of every sampled level from the unconstrained vector, given the data's estimates β_l(β)."""
     b = np.empty(len(estimate))
     offset = 0
     for k in range(len(sampled)):
@@ -396,7 +407,8 @@ def binary_logp(x, floats, ints):
     fixed_sigma = float_array(floats, ints, F_FIXED_SIGMA)
     X = float_array(floats, ints, F_X)
     sd_scale = float_array(floats, ints, F_SD_SCALE)
-    estimate = float_array(floats, ints, F_ESTIMATE)
+    coupling = float_array(floats, ints, F_COUPLING)
+    estimate = data_estimates(x, p, float_array(floats, ints, F_ESTIMATE), coupling)
     information = float_array(floats, ints, F_INFORMATION)
     config_successes = float_array(floats, ints, F_CONFIG_SUCCESSES)
     config_fixed = int_array(ints, I_CONFIG_FIXED)
@@ -466,15 +478,18 @@ def binary_logp(x, floats, ints):
             gradient_b[offset + codes[k * n_configs + c]] += gradient_eta[c]
             offset += levels[k]
     offset = 0
-    for k in range(len(sampled)):  # chain rule through b = m(σ) + t(σ) z
+    for k in range(len(sampled)):  # chain rule through b = m(σ, β) + t(σ) z
         g = p + sampled[k]
         inverse_variance = math.exp(-2.0 * x[g])
         for i in range(offset, offset + levels[k]):
             sd = 1.0 / math.sqrt(inverse_variance + information[i])
             d_sd = sd * sd * sd * inverse_variance                        # dt/d log σ = t³/σ²
-            d_mean = 2.0 * sd * d_sd * information[i] * estimate[i]       # dm/d log σ = 2 t (dt/d log σ) I β
+            d_mean = 2.0 * sd * d_sd * information[i] * estimate[i]       # dm/d log σ = 2 t (dt/d log σ) I β_l
             gradient[p + n_groups + i] += gradient_b[i] * sd
             gradient[g] += gradient_b[i] * (d_mean + d_sd * x[p + n_groups + i])
+            shrink = sd * sd * information[i]                             # dm/dβ_l
+            for j in range(p):
+                gradient[j] -= gradient_b[i] * shrink * coupling[i * p + j]
         offset += levels[k]
     return value, gradient
 
@@ -493,8 +508,9 @@ def binary_expand(x, floats, ints, out):
         shift += x_means[j] * x[j]
     if sizes[3] >= 0:  # the intercept of the uncentred design
         out[n_groups + sizes[3]] -= shift
-    b = level_effects(x, p, n_groups, int_array(ints, I_SAMPLED), int_array(ints, I_LEVELS),
-                       float_array(floats, ints, F_ESTIMATE), float_array(floats, ints, F_INFORMATION))
+    estimate = data_estimates(x, p, float_array(floats, ints, F_ESTIMATE), float_array(floats, ints, F_COUPLING))
+    b = level_effects(x, p, n_groups, int_array(ints, I_SAMPLED), int_array(ints, I_LEVELS), estimate,
+                      float_array(floats, ints, F_INFORMATION))
     for i in range(len(b)):
         out[n_groups + p + i] = b[i]
 
