@@ -128,8 +128,12 @@ class SideBySide:
             f"{d.chains} chains x {d.draws} draws; {'converged' if d.converged else 'NOT converged'})",
             "",
         ]
-        for quantity, title in (("variance", "Variance components"), ("percent", "Percent of total variance"),
-                                ("phi", f"Reliability phi (object of measurement: {self.object})")):
+        scale = " on the latent scale" if self.bayes.scale == "latent" else ""
+        for quantity, title in (("variance", f"Variance components{scale}"),
+                                ("percent", f"Percent of total variance{scale}"),
+                                ("phi", f"Reliability phi{scale} (object of measurement: {self.object})"),
+                                ("phi_observed", f"Reliability phi on the observation scale (two 0/1 scores of "
+                                                 f"the same {self.object})")):
             rows = self.estimates[self.estimates["quantity"] == quantity]
             if len(rows):
                 lines += [title, _indent(_estimate_display(rows, quantity, self.method)), ""]
@@ -200,13 +204,16 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     fit, variances, method = _frequentist_fit(frame, resolved)
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     if resolved.binary:
-        boot, unconverged = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng)
+        boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object)
     else:
         boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng)
     bayes = fit_bayes(frame, object=object or frame.groups[0].name, family=resolved.name,
                       link=resolved.link if resolved.binary else None,
                       prior=prior, sampling=settings, **(bayes_options or {}))
     estimates = _estimates(variances, boot, bayes, object, prob)
+    if resolved.binary and object is not None:
+        estimates = pd.concat([estimates, _observed_phi_row(fit, boot_observed, bayes, object, prob)],
+                              ignore_index=True)
 
     tests, contrasts, means = [], None, None
     notes = list(frame.notes) + [note for note in (resolved.note, choice and choice.note) if note]
@@ -298,6 +305,15 @@ def _estimates(variances: dict[str, float], boot: pd.DataFrame, bayes, object: s
         phi = bayes.phi(prob)
         rows.append(("phi", object, variances[object] / total, lo, hi, phi["median"], phi["low"], phi["high"]))
     return pd.DataFrame(rows, columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
+
+
+def _observed_phi_row(fit, boot_observed: np.ndarray, bayes, object: str, prob: float) -> pd.DataFrame:
+    """φ of a binary model on the observation scale: ML with its bootstrap interval, and the posterior."""
+    lo, hi = np.quantile(boot_observed, [(1 - prob) / 2, (1 + prob) / 2])
+    posterior = bayes.phi(prob, observed=True)
+    return pd.DataFrame([("phi_observed", object, fit.phi(object)["observed"], lo, hi, posterior["median"],
+                          posterior["low"], posterior["high"])],
+                        columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
 
 
 def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tuple[str | None, str | None]:
@@ -483,7 +499,8 @@ def _test_flags(tests: list[dict]) -> list[str]:
 
 
 def _estimate_display(rows: pd.DataFrame, quantity: str, method: str) -> str:
-    fmt = (lambda v: f"{v:.4g}") if quantity == "variance" else (lambda v: f"{v:.3f}") if quantity == "phi" \
+    phi = quantity in ("phi", "phi_observed")
+    fmt = (lambda v: f"{v:.4g}") if quantity == "variance" else (lambda v: f"{v:.3f}") if phi \
         else (lambda v: f"{v:.2f}")
     table = pd.DataFrame({
         "component": rows["component"],
@@ -492,7 +509,7 @@ def _estimate_display(rows: pd.DataFrame, quantity: str, method: str) -> str:
         "posterior median": rows["median"].map(fmt),
         "posterior interval": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(rows["low"], rows["high"])],
     })
-    if quantity == "phi":
+    if phi:
         table[f"Koo & Li ({method} | posterior)"] = [f"{koo_li_label(a)} | {koo_li_label(b)}"
                                                for a, b in zip(rows["reml"], rows["median"])]
     return table.to_string(index=False)

@@ -4,7 +4,8 @@ Everything ``compare`` shows for Gaussian scores, on the latent scale of the
 link (residual π²/3 for logit, 1 for probit): every variance component, its
 percent of the total and φ, the ML (Laplace) estimate with a
 parametric-bootstrap interval (0/1 scores simulated from the fit and refitted)
-next to the posterior median and interval; the GLRT of the compared factor;
+next to the posterior median and interval; φ on the observation scale too (the
+correlation of two 0/1 scores of one item), both engines alike; the GLRT of the compared factor;
 its pairwise contrasts on the link scale (Wald z, Holm within each family)
 next to the posterior of the same linear combinations. Leave-one-item-out LOO
 is not computed for binary models.
@@ -27,8 +28,10 @@ from .frequentist.glmm import GlmmFit, fit_binomial_cells, fit_glmm_frame
 from .links import get_link
 
 
-def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
-    """Latent variance components of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge.
+def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.random.Generator,
+                   object: str | None = None) -> tuple[pd.DataFrame, int, np.ndarray | None]:
+    """Latent variance components of ``n_boot`` data sets simulated from ``fit``, how many refits did not
+    converge, and (given the ``object`` of measurement) each refit's observation-scale φ.
 
     Each replicate draws new level effects of every grouping factor from the
     fitted variances, keeps Xβ̂, draws the successes of every cell (rows that
@@ -37,7 +40,7 @@ def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.rand
     """
     link = get_link(fit.link)
     mean = cells.X @ fit.beta
-    rows, unconverged = [], 0
+    rows, observed, unconverged = [], [], 0
     for _ in range(n_boot):
         eta = mean.copy()
         for name, codes, levels in zip(cells.group_names, cells.codes, cells.levels):
@@ -46,7 +49,10 @@ def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.rand
         refit = fit_binomial_cells(dataclasses.replace(cells, successes=successes), fit.link, 1, fit.family)
         unconverged += not refit.converged
         rows.append(refit.latent_variances)
-    return pd.DataFrame(rows, columns=list(fit.latent_variances)), unconverged
+        if object is not None:
+            observed.append(refit.phi(object)["observed"])
+    return (pd.DataFrame(rows, columns=list(fit.latent_variances)), unconverged,
+            np.array(observed) if object is not None else None)
 
 
 def binary_comparison(frame: ModelFrame, fit1: GlmmFit, family: Family, factor: str, by: str | None, h0: str | None):

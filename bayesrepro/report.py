@@ -225,11 +225,16 @@ def _results(heading: str, spec: Spec, result) -> str:
     parts.append(_image(plots.vca_bars(result, title=spec.title)))
     if result.object is not None:
         row = result.phi
-        parts += [f"<h3>Reliability &phi; (object of measurement: {_e(result.object)})</h3>", _estimate_table(result, "phi"),
+        scale = " on the latent scale" if result.bayes.scale == "latent" else ""
+        parts += [f"<h3>Reliability &phi;{scale} (object of measurement: {_e(result.object)})</h3>",
+                  _estimate_table(result, "phi"),
                   f"<p>Koo &amp; Li label: {_e(result.method)} <b>{koo_li_label(row['reml'])}</b>, posterior median "
                   f"<b>{koo_li_label(row['median'])}</b>. Posterior probability of each band: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in result.bayes.phi()["bands"].items()) + ".</p>",
                   _image(plots.phi_figure(result))]
+        if (result.estimates["quantity"] == "phi_observed").any():
+            parts += [f"<h3>Reliability &phi; on the observation scale (two 0/1 scores of the same "
+                      f"{_e(result.object)})</h3>", _estimate_table(result, "phi_observed")]
         if spec.facets:
             parts.append(_d_study(spec, result))
     if result.tests:

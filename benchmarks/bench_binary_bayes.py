@@ -189,6 +189,13 @@ def main() -> None:
         if "ours_over_bambi_ess_per_second" in row:
             print(f"  {row['rows']:,} rows: ESS/s of phi, ours over {row['model']} run as {row['chains_x_draws']}: "
                   f"{row['ours_over_bambi_ess_per_second']} (target >= 50)")
+        elif row.get("model", "").startswith("Bambi"):
+            print(f"  {row['rows']:,} rows: {row['model']} failed: {row.get('error')}")
+        if "agrees_with_ours" in row:
+            print(f"  {row['rows']:,} rows: exact reference (every item effect sampled) "
+                  f"{'agrees' if row['agrees_with_ours'] else 'DISAGREES'} with ours within 4 x MCSE on the 5/50/95 % "
+                  f"quantiles of every SD and phi (largest difference / bound {row['largest_difference_over_bound']}); "
+                  f"ESS/s of phi, ours over it: {row['ours_over_exact_ess_per_second']}")
     if args.json_out:
         with open(args.json_out, "w") as handle:
             json.dump(results, handle, indent=1)

@@ -40,14 +40,14 @@ seeds per system, four prompt templates; item SD 1.5, seed SD 0.2, prompt SD
 0.3 on the logit scale) and reads it four ways:
 
 1. the field's usual error bars (Wilson intervals, clustered standard errors,
-   the paired difference; Miller 2024),
+   the paired difference, McNemar's test; Miller 2024),
 2. the generalized linear mixed model by ML (Laplace) and its likelihood-ratio test,
 3. the variance components and reliability φ of the items, on the latent and
    on the observation scale,
-4. the posterior of the same model.
+4. the posterior of the same model, φ on both scales.
 
 The command line does the same with `bayesrepro baselines`, `bayesrepro glrt
---family bernoulli` and `bayesrepro vca`."""),
+--family bernoulli`, `bayesrepro vca` and `bayesrepro phi`."""),
     ("code", SETUP + """
 
 from bayesrepro.simulate import binary_grid
@@ -62,11 +62,22 @@ data.head()"""),
 Every row counted as an independent trial (Wilson), the standard error
 clustered by item, and the paired difference of two systems over the same
 items. None of them knows that the five seeds of a system are five draws of a
-training run: they treat the items as the only source of variation."""),
+training run: they treat the items as the only source of variation.
+
+McNemar's test compares two systems item by item, one 0/1 score each; with 20
+runs per item and system it is not defined, and the table leaves it empty."""),
     ("code", """from bayesrepro.instruments.binary_baselines import binary_baselines
 
 baselines = binary_baselines(data, "correct", "item", "system")
 print(baselines)"""),
+    ("md", """The way it is used in practice: one run per system, here seed 1 with prompt
+`p1` (`bayesrepro baselines grid.csv --where "seed == 1 and prompt == 'p1'" ...`
+on the command line). Each item then has one score per system, and McNemar's
+exact test counts the items only one system of a pair got right."""),
+    ("code", """one_run = data[(data["seed"] == 1) & (data["prompt"] == "p1")]
+single = binary_baselines(one_run, "correct", "item", "system")
+display(single.pairs[["contrast", "paired_difference", "paired_p", "mcnemar_a_only", "mcnemar_b_only",
+                      "mcnemar_p"]])"""),
     ("md", """## 2. The GLMM and its likelihood-ratio test
 
 H1 is the spec's model, H0 the same without `system`; both fitted by ML
@@ -92,13 +103,24 @@ print("true latent phi:", round(truth["item"] / (sum(truth.values()) + np.pi**2 
 
 Bambi's default priors, sampled on the binomial cell counts (the binary fast
 path). The posterior medians sit next to the ML estimates; the four prompt
-templates leave the prompt SD wide, and φ's interval with it."""),
+templates leave the prompt SD wide, and φ's interval with it. φ comes on both
+scales: the latent one (the items' share of the latent variance) and the
+observation one (the correlation of two 0/1 scores of one item), each draw's
+components and fixed effects giving one value of each."""),
     ("code", """from bayesrepro.bayes import fit_bayes
 
 posterior = fit_bayes(spec.formula, data, object="item", draws=1000, tune=1000, chains=2, seed=3)
 print(posterior.describe(prob=0.9))
 sds = posterior.summary(prob=0.9)
 display(sds)"""),
+    ("code", """scales = pd.DataFrame({
+    "ML (Laplace)": fit.phi("item"),
+    "posterior median": {"latent": posterior.phi(0.9)["median"], "observed": posterior.phi(0.9, observed=True)["median"]},
+    "90 % interval": {"latent": "[{low:.3f}, {high:.3f}]".format(**posterior.phi(0.9)),
+                      "observed": "[{low:.3f}, {high:.3f}]".format(**posterior.phi(0.9, observed=True))},
+})
+scales.index.name = "phi of the items, scale"
+display(scales)"""),
     ("code", """ml = {name: float(np.sqrt(value)) for name, value in fit.variances.items()}
 side = pd.DataFrame({"ML (Laplace)": pd.Series(ml), "true": pd.Series({k: np.sqrt(v) for k, v in truth.items()})})
 side.index.name = "SD (logit scale)"
@@ -115,7 +137,10 @@ side = compare(spec.formula, data, "item", n_boot=100, draws=1000, tune=1000, ch
 print(side)"""),
     ("md", """**What the mixed model adds.** The baselines' intervals of a system
 difference are narrow because they see the 600 items only: the paired
-difference calls B and C different far beyond any doubt. The GLMM and the
+difference calls B and C different far beyond any doubt. McNemar's test on one
+run per system tells yet another story: A and B differ (p = 0.036), A and C do
+not (p = 0.074), although C is the better system; one run is one draw of the
+seeds and prompts, and another run would give other p-values. The GLMM and the
 posterior also count the five seeds per system, the replication a second lab
 would redo: A is still told apart from B and C, but whether C beats B is left
 open (its interval on the logit scale reaches 0), which is what a seed SD of

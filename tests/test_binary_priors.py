@@ -1,4 +1,5 @@
-"""The binary fast path's priors are Bambi's own defaults for Bernoulli models, term by term."""
+"""The binary fast path's priors are Bambi's own defaults for Bernoulli models, term by term, under the logit
+and the probit link alike (Bambi's PriorScaler treats the two links the same)."""
 
 import numpy as np
 import pandas as pd
@@ -31,10 +32,12 @@ def scores():
     "correct ~ 0 + system + difficulty + (1|item) + (1|system:seed)",
     "correct ~ length * difficulty + (1|item)",
 ])
-def test_priors_are_bambis(scores, formula):
+@pytest.mark.parametrize("link", ["logit", "probit"])
+def test_priors_are_bambis(scores, formula, link):
     frame = build_model_frame(formula, scores)
     ours = binary_priors(frame)
-    model = build_bambi_model(frame, "bernoulli")
+    model = build_bambi_model(frame, "bernoulli", link=link)
+    assert model.family.link["p"].name == link
     component = model.components["p"]
     for name, term in component.common_terms.items():
         columns = frame.fixed_term_columns[name]

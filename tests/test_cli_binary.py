@@ -43,6 +43,20 @@ def test_vca_fits_zero_one_scores_as_bernoulli_and_keeps_its_json_schema(grid_fi
     assert sum("0/1: fitted as a Bernoulli model" in note for note in payload["notes"]) == 1
 
 
+def test_phi_gives_the_posterior_on_both_scales_and_the_probit_link(grid_file, bayesrepro):
+    runs = {link: bayesrepro("phi", grid_file, "--formula", "correct ~ system + (1|item) + (1|system:seed)",
+                             "--link", link, "--draws", "500", "--tune", "500", "--seed", "1", "--json")
+            for link in ("logit", "probit")}
+    for link, run in runs.items():
+        assert run.returncode == 0, run.stderr
+        payload = json.loads(run.stdout)
+        assert (payload["phi"]["scale"], payload["phi_observed"]["scale"]) == ("latent", "observed")
+        assert 0 < payload["phi_observed"]["median"] < payload["phi"]["median"]
+        residual = next(c["median"] for c in payload["components"] if c["name"] == "Residual")
+        assert residual == pytest.approx(3.289868 if link == "logit" else 1.0, abs=1e-6)
+        assert any(f"latent ({link}) scale" in note for note in payload["notes"])
+
+
 def test_gaussian_family_on_zero_one_scores_only_when_asked(grid_file, bayesrepro):
     run = bayesrepro("vca", grid_file, "--formula", FORMULA, "--family", "gaussian", "--json")
     payload = json.loads(run.stdout)

@@ -64,8 +64,9 @@ def test_printed_and_json_forms_name_the_method_and_the_scale(result):
 def test_glmm_bootstrap_replicates_centre_on_the_fitted_components(grid):
     frame = build_model_frame(FORMULA, grid)
     fit = fit_glmm(frame)
-    boot, unconverged = glmm_bootstrap(fit, frame.binomial(), 60, np.random.default_rng(4))
+    boot, unconverged, observed = glmm_bootstrap(fit, frame.binomial(), 60, np.random.default_rng(4), "item")
     assert unconverged == 0 and list(boot.columns) == list(fit.latent_variances)
+    assert observed.shape == (60,) and np.all((0 < observed) & (observed < boot["item"] / boot.sum(axis=1)))
     # 120 items: the SD of an item-variance estimate is about var * sqrt(2/120) = 13 %; the mean of 60 within 3 SE/sqrt(60)
     assert boot["item"].mean() == pytest.approx(fit.variances["item"], rel=3 * 0.13 / math.sqrt(60) + 0.05)
     assert np.allclose(boot["Residual"], math.pi**2 / 3)

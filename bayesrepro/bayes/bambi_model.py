@@ -81,3 +81,20 @@ def level_effects(idata, frame: ModelFrame) -> dict:
         if name in idata.posterior:
             out[group.name] = np.asarray(idata.posterior[name].values)
     return out
+
+
+def fixed_draws(idata, frame: ModelFrame) -> np.ndarray:
+    """Draws (chain, draw, coefficient) of the fixed coefficients from Bambi's posterior, in the frame's column order.
+
+    Bambi stores one variable per fixed term (its ``Intercept`` already on the uncentred design).
+    """
+    post = idata.posterior
+    shape = post.sizes["chain"], post.sizes["draw"]
+    out = np.empty((*shape, len(frame.fixed_names)))
+    for name, columns in frame.fixed_term_columns.items():
+        draws = np.asarray(post[name].values).reshape(*shape, -1) if name in post else None
+        if draws is None or draws.shape[-1] != len(range(*columns.indices(out.shape[-1]))):
+            raise BayesreproError(f"Bambi's posterior has no draws of the fixed term '{name}' as the model frame "
+                                  "lays it out; report this formula as a bug")
+        out[..., columns] = draws
+    return out

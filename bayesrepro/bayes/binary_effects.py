@@ -2,7 +2,7 @@
 
 The sampled factors' level effects are part of every draw. The dominant factor's are
 drawn afterwards, per draw, from their exact conditional given it (an item's effect
-depends only on its profile and total successes, see ``binary_layout``), and only their
+depends only on its profile and total successes, or pattern under probit, see ``binary_layout``), and only their
 realised variance is kept: 10,000 items × 4,000 draws would be 320 MB.
 """
 
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..reliability import RESIDUAL
-from .binary_density import dominant_effect_variance
+from .binary_density import LINK_CODES, dominant_effect_variance
 from .binary_model import BinaryModel, sd_name
 
 
@@ -36,9 +36,10 @@ def finite_population_variances(idata, model: BinaryModel, X_fixed: np.ndarray, 
 
     def chain(c):  # numba releases the GIL: two chains at a time
         return dominant_effect_variance(
-            np.ascontiguousarray(eta[c]), np.ascontiguousarray(log_sigma[c]), layout.profile_start,
-            layout.profile_config, layout.profile_trials, layout.pair_start, layout.pair_successes, layout.pair_count,
-            int(seeds[c]),
+            LINK_CODES[layout.link], np.ascontiguousarray(eta[c]), np.ascontiguousarray(log_sigma[c]),
+            layout.profile_start, layout.profile_config, layout.profile_trials, layout.profile_low, layout.profile_high,
+            layout.pair_start, layout.pair_successes, layout.pattern_start, layout.pattern_entry,
+            layout.pattern_successes, layout.pair_count, int(seeds[c]),
         )
 
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -1,7 +1,7 @@
 """The binary fast path from a model frame to draws: cells, layout, compiled posterior, NUTS, reliability.
 
-Variance components are on the latent (logit) scale, where the residual is the
-standard logistic variance π²/3 (Nakagawa & Schielzeth 2010).
+Variance components are on the latent scale of the link, where the residual is the
+standard logistic variance π²/3 (logit) or 1 (probit) (Nakagawa & Schielzeth 2010).
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from .posterior import add_reliability
 from .sampling import SamplingSettings
 
 
-def fit_binary(frame, object: str, settings: SamplingSettings, effects: bool = True):
-    """Posterior draws of a Bernoulli logit model of ``frame``; returns (idata, prior table).
+def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effects: bool = True):
+    """Posterior draws of a Bernoulli or binomial model of ``frame`` with ``link``; returns (idata, prior table).
 
     With ``effects``, the finite-population components (``fp_variance``, ``fp_phi``) are added:
     the variance of every draw's realised level effects.
     """
     cells = frame.binomial()
-    residual = get_link("logit").latent_residual
+    residual = get_link(link).latent_residual
     layout = binary_layout(cells.successes, cells.trials, cells.fixed_cell, cells.codes,
-                           [len(levels) for levels in cells.levels])
+                           [len(levels) for levels in cells.levels], link)
     model = build_binary_model(layout, cells.X_fixed, binary_priors(frame), frame.group_names, cells.levels)
     idata = sample_compiled(model.density, settings)
     post = idata.posterior

@@ -1,17 +1,20 @@
-"""The binary fast path's posterior as a compiled log density (logit link, Bambi's default priors).
+"""The binary fast path's posterior as a compiled log density (logit or probit link, Bambi's default priors).
 
 Sampled, as one unconstrained vector x:
   1. the fixed coefficients of the centred design (Bambi's parameterisation), Normal priors;
   2. log σ_g of every grouping factor, formula order: HalfNormal priors on σ_g, plus the
      Jacobian log σ_g of the log transform;
   3. the level effects b_l of every factor but the dominant one, through z_l with
-         b_l = m_l(σ) + t_l(σ) z_l,   t_l(σ) = (1/σ² + I_l)^(-1/2),   m_l(σ) = t_l(σ)² I_l β_l,
-     the mean and SD of b_l given σ when the data's information about b_l is I_l and their
-     estimate of it β_l (both taken once, at the posterior mode): z_l is then close to
-     N(0, 1) whatever σ is. As σ → 0 this is the non-centred b = σ z, as σ grows the centred
-     b = β + z / √I, so NUTS meets no funnel on facets of a few levels, whose σ ranges over
-     both regimes. The coordinates change, the posterior does not: the density of z
-     carries the Jacobian Π t_l(σ).
+         b_l = m_l(σ, β) + t_l(σ) z_l,   t_l(σ) = (1/σ² + I_l)^(-1/2),   m_l(σ, β) = t_l(σ)² I_l β_l(β),
+     the mean and SD of b_l given σ and the fixed coefficients β when the data's information
+     about b_l is I_l and their estimate of it β_l(β) = β_l − Σ_j C_lj (β_j − β̂_j), C_lj the
+     data's information about b_l and β_j over I_l (all taken once, at the posterior mode):
+     z_l is then close to N(0, 1) whatever σ and β are. As σ → 0 this is the non-centred
+     b = σ z, as σ grows the centred b = β_l(β) + z / √I, so NUTS meets no funnel on facets
+     of a few levels, whose σ ranges over both regimes, nor when the mean of a facet's
+     effects and the intercept (which the data know only as a sum) trade off, by an
+     amount that grows with σ. The coordinates change, the posterior does not: the map
+     from z to b is triangular, and the density of z carries its Jacobian Π t_l(σ).
 The dominant factor's effects are integrated out exactly (``binary_density``).
 
 Recorded per draw: every σ_g (named as in Bambi's model, ``1|g_sigma``), the fixed
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binary_density import binary_expand, binary_logp, conditional, level_effects
+from .binary_density import LINK_CODES, binary_expand, binary_logp, conditional, level_effects
 from .binary_layout import BinaryLayout
 from .binary_priors import BinaryPriors
 from .compiled_sampler import CompiledDensity, Variable, pack
@@ -37,8 +40,9 @@ class BinaryModel:
     layout: BinaryLayout
     priors: BinaryPriors
     group_names: tuple[str, ...]
-    estimate: np.ndarray      # β_l: the data's estimate of every sampled level effect
+    estimate: np.ndarray      # β_l: the data's estimate of every sampled level effect, at the mode's β
     information: np.ndarray   # I_l: the data's information about it
+    coupling: np.ndarray      # C_lj (levels × fixed coefficients): how β_l moves with β_j
 
     @property
     def dominant(self) -> str:
@@ -51,7 +55,7 @@ def sd_name(group: str) -> str:
 
 
 def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: BinaryPriors, group_names, levels) -> BinaryModel:
-    """The compiled posterior of a Bernoulli/binomial logit model of the cells described by ``layout``.
+    """The compiled posterior of a Bernoulli/binomial model of the cells described by ``layout`` (and its link).
 
     ``X_fixed`` holds the fixed-design row of every fixed cell, ``levels`` the level labels
     of every grouping factor (formula order). The coordinates are chosen from a pilot: the
@@ -61,12 +65,13 @@ def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: Binary
     group_names = tuple(group_names)
     p, n_groups = len(priors.fixed_names), len(group_names)
     n_levels = sum(len(levels[g]) for g in layout.sampled)
-    pilot = _density(layout, X_fixed, priors, group_names, levels, np.zeros(n_levels), np.zeros(n_levels), None)
+    pilot = _density(layout, X_fixed, priors, group_names, levels, np.zeros(n_levels), np.zeros(n_levels),
+                     np.zeros((n_levels, p)), None)
     mode = _posterior_mode(pilot)
     effects = level_effects(mode, p, n_groups, np.array(layout.sampled, dtype=np.int64),
                              np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
                              np.zeros(n_levels), np.zeros(n_levels))
-    estimate, information = _data_estimates(pilot, mode, effects, p, n_groups, layout.sampled)
+    estimate, information, coupling = _data_estimates(pilot, mode, effects, p, n_groups, layout.sampled)
     start = mode.copy()
     offset = p + n_groups
     for k, g in enumerate(layout.sampled):
@@ -75,21 +80,25 @@ def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: Binary
         sd, mean = conditional(mode[p + g], information[level], estimate[level])
         start[offset : offset + count] = (effects[level] - mean) / sd
         offset += count
-    density = _density(layout, X_fixed, priors, group_names, levels, estimate, information, start)
-    return BinaryModel(density, layout, priors, group_names, estimate, information)
+    # β_l(β) = β_l − C_l · (β − β̂) is packed as (β_l + C_l · β̂) − C_l · β
+    density = _density(layout, X_fixed, priors, group_names, levels, estimate + coupling @ mode[:p], information,
+                       coupling, start)
+    return BinaryModel(density, layout, priors, group_names, estimate, information, coupling)
 
 
-def _density(layout, X_fixed, priors, group_names, levels, estimate, information, start) -> CompiledDensity:
+def _density(layout, X_fixed, priors, group_names, levels, estimate, information, coupling, start) -> CompiledDensity:
     p, n_groups = len(priors.fixed_names), len(group_names)
     X = np.asarray(X_fixed, dtype=float) - priors.x_means
     floats, ints = pack(
         [priors.fixed_mu, priors.fixed_sigma, X, layout.config_successes,
          np.array([priors.group_sigma[name] for name in group_names]), estimate, information, layout.profile_trials,
-         layout.pair_successes, layout.pair_count, priors.x_means],
-        [np.array([p, n_groups, layout.dominant, -1 if priors.intercept_index is None else priors.intercept_index]),
+         layout.pair_successes, layout.pair_count, priors.x_means, layout.profile_low, layout.profile_high,
+         layout.pattern_successes, coupling],
+        [np.array([p, n_groups, layout.dominant, -1 if priors.intercept_index is None else priors.intercept_index,
+                   LINK_CODES[layout.link]]),
          layout.config_fixed, layout.config_codes, np.array(layout.sampled, dtype=np.int64),
          np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
-         layout.profile_start, layout.profile_config, layout.pair_start],
+         layout.profile_start, layout.profile_config, layout.pair_start, layout.pattern_start, layout.pattern_entry],
     )
     variables = [Variable(sd_name(name)) for name in group_names] + [Variable("fixed", ("fixed_effect",))]
     coords = {"fixed_effect": list(priors.fixed_names)}
@@ -114,25 +123,31 @@ def _posterior_mode(density: CompiledDensity) -> np.ndarray:
     return result.x
 
 
-def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled) -> tuple[np.ndarray, np.ndarray]:
-    """β_l and I_l of every sampled level: one Newton step of the likelihood alone from the mode's effects.
+def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled):
+    """β_l, I_l and C_l of every sampled level: one Newton step of the likelihood alone from the mode's effects.
 
     At σ = 1 the pilot's coordinates are the effects themselves (b = z) and the prior's
-    curvature is 1, so the likelihood's gradient and curvature in b_l follow from the
-    density's gradient by central differences; the likelihood does not depend on σ.
+    curvature is 1, so the likelihood's gradient and curvature in b_l, and its cross
+    derivative in b_l and each fixed coefficient β_j, follow from the density's gradient by
+    central differences; the likelihood does not depend on σ, nor the priors on both b and β.
     """
     point = mode.copy()
     point[[p + g for g in sampled]] = 0.0
     first = p + n_groups
     point[first:] = effects
     gradient = pilot.value_and_gradient(point)[1][first:] + effects  # the likelihood's, without the prior's −b
-    information = np.empty(len(effects))
-    for i in range(len(effects)):
+
+    def change(coordinate):
+        """Central difference of the effects' gradient along one coordinate of the pilot."""
         step = np.zeros_like(point)
-        step[first + i] = INFORMATION_STEP
-        change = pilot.value_and_gradient(point + step)[1][first + i] - pilot.value_and_gradient(point - step)[1][first + i]
-        information[i] = max(-change / (2.0 * INFORMATION_STEP) - 1.0, 0.0)
-    estimate = np.where(information > 0, effects + gradient / np.where(information > 0, information, 1.0), 0.0)
-    return estimate, information
+        step[coordinate] = INFORMATION_STEP
+        up, down = pilot.value_and_gradient(point + step)[1], pilot.value_and_gradient(point - step)[1]
+        return (up[first:] - down[first:]) / (2.0 * INFORMATION_STEP)
 
-
+    information = np.array([max(-change(first + i)[i] - 1.0, 0.0) for i in range(len(effects))])
+    known = information > 0
+    divisor = np.where(known, information, 1.0)
+    estimate = np.where(known, effects + gradient / divisor, 0.0)
+    coupling = np.column_stack([np.where(known, -change(j) / divisor, 0.0) for j in range(p)]) if p else \
+        np.zeros((len(effects), 0))
+    return estimate, information, coupling

@@ -45,8 +45,14 @@ class BayesFit:
     def summary(self, prob: float = 0.95, finite_population: bool = False) -> pd.DataFrame:
         return reliability_summary(self.idata, prob, prefix="fp_" if finite_population else "")
 
-    def phi(self, prob: float = 0.95, finite_population: bool = False) -> dict:
-        return phi_summary(self.idata, prob, prefix="fp_" if finite_population else "")
+    def phi(self, prob: float = 0.95, finite_population: bool = False, observed: bool = False) -> dict:
+        """Median, interval and Koo & Li bands of φ on the model's scale (``scale``: latent for binary models),
+        or with ``observed`` of a binary model's φ on the observation scale."""
+        if observed:
+            if "phi_observed" not in self.idata.posterior:
+                raise BayesreproError("phi on the observation scale is computed for binary models only")
+            return {**phi_summary(self.idata, prob, variable="phi_observed"), "scale": "observed"}
+        return {**phi_summary(self.idata, prob, prefix="fp_" if finite_population else ""), "scale": self.scale}
 
     def bands(self, finite_population: bool = False) -> pd.DataFrame:
         return band_table(self.idata, prefix="fp_" if finite_population else "")
@@ -70,7 +76,7 @@ class BayesFit:
         phi = self.phi(prob)
         table = self.summary(prob)
         out = {
-            "phi": {k: phi[k] for k in ("median", "low", "high", "prob")},
+            "phi": {k: phi[k] for k in ("median", "low", "high", "prob", "scale")},
             "object": self.object,
             "bands": phi["bands"],
             "components": [
@@ -86,9 +92,12 @@ class BayesFit:
             "n_obs": self.frame.n_obs,
             "notes": self.notes,
         }
+        if "phi_observed" in self.idata.posterior:
+            observed = self.phi(prob, observed=True)
+            out["phi_observed"] = {k: observed[k] for k in ("median", "low", "high", "prob", "scale")}
         if "fp_phi" in self.idata.posterior:
             fp = self.phi(prob, finite_population=True)
-            out["phi_finite_population"] = {k: fp[k] for k in ("median", "low", "high", "prob")}
+            out["phi_finite_population"] = {k: fp[k] for k in ("median", "low", "high", "prob", "scale")}
             out["components_finite_population"] = [
                 {"name": name, "median": row.variance, "low": row.low, "high": row.high}
                 for name, row in self.summary(prob, finite_population=True).iterrows()
@@ -97,7 +106,7 @@ class BayesFit:
 
     @property
     def scale(self) -> str:
-        """Where the variance components live: the observed scores, or the latent logit scale of a binary model."""
+        """Where the variance components live: the observed scores, or the latent scale of a binary model's link."""
         return "observed" if self.family == "gaussian" else "latent"
 
     def __str__(self) -> str:
@@ -118,9 +127,14 @@ class BayesFit:
             f"[{phi['low']:.3f}, {phi['high']:.3f}]",
             "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
         ]
+        if "phi_observed" in self.idata.posterior:
+            observed = self.phi(prob, observed=True)
+            lines.append(f"phi ({self.object}, observation scale: two 0/1 scores of the same {self.object}) = "
+                         f"{observed['median']:.3f}, {level} interval [{observed['low']:.3f}, {observed['high']:.3f}]")
         if "fp_phi" in self.idata.posterior:
             fp = self.phi(prob, finite_population=True)
-            lines.append(f"finite-population phi = {fp['median']:.3f}, {level} interval [{fp['low']:.3f}, {fp['high']:.3f}]")
+            lines.append(f"finite-population phi ({self.scale} scale) = {fp['median']:.3f}, {level} interval "
+                         f"[{fp['low']:.3f}, {fp['high']:.3f}]")
         status = "converged" if self.diagnostics.converged else "NOT CONVERGED"
         lines += ["", f"diagnostics ({status}): {self.diagnostics.line()}", f"{self.seconds:.1f} s"]
         return "\n".join(lines + self.notes)
@@ -150,8 +164,8 @@ def fit_bayes(
     ``family`` and ``link`` are resolved by ``design.resolve_family`` (0/1
     scores are Bernoulli unless ``family="gaussian"``).
     ``backend="auto"`` takes the fast path: for Gaussian models the random
-    effects integrated out analytically, for Bernoulli (logit) models the items
-    integrated out numerically and the rest sampled by nutpie's NUTS on a
+    effects integrated out analytically, for Bernoulli and binomial models (logit or
+    probit link) the items integrated out numerically and the rest sampled by nutpie's NUTS on a
     compiled density (``binary_fit``; it runs nutpie whatever ``sampler``
     says); ``backend="bambi"`` takes Bambi's own model. ``prior`` is a family
     name ("scaled", the default for Gaussian models, "bambi" or "r2d2"; see
@@ -186,10 +200,13 @@ def fit_bayes(
     elif backend == "fast":
         from .binary_fit import fit_binary
 
-        idata, prior_table = fit_binary(frame, object, settings, effects)
+        idata, prior_table = fit_binary(frame, object, settings, resolved.link, effects)
     else:
         idata, prior_table = _fit_bambi(frame, spec, resolved, object, settings, bambi_noncentered)
     if resolved.binary:
+        from .binary_phi import add_observed_phi
+
+        add_observed_phi(idata, frame.binomial(), resolved.link, object)
         residual = "the logistic variance pi^2/3" if resolved.link == "logit" else "1, the standard normal's variance"
         notes.append(f"{family.capitalize()} model: variance components and phi on the latent ({resolved.link}) "
                      f"scale, where the residual is {residual}")
@@ -270,7 +287,9 @@ def _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, fini
 
 
 def _fit_bambi(frame, spec, family: Family, object, settings, noncentered):
-    from .bambi_model import bambi_prior_table, build_bambi_model, fit_bambi, level_effects
+    import xarray as xr
+
+    from .bambi_model import bambi_prior_table, build_bambi_model, fit_bambi, fixed_draws, level_effects
 
     model = build_bambi_model(frame, family.name, spec, noncentered, link=family.link)
     idata = fit_bambi(model, settings)
@@ -281,6 +300,9 @@ def _fit_bambi(frame, spec, family: Family, object, settings, noncentered):
     else:
         variances[RESIDUAL] = np.full(post[f"1|{frame.groups[0].name}_sigma"].shape,
                                       get_link(family.link).latent_residual)
+        post["fixed"] = xr.DataArray(fixed_draws(idata, frame), dims=("chain", "draw", "fixed_effect"),
+                                     coords={"chain": post.chain, "draw": post.draw,
+                                             "fixed_effect": list(frame.fixed_names)})
     add_reliability(idata, variances, object)
     fp = {name: np.var(value, axis=-1, ddof=1) for name, value in level_effects(idata, frame).items()}
     if len(fp) == len(frame.groups):

@@ -58,11 +58,12 @@ def reliability_summary(idata, prob: float = 0.95, prefix: str = "") -> pd.DataF
     return frame.set_index("component")
 
 
-def phi_summary(idata, prob: float = 0.95, prefix: str = "") -> dict:
-    draws = idata.posterior[f"{prefix}phi"].values
+def phi_summary(idata, prob: float = 0.95, prefix: str = "", variable: str = "phi") -> dict:
+    """Median, central interval and Koo & Li band probabilities of ``{prefix}{variable}``."""
+    draws = idata.posterior[f"{prefix}{variable}"].values
     median, low, high = interval(draws, prob)
     return {
-        "object": idata.posterior[f"{prefix}phi"].attrs.get("object"),
+        "object": idata.posterior[f"{prefix}{variable}"].attrs.get("object"),
         "median": median,
         "low": low,
         "high": high,

@@ -1,0 +1,42 @@
+"""φ of a binary model's posterior on the observation scale: ``reliability.phi_observed`` on every draw.
+
+The latent-scale φ (``add_reliability``) is the items' share of the latent variance;
+the observation-scale φ is the correlation of two 0/1 scores of the same item that share
+no other level, which depends on the fixed part of the linear predictor too. As for the
+ML fit (``GlmmFit.phi``), it is taken over the distinct fixed-design rows of the cells,
+weighted by their trials, here with every draw's fixed coefficients and variances.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..design import BinomialCells
+from ..reliability import RESIDUAL, phi_observed
+
+NODES = 40             # Gauss–Hermite nodes per dimension, as the ML fit's φ
+CHUNK_VALUES = 2**22   # draws are taken in chunks of at most this many integrand values (32 MB)
+
+
+def add_observed_phi(idata, cells: BinomialCells, link: str, object: str) -> None:
+    """Store ``phi_observed`` (chain, draw) in ``idata.posterior``, from its ``variance`` and ``fixed`` draws."""
+    import xarray as xr
+
+    post = idata.posterior
+    variance = post["variance"]
+    names = [str(name) for name in variance.component.values if name != RESIDUAL]
+    shape = variance.shape[:2]
+    components = {name: variance.sel(component=name).values.reshape(-1) for name in names}
+    fixed = post["fixed"].values.reshape(-1, cells.n_fixed)
+    eta = fixed @ np.asarray(cells.X_fixed, dtype=float).T                       # (draws, fixed-design rows)
+    weights = np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed))
+    per_draw = eta.shape[1] * NODES * NODES
+    size = max(1, CHUNK_VALUES // per_draw)
+    values = np.concatenate([
+        phi_observed({name: draws[start : start + size] for name, draws in components.items()}, object, link,
+                     eta[start : start + size], weights, NODES)
+        for start in range(0, len(eta), size)
+    ])
+    post["phi_observed"] = xr.DataArray(values.reshape(shape), coords={"chain": post.chain, "draw": post.draw},
+                                        dims=("chain", "draw"))
+    post["phi_observed"].attrs["object"] = object
