@@ -338,9 +338,9 @@ def _bayes_contrasts(comparison, frame: ModelFrame, bayes, factor: str, by: str 
     """Posterior draws of the frequentist contrasts (and means or slopes), merged onto its tables."""
     from .frequentist.contrasts import averaging_weights
 
-    if "fixed" not in bayes.idata.posterior:
+    if "fixed" not in bayes.draws:
         raise BayesreproError("the Bayesian fit has no fixed-effect draws; use the fast backend with effects=True")
-    draws = bayes.idata.posterior["fixed"].values.reshape(-1, len(frame.fixed_names))
+    draws = bayes.draws["fixed"].reshape(-1, len(frame.fixed_names))
     keys = ["contrast"] + ([by] if by and comparison.slopes is None else [])
     if comparison.slopes is not None:
         centre = mean_of(frame.cells, by)
@@ -408,7 +408,7 @@ def _flags(estimates: pd.DataFrame, contrasts, fit, method: str, bayes, object, 
         row = estimates[estimates["quantity"] == "phi"].iloc[0]
         reml_label, post_label = koo_li_label(row["reml"]), koo_li_label(row["median"])
         if reml_label != post_label:
-            bands = koo_li_probabilities(bayes.idata.posterior["phi"].values)
+            bands = koo_li_probabilities(bayes.draws["phi"])
             flags.append(
                 f"phi ({object}): the {method} estimate {row['reml']:.3f} is '{reml_label}' but the posterior median "
                 f"{row['median']:.3f} is '{post_label}' (posterior probability of '{reml_label}': {bands[reml_label]:.2f})"

@@ -8,7 +8,7 @@ from ..design import ModelFrame
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from .priors import PriorSpec, bambi_priors
-from .sampling import SamplingSettings, interrupts_raised, require_complete
+from .sampling import SamplingSettings, interrupts_raised, require_complete, sampled_shape
 
 FAMILIES = ("gaussian", "bernoulli", "binomial")
 
@@ -62,21 +62,21 @@ def fit_bambi(model, settings: SamplingSettings):
     sampler = settings.sampler_or("pymc")
     kwargs = dict(
         draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=settings.seed,
-        inference_method=sampler, progressbar=settings.progress,
+        inference_method=sampler, progressbar=settings.show_progress,
     )
     if sampler == "pymc":
         kwargs.update(cores=settings.n_cores, target_accept=settings.target_accept, compute_convergence_checks=False)
     with numerical_work(), interrupts_raised():
         idata = model.fit(**kwargs)
-    require_complete(idata, settings)
+    require_complete(sampled_shape(idata), settings)
     return idata
 
 
-def level_effects(idata, frame: ModelFrame) -> dict:
-    """Draws (chain, draw, level) of each factor's level effects from Bambi's posterior."""
+def level_effects(draws, frame: ModelFrame) -> dict:
+    """Draws (chain, draw, level) of each factor's level effects from Bambi's posterior (a ``draws.Draws``)."""
     out = {}
     for group in frame.groups:
         name = f"1|{group.name}"
-        if name in idata.posterior:
-            out[group.name] = np.asarray(idata.posterior[name].values)
+        if name in draws:
+            out[group.name] = np.asarray(draws[name])
     return out

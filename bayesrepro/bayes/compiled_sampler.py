@@ -92,7 +92,7 @@ def pack(floats: list[np.ndarray], ints: list[np.ndarray]) -> tuple[np.ndarray, 
 
 
 def sample_compiled(density: CompiledDensity, settings: SamplingSettings):
-    """Sample ``density`` with nutpie's NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
+    """Sample ``density`` with nutpie's NUTS; returns a ``draws.Draws`` with every draw asked for."""
     return sample_density(c_density(density), settings)
 
 

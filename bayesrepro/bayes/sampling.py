@@ -36,7 +36,7 @@ class SamplingSettings:
     cores: int | None = None
     sampler: str = "auto"
     target_accept: float = 0.95
-    progress: bool = False
+    progress: bool | None = None  # None: shown where someone watches (a terminal's stderr, a notebook)
     allow_unconverged: bool = False
 
     def __post_init__(self):
@@ -76,6 +76,12 @@ class SamplingSettings:
     def n_cores(self) -> int:
         return self.cores if self.cores is not None else min(self.chains, 2)
 
+    @property
+    def show_progress(self) -> bool:
+        from ..progress import shown_by_default
+
+        return self.progress if self.progress is not None else shown_by_default()
+
 
 def run_nuts(model, settings: SamplingSettings):
     """Sample a PyMC model with NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
@@ -91,11 +97,11 @@ def run_nuts(model, settings: SamplingSettings):
             model=model,
             nuts_sampler=settings.sampler_or("pymc"),
             target_accept=settings.target_accept,
-            progressbar=settings.progress,
+            progressbar=settings.show_progress,
             compute_convergence_checks=False,
             mp_ctx="fork",  # children inherit the BLAS thread limit and warning filters
         )
-    require_complete(idata, settings)
+    require_complete(sampled_shape(idata), settings)
     return idata
 
 
@@ -126,11 +132,16 @@ def interrupts_raised():
         raise KeyboardInterrupt
 
 
-def require_complete(idata, settings: SamplingSettings) -> None:
-    """Refuse a posterior with fewer chains or draws than asked for (a run stopped early)."""
-    sizes = idata.posterior.sizes
-    if sizes.get("chain") != settings.chains or sizes.get("draw") != settings.draws:
+def require_complete(shape: tuple[int, int], settings: SamplingSettings) -> None:
+    """Refuse a posterior of ``shape`` (chains, draws) smaller than asked for (a run stopped early)."""
+    if tuple(shape) != (settings.chains, settings.draws):
         raise KeyboardInterrupt
+
+
+def sampled_shape(idata) -> tuple[int, int]:
+    """(chains, draws) of an InferenceData's posterior."""
+    sizes = idata.posterior.sizes
+    return sizes.get("chain", 0), sizes.get("draw", 0)
 
 
 def _is_int(value) -> bool:
