@@ -19,24 +19,23 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
+from .choices import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
 from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
+from .progress import Progress
 from .reliability import RESIDUAL, default_object, koo_li_label, koo_li_probabilities
 
-DEFAULT_BOOTSTRAP = 300
-# The ends of a 95 % percentile interval are the 2.5 % and 97.5 % quantiles of the
-# replicates: with fewer than 100 they rest on one or two replicates each.
-MIN_BOOTSTRAP = 100
 ALPHA = 0.05
 # A component REML puts at exactly zero is flagged when the posterior allows it
 # more than one percentage point of the total variance: a share that size
@@ -190,10 +189,11 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     fit, variances, method = _frequentist_fit(frame, resolved)
     object = _object_of_measurement(frame, variances, object) if reliability else None
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
-    if resolved.binary:
-        boot, unconverged = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng)
-    else:
-        boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng)
+    with Progress("bootstrap", enabled=settings.show_progress) as bar:
+        if resolved.binary:
+            boot, unconverged = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, bar.update)
+        else:
+            boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng, bar.update)
     bayes = fit_bayes(frame, object=object or frame.groups[0].name, family=resolved.name,
                       link=resolved.link if resolved.binary else None,
                       prior=prior, sampling=settings, **(bayes_options or {}))
@@ -250,22 +250,26 @@ def check_bootstrap(n_boot) -> int:
     return int(n_boot)
 
 
-def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
+def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
+                         progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
     """REML variance components of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge.
 
     Each replicate draws new level effects of every grouping factor and new
     residuals from the fitted variances, keeps Xβ̂, and refits by REML.
+    ``progress(fraction)`` is told how far it got.
     """
     frame.require_rows("a parametric bootstrap")
     mean = frame.X @ fit.beta
     rows, unconverged = [], 0
-    for _ in range(n_boot):
+    for done in range(n_boot):
         y = mean + rng.normal(0.0, math.sqrt(fit.variances[RESIDUAL]), frame.n_obs)
         for group in frame.groups:
             y = y + rng.normal(0.0, math.sqrt(fit.variances[group.name]), group.n_levels)[group.codes]
         refit = fit_model_frame(frame.with_response(y), "reml")
         unconverged += not refit.converged
         rows.append(refit.variances)
+        if progress is not None:
+            progress((done + 1) / n_boot)
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
 
 

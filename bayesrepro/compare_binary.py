@@ -27,18 +27,19 @@ from .frequentist.glmm import GlmmFit, fit_binomial_cells, fit_glmm_frame
 from .links import get_link
 
 
-def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
+def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.random.Generator,
+                   progress=None) -> tuple[pd.DataFrame, int]:
     """Latent variance components of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge.
 
     Each replicate draws new level effects of every grouping factor from the
     fitted variances, keeps Xβ̂, draws the successes of every cell (rows that
     share a cell share their linear predictor, so their sum is binomial) and
-    refits by ML.
+    refits by ML. ``progress(fraction)`` is told how far it got.
     """
     link = get_link(fit.link)
     mean = cells.X @ fit.beta
     rows, unconverged = [], 0
-    for _ in range(n_boot):
+    for done in range(n_boot):
         eta = mean.copy()
         for name, codes, levels in zip(cells.group_names, cells.codes, cells.levels):
             eta += rng.normal(0.0, math.sqrt(fit.variances[name]), len(levels))[codes]
@@ -46,6 +47,8 @@ def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.rand
         refit = fit_binomial_cells(dataclasses.replace(cells, successes=successes), fit.link, 1, fit.family)
         unconverged += not refit.converged
         rows.append(refit.latent_variances)
+        if progress is not None:
+            progress((done + 1) / n_boot)
     return pd.DataFrame(rows, columns=list(fit.latent_variances)), unconverged
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..choices import BACKENDS
 from ..errors import BayesreproError
 from ..design import Family, ModelFrame, model_frame, resolve_family
 from ..links import get_link
@@ -24,8 +25,6 @@ from .posterior import (
 )
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
 from .sampling import SamplingSettings
-
-BACKENDS = ("auto", "fast", "bambi")
 
 
 @dataclass

@@ -14,15 +14,9 @@ import dataclasses
 import signal
 from dataclasses import dataclass
 
+from ..choices import MIN_CHAINS, MIN_DRAWS, SAMPLERS
 from ..errors import BayesreproError
 from ..runtime import numerical_work
-
-# "auto": nutpie's NUTS on the compiled density of the fast path, PyMC's NUTS on Bambi's model
-SAMPLERS = ("auto", "pymc", "nutpie")
-# R-hat compares chains and ESS estimates need draws enough to see autocorrelation:
-# below these the convergence diagnostics that every result carries are meaningless.
-MIN_CHAINS = 2
-MIN_DRAWS = 100
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import sys
 from ..errors import EXIT_NOT_CONVERGED, EXIT_OK, BayesreproError
 
 
-def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -> None:
-    """DATA and the options that select and read its rows; ``engines`` adds --engine and --spark-master."""
+def add_data_options(parser, drop_missing: bool = True, engines: bool = False, progress: bool = False) -> None:
+    """DATA and the options that select and read its rows; ``engines`` adds --engine and --spark-master,
+    ``progress`` (or ``engines``: scans take long) adds --progress."""
     parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs "
                         "(lm-eval:PATH, inspect:PATH), or a bundled dataset name")
     parser.add_argument("--where", metavar="EXPR",
@@ -31,9 +32,10 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -
                                  "auto (default): duckdb for globs, directories and files over 256 MB, memory otherwise")
         parser.add_argument("--spark-master", metavar="URL",
                             help="Spark master for --engine spark (default local[*])")
+    if engines or progress:
         parser.add_argument("--progress", action="store_true",
-                            help="show the progress of long work (scans, sampling) on stderr (shown anyway when stderr is a "
-                                 "terminal)")
+                            help="show the progress of long work (scans, sampling, bootstrap) on stderr (shown anyway "
+                                 "when stderr is a terminal)")
 
 
 def frame_of(args, formula: str):
@@ -52,7 +54,7 @@ def add_formula_options(parser, object_help: str = "object of measurement of phi
 
 def add_sampling_options(parser, seed_default: int | None) -> None:
     """The sampler's settings, checked by ``SamplingSettings`` before any work (``sampling_settings``)."""
-    from ..bayes.sampling import MIN_CHAINS, MIN_DRAWS
+    from ..choices import MIN_CHAINS, MIN_DRAWS
 
     parser.add_argument("--draws", type=int, default=1000,
                         help=f"posterior draws per chain, at least {MIN_DRAWS} (default 1000)")
@@ -78,7 +80,7 @@ def add_family_options(parser) -> None:
 
 def add_side_by_side_options(parser) -> None:
     """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
-    from ..compare import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
+    from ..choices import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
 
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
                         help=f"parametric bootstrap replicates, at least {MIN_BOOTSTRAP} (default {DEFAULT_BOOTSTRAP})")

@@ -11,7 +11,7 @@ HELP = ("REML (for 0/1 scores: the binary GLMM by ML) with parametric-bootstrap 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("compare", help=HELP, description=HELP)
-    add_data_options(parser)
+    add_data_options(parser, progress=True)
     add_formula_options(parser)
     parser.add_argument("--factor", help="categorical fixed effect whose levels are compared (default: the first one)")
     parser.add_argument("--by", help="data property the factor interacts with (default: read from the formula)")
@@ -28,7 +28,7 @@ def run(args) -> int:
     if args.h0 is not None:
         formula_of(args.h0, "--h0")
     check_bootstrap(args.bootstrap)
-    settings = sampling_settings(args)
+    settings = sampling_settings(args, progress=args.progress or None)
     result = compare(args.formula, read_rows(args), args.object, factor=args.factor, by=args.by, h0=args.h0,
                      n_boot=args.bootstrap, prob=args.prob, drop_missing=args.drop_missing, sampling=settings,
                      family=args.family, link=args.link)

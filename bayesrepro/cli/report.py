@@ -11,7 +11,7 @@ HELP = ("one self-contained HTML report of a named analysis spec: both engines' 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("report", help=HELP, description=HELP)
     # no --drop-missing: a report documents every row its filter keeps; select rows with --where
-    add_data_options(parser, drop_missing=False)
+    add_data_options(parser, drop_missing=False, progress=True)
     parser.add_argument("--spec", required=True, help="spec name in models/ (e.g. system_comparison) or a .toml path")
     parser.add_argument("--out", required=True,
                         help="HTML file to write, e.g. report.html; replaced only once the report is complete")
@@ -27,7 +27,8 @@ def run(args) -> int:
     from .common import sampling_settings
 
     spec = load_spec(args.spec, **parse_column_options(args.column))
-    options = ReportOptions(n_boot=args.bootstrap, sampling=sampling_settings(args), prob=args.prob)
+    options = ReportOptions(n_boot=args.bootstrap, sampling=sampling_settings(args, progress=args.progress or None),
+                            prob=args.prob)
     summary = write_report(args.data, spec, args.out, where=args.where, categorical=categorical_columns(args),
                            options=options)
     if args.json:
