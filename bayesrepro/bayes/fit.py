@@ -164,8 +164,12 @@ def fit_bayes(
     ``prior_overrides`` changes single scales by
     name. With ``effects=True`` (fast path) fixed and level effects are drawn
     afterwards from their exact conditional, giving the finite-population
-    components and contrasts. ``sampling`` (a ``SamplingSettings``) and keyword
-    settings (``draws=2000, chains=4, seed=1, ...``) say how NUTS runs. Raises
+    components and contrasts (the items' effects are drawn when first read).
+    ``sampling`` (a ``SamplingSettings``) and keyword settings (``draws=2000,
+    chains=4, seed=1, progress=False, ...``) say how NUTS runs; progress is
+    shown by default where someone watches (stderr a terminal, or a notebook).
+    The draws are NumPy arrays in ``fit.draws``; ``fit.idata`` builds an ArviZ
+    InferenceData of them on first use. Raises
     ``NotConvergedError`` if the run did not converge, unless the settings allow
     it. ``bambi_noncentered`` chooses the parameterisation of Bambi's own model
     (centred mixes better with many observations per level).

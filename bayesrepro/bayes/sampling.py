@@ -21,7 +21,12 @@ from ..runtime import numerical_work
 
 @dataclass(frozen=True)
 class SamplingSettings:
-    """NUTS settings shared by every Bayesian fit: ``SamplingSettings(draws=2000, seed=1)``."""
+    """NUTS settings shared by every Bayesian fit: ``SamplingSettings(draws=2000, seed=1)``.
+
+    ``progress``: True shows the sampler's progress on stderr (a line every two
+    seconds when stderr is not a terminal), False never; None (the default)
+    shows it in a terminal or a notebook.
+    """
 
     draws: int = 1000
     tune: int = 1000
