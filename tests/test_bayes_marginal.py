@@ -84,7 +84,9 @@ def test_effect_draws_follow_the_exact_gaussian_conditional():
     assert abs(draws.fixed[:, 0].mean() - mean[0]) < 5 * np.sqrt(cov[0, 0] / n)
 
 
-@pytest.mark.parametrize("case", (0, 2))  # the G-study (one count per item) and the unbalanced design (items of 1-9 rows)
+# the G-study (fewer items than columns: z drawn as it is), one factor of 60 items with 9 rows each (z through its
+# projections), and the unbalanced design (items of 1-9 rows: both kinds of group)
+@pytest.mark.parametrize("case", range(3))
 def test_finite_population_variances_have_the_law_of_the_realised_effects(case):
     frame = build_model_frame(*gaussian_cases()[case])
     sd = {g.name: 0.05 * (k + 1) for k, g in enumerate(frame.groups)} | {"Residual": 0.1}
@@ -107,7 +109,7 @@ def test_finite_population_variances_have_the_law_of_the_realised_effects(case):
         assert abs(fast.std() - values.std()) < 5 * spread / np.sqrt(2 * n), name
 
 
-@pytest.mark.parametrize("case", (0, 2))
+@pytest.mark.parametrize("case", range(3))
 def test_item_effects_drawn_when_read_reproduce_the_finite_population_variances(case):
     frame = build_model_frame(*gaussian_cases()[case])
     sd = {g.name: 0.05 * (k + 1) for k, g in enumerate(frame.groups)} | {"Residual": 0.1}

@@ -20,7 +20,8 @@ whatever the number of items. The items' effects themselves — thousands per
 draw — are drawn only when read (``DominantEffects.draw``): z = Q_k a + √χ² u/‖u‖,
 Q_k an orthonormal basis of B_k's columns and u the part of a N(0, I) vector
 orthogonal to them, which has z's law given (a, χ²) and reproduces the sums
-already drawn.
+already drawn. A group with no more items than B_k has columns gains nothing
+from this: its z is drawn as it is (a = z, R_k = B_k).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class CountGroup:
     items: np.ndarray      # indices of the items
     count: float
     root: np.ndarray       # (ρ, q) R with R'R = B'B: B'z = R'a
-    basis: np.ndarray      # (q, ρ) maps B to Q = B · basis, an orthonormal basis of B's columns
+    basis: np.ndarray | None  # (q, ρ) maps B to Q = B · basis, an orthonormal basis of B's columns; None: Q = I
 
     @property
     def rank(self) -> int:
@@ -74,8 +75,11 @@ class DominantEffects:
         out = np.empty((self.delta_b.shape[0], len(self.stats.counts)))
         for k, group in enumerate(self.groups):
             rows = _rows(self.stats, group.items)
-            q = rows @ group.basis
-            z = self.coordinates[k] @ q.T
+            if group.basis is None:
+                z = self.coordinates[k]
+            else:
+                q = rows @ group.basis
+                z = self.coordinates[k] @ q.T
             if group.free > 0:
                 u = rng.standard_normal(z.shape)
                 u -= (u @ q) @ q.T
@@ -140,6 +144,9 @@ def count_groups(stats: MarginalStats) -> list[CountGroup]:
     for count in stats.count_values:
         items = np.flatnonzero(stats.counts == count)
         rows = _rows(stats, items)
+        if len(items) <= rows.shape[1]:
+            groups.append(CountGroup(items, float(count), rows, None))
+            continue
         gram = rows.T @ rows
         diagonal = np.diag(gram)
         unit = np.where(diagonal > 0, 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0)), 1.0)
