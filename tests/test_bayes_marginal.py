@@ -67,10 +67,10 @@ def _levels(frame, stats, draws):
 
 
 def test_effect_draws_follow_the_exact_gaussian_conditional():
-    sd_of = lambda frame: {g.name: 0.03 * (k + 1) for k, g in enumerate(frame.groups)} | {"Residual": 0.1}
     frame = build_model_frame(*gaussian_cases()[0])
+    sd = {g.name: 0.03 * (k + 1) for k, g in enumerate(frame.groups)} | {"Residual": 0.1}
     n = 8_000
-    frame, stats, draws, W, mean, cov = _conditional(0, sd_of(frame), n)
+    frame, stats, draws, W, mean, cov = _conditional(0, sd, n)
     levels = _levels(frame, stats, draws)
     offset = W.shape[1] - sum(g.n_levels for g in frame.groups)
     for g in frame.groups:

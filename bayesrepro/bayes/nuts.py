@@ -35,9 +35,6 @@ from .sampling import SamplingSettings, interrupts_raised, require_complete
 
 PROGRESS_BAR_EVERY_MS = 100    # nutpie's own bar in a terminal
 PROGRESS_LINE_EVERY_MS = 2000  # progress written as lines when stderr is not a terminal
-# per-draw statistics of nutpie that are not per-draw numbers (empty unless nutpie is told to store them)
-_LIST_STATISTICS = ("unconstrained_draw", "gradient", "mass_matrix_inv", "mass_matrix_eigvals", "mass_matrix_stds",
-                    "divergence_start", "divergence_start_gradient", "divergence_end", "divergence_momentum")
 
 
 @dataclass(frozen=True)
@@ -127,12 +124,16 @@ def _model(lib, density: CompiledDensity):
 
 def _draws(draw_batches, stat_batches, density: CompiledDensity) -> Draws:
     """The draws after tuning of every chain, as arrays (chain, draw, *shape), and the sampler's statistics."""
+    from arro3.core import DataType
+
     shapes = dict(density.variables)
     chains, statistics = [], []
     for batch, stats in zip(draw_batches, stat_batches):
         tuning = int(np.count_nonzero(stats.column("tuning").to_numpy()))
         chains.append({name: _after_tuning(batch, name, shape, tuning) for name, shape in shapes.items()})
-        scalar = [name for name in stats.schema.names if name not in _LIST_STATISTICS and name not in ("chain", "draw")]
+        # one number per draw; nutpie's vectors (gradients, mass matrices...) are empty unless asked for
+        scalar = [field.name for field in stats.schema if field.name not in ("chain", "draw")
+                  and (DataType.is_primitive(field.type) or DataType.is_boolean(field.type))]
         statistics.append({name: _after_tuning(stats, name, (), tuning) for name in scalar})
     if len({len(chain[name]) for chain in chains for name in shapes}) != 1:
         raise KeyboardInterrupt  # chains of different lengths: the run was stopped
