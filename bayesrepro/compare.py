@@ -19,6 +19,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ import pandas as pd
 from . import limits
 from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
+from .choices import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
 from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
@@ -35,13 +37,10 @@ from .frequentist.deviance import ProfiledDeviance
 from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .frequentist.optimise import BOUNDARY_THETA, optimise
+from .progress import Progress
 from .reliability import RESIDUAL, koo_li_label, koo_li_probabilities, object_of_measurement
 from .runtime import numerical_work
 
-DEFAULT_BOOTSTRAP = 300
-# The ends of a 95 % percentile interval are the 2.5 % and 97.5 % quantiles of the
-# replicates: with fewer than 100 they rest on one or two replicates each.
-MIN_BOOTSTRAP = limits.BOOTSTRAP.low
 ALPHA = 0.05
 # A component REML puts at exactly zero is flagged when the posterior allows it
 # more than one percentage point of the total variance: a share that size
@@ -203,10 +202,12 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     object = choice.name if choice else None
     fit, variances, method = _frequentist_fit(frame, resolved)
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
-    if resolved.binary:
-        boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object)
-    else:
-        boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng)
+    with Progress("bootstrap", enabled=settings.show_progress) as bar:
+        if resolved.binary:
+            boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object,
+                                                              bar.update)
+        else:
+            boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng, bar.update)
     bayes = fit_bayes(frame, object=object or frame.groups[0].name, family=resolved.name,
                       link=resolved.link if resolved.binary else None,
                       prior=prior, sampling=settings, **(bayes_options or {}))
@@ -256,7 +257,8 @@ def check_bootstrap(n_boot) -> int:
     return limits.BOOTSTRAP.check(n_boot)
 
 
-def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
+def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
+                         progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
     """REML variance components of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge.
 
     Each replicate draws new level effects of every grouping factor and new
@@ -265,6 +267,7 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     from their distribution without simulating rows
     (``frequentist.bootstrap_test.ResponseSimulator``): a frame built from
     grouped sums by a producer is resampled as one built from rows.
+    ``progress(fraction)`` is told how far it got.
     """
     simulator = ResponseSimulator(frame.stats())
     truth = null_model(fit, frame, frame, frame.X_cells)     # the fit itself, written on its own design
@@ -282,6 +285,8 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
                 unconverged += not converged
                 sigma2 = refit.sigma2(refit.solve(theta))
                 rows.append([sigma2 * t * t for t in theta] + [sigma2])
+                if progress is not None:
+                    progress(len(rows) / n_boot)
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
 
 
@@ -364,9 +369,9 @@ def _bayes_contrasts(comparison, frame: ModelFrame, bayes, factor: str, by: str 
     """Posterior draws of the frequentist contrasts (and means or slopes), merged onto its tables."""
     from .frequentist.contrasts import averaging_weights
 
-    if "fixed" not in bayes.idata.posterior:
+    if "fixed" not in bayes.draws:
         raise BayesreproError("the Bayesian fit has no fixed-effect draws; use the fast backend with effects=True")
-    draws = bayes.idata.posterior["fixed"].values.reshape(-1, len(frame.fixed_names))
+    draws = bayes.draws["fixed"].reshape(-1, len(frame.fixed_names))
     keys = ["contrast"] + ([by] if by and comparison.slopes is None else [])
     if comparison.slopes is not None:
         centre = mean_of(frame.cells, by)
@@ -434,7 +439,7 @@ def _flags(estimates: pd.DataFrame, contrasts, fit, method: str, bayes, object, 
         row = estimates[estimates["quantity"] == "phi"].iloc[0]
         reml_label, post_label = koo_li_label(row["reml"]), koo_li_label(row["median"])
         if reml_label != post_label:
-            bands = koo_li_probabilities(bayes.idata.posterior["phi"].values)
+            bands = koo_li_probabilities(bayes.draws["phi"])
             flags.append(
                 f"phi ({object}): the {method} estimate {row['reml']:.3f} is '{reml_label}' but the posterior median "
                 f"{row['median']:.3f} is '{post_label}' (posterior probability of '{reml_label}': {bands[reml_label]:.2f})"

@@ -29,19 +29,20 @@ from .links import get_link
 
 
 def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.random.Generator,
-                   object: str | None = None) -> tuple[pd.DataFrame, int, np.ndarray | None]:
+                   object: str | None = None,
+                   progress=None) -> tuple[pd.DataFrame, int, np.ndarray | None]:
     """Latent variance components of ``n_boot`` data sets simulated from ``fit``, how many refits did not
     converge, and (given the ``object`` of measurement) each refit's observation-scale φ.
 
     Each replicate draws new level effects of every grouping factor from the
     fitted variances, keeps Xβ̂, draws the successes of every cell (rows that
     share a cell share their linear predictor, so their sum is binomial) and
-    refits by ML.
+    refits by ML. ``progress(fraction)`` is told how far it got.
     """
     link = get_link(fit.link)
     mean = cells.X @ fit.beta
     rows, observed, unconverged = [], [], 0
-    for _ in range(n_boot):
+    for done in range(n_boot):
         eta = mean.copy()
         for name, codes, levels in zip(cells.group_names, cells.codes, cells.levels):
             eta += rng.normal(0.0, math.sqrt(fit.variances[name]), len(levels))[codes]
@@ -51,6 +52,8 @@ def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.rand
         rows.append(refit.latent_variances)
         if object is not None:
             observed.append(refit.phi(object)["observed"])
+        if progress is not None:
+            progress((done + 1) / n_boot)
     return (pd.DataFrame(rows, columns=list(fit.latent_variances)), unconverged,
             np.array(observed) if object is not None else None)
 

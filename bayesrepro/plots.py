@@ -106,7 +106,7 @@ def phi_figure(result, title: str | None = None):
     if result.object is None:
         raise BayesreproError("this comparison has no object of measurement; compare with reliability=True for phi")
     row = result.phi
-    return phi_posterior(result.bayes.idata.posterior["phi"].values, row["reml"], (row["boot_low"], row["boot_high"]),
+    return phi_posterior(result.bayes.draws["phi"], row["reml"], (row["boot_low"], row["boot_high"]),
                          result.object, title, result.prob, result.method)
 
 

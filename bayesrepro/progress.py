@@ -6,6 +6,18 @@ import sys
 import time
 
 
+def in_notebook() -> bool:
+    """Inside a Jupyter kernel (a notebook or a JupyterLab console)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def shown_by_default() -> bool:
+    """Progress is shown unless asked otherwise where someone watches: a terminal's stderr, a notebook."""
+    return sys.stderr.isatty() or in_notebook()
+
+
 class Progress:
     """``with Progress("scanning") as bar: bar.update(0.42)`` redraws one stderr line at most every 0.2 s."""
 

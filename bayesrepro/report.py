@@ -305,11 +305,11 @@ def _planning(spec: Spec, rows: pd.DataFrame | None, result) -> str:
 
 def _d_study(spec: Spec, result) -> str:
     from . import plots
+    from .bayes.posterior import variance_draws
     from .reliability import d_study
 
     facet, others = spec.facets[0], spec.facets[1:]
-    posterior = result.bayes.idata.posterior["variance"]
-    draws = {str(c): posterior.sel(component=c).values.ravel() for c in posterior.component.values}
+    draws = {name: values.ravel() for name, values in variance_draws(result.bayes.draws).items()}
     fixed = {others[0]: [1, 3]} if others else None
     level = _level(result.prob)
     rows = []

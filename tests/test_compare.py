@@ -80,8 +80,7 @@ def test_boundary_component_with_wide_posterior_is_flagged(annotation):
 
 def _stub(phi_draws=(0.5,), boundary=(), converged=True):
     diagnostics = SimpleNamespace(converged=converged, line=lambda: "R-hat max 1.2")
-    bayes = SimpleNamespace(diagnostics=diagnostics,
-                            idata=SimpleNamespace(posterior={"phi": SimpleNamespace(values=np.asarray(phi_draws))}))
+    bayes = SimpleNamespace(diagnostics=diagnostics, draws={"phi": np.asarray(phi_draws)})
     reml = SimpleNamespace(boundary=list(boundary), converged=True, message="")
     return reml, bayes
 

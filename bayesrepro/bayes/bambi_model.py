@@ -8,7 +8,7 @@ from ..design import ModelFrame
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from .priors import PriorSpec, bambi_priors
-from .sampling import SamplingSettings, interrupts_raised, require_complete
+from .sampling import SamplingSettings, interrupts_raised, require_complete, sampled_shape
 
 FAMILIES = ("gaussian", "bernoulli", "binomial")
 
@@ -63,38 +63,37 @@ def fit_bambi(model, settings: SamplingSettings):
     sampler = settings.sampler_or("pymc")
     kwargs = dict(
         draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=settings.seed,
-        inference_method=sampler, progressbar=settings.progress,
+        inference_method=sampler, progressbar=settings.show_progress,
     )
     if sampler == "pymc":
         kwargs.update(cores=settings.n_cores, target_accept=settings.target_accept, compute_convergence_checks=False)
     with numerical_work(), interrupts_raised():
         idata = model.fit(**kwargs)
-    require_complete(idata, settings)
+    require_complete(sampled_shape(idata), settings)
     return idata
 
 
-def level_effects(idata, frame: ModelFrame) -> dict:
-    """Draws (chain, draw, level) of each factor's level effects from Bambi's posterior."""
+def level_effects(draws, frame: ModelFrame) -> dict:
+    """Draws (chain, draw, level) of each factor's level effects from Bambi's posterior (a ``draws.Draws``)."""
     out = {}
     for group in frame.groups:
         name = f"1|{group.name}"
-        if name in idata.posterior:
-            out[group.name] = np.asarray(idata.posterior[name].values)
+        if name in draws:
+            out[group.name] = np.asarray(draws[name])
     return out
 
 
-def fixed_draws(idata, frame: ModelFrame) -> np.ndarray:
+def fixed_draws(draws, frame: ModelFrame) -> np.ndarray:
     """Draws (chain, draw, coefficient) of the fixed coefficients from Bambi's posterior, in the frame's column order.
 
     Bambi stores one variable per fixed term (its ``Intercept`` already on the uncentred design).
     """
-    post = idata.posterior
-    shape = post.sizes["chain"], post.sizes["draw"]
+    shape = draws.shape
     out = np.empty((*shape, len(frame.fixed_names)))
     for name, columns in frame.fixed_term_columns.items():
-        draws = np.asarray(post[name].values).reshape(*shape, -1) if name in post else None
-        if draws is None or draws.shape[-1] != len(range(*columns.indices(out.shape[-1]))):
+        values = np.asarray(draws[name]).reshape(*shape, -1) if name in draws else None
+        if values is None or values.shape[-1] != len(range(*columns.indices(out.shape[-1]))):
             raise BayesreproError(f"Bambi's posterior has no draws of the fixed term '{name}' as the model frame "
                                   "lays it out; report this formula as a bug")
-        out[..., columns] = draws
+        out[..., columns] = values
     return out

@@ -17,19 +17,18 @@ from .binary_density import LINK_CODES, dominant_effect_variance
 from .binary_model import BinaryModel, sd_name
 
 
-def finite_population_variances(idata, model: BinaryModel, X_fixed: np.ndarray, residual: float,
+def finite_population_variances(draws, model: BinaryModel, X_fixed: np.ndarray, residual: float,
                                 seed: int | None) -> dict:
     """Realised variance of every factor's effects, per draw (chain, draw); the residual stays ``residual``."""
-    post = idata.posterior
     layout = model.layout
-    eta = np.einsum("cdp,kp->cdk", post["fixed"].values, np.asarray(X_fixed)[layout.config_fixed])
+    eta = np.einsum("cdp,kp->cdk", draws["fixed"], np.asarray(X_fixed)[layout.config_fixed])
     variances = {}
     for k, g in enumerate(layout.sampled):
         name = model.group_names[g]
-        effects = post[f"1|{name}"].values
+        effects = draws[f"1|{name}"]
         eta += effects[..., layout.config_codes[k]]
         variances[name] = np.var(effects, axis=-1, ddof=1)
-    log_sigma = np.log(post[sd_name(model.dominant)].values)
+    log_sigma = np.log(draws[sd_name(model.dominant)])
     chains = eta.shape[0]
     seeds = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1] if seed is not None else None).integers(
         0, 2**31, chains)

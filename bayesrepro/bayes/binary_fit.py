@@ -19,7 +19,7 @@ from .sampling import SamplingSettings
 
 
 def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effects: bool = True):
-    """Posterior draws of a Bernoulli or binomial model of ``frame`` with ``link``; returns (idata, prior table).
+    """Posterior draws of a Bernoulli or binomial model of ``frame`` with ``link``; returns (``draws.Draws``, prior table).
 
     With ``effects``, the finite-population components (``fp_variance``, ``fp_phi``) are added:
     the variance of every draw's realised level effects.
@@ -29,14 +29,13 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
     layout = binary_layout(cells.successes, cells.trials, cells.fixed_cell, cells.codes,
                            [len(levels) for levels in cells.levels], link)
     model = build_binary_model(layout, cells.X_fixed, binary_priors(frame), frame.group_names, cells.levels)
-    idata = sample_compiled(model.density, settings)
-    post = idata.posterior
-    variances = {name: post[sd_name(name)].values ** 2 for name in frame.group_names}
-    variances[RESIDUAL] = np.full(post[sd_name(frame.group_names[0])].shape, residual)
-    add_reliability(idata, variances, object)
+    draws = sample_compiled(model.density, settings)
+    variances = {name: draws[sd_name(name)] ** 2 for name in frame.group_names}
+    variances[RESIDUAL] = np.full(draws.shape, residual)
+    add_reliability(draws, variances, object)
     if effects:
         from .binary_effects import finite_population_variances
 
-        realised = finite_population_variances(idata, model, cells.X_fixed, residual, settings.seed)
-        add_reliability(idata, realised, object, prefix="fp_")
-    return idata, model.priors.table()
+        realised = finite_population_variances(draws, model, cells.X_fixed, residual, settings.seed)
+        add_reliability(draws, realised, object, prefix="fp_")
+    return draws, model.priors.table()

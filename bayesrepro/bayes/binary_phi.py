@@ -18,25 +18,20 @@ NODES = 40             # Gauss–Hermite nodes per dimension, as the ML fit's φ
 CHUNK_VALUES = 2**22   # draws are taken in chunks of at most this many integrand values (32 MB)
 
 
-def add_observed_phi(idata, cells: BinomialCells, link: str, object: str) -> None:
-    """Store ``phi_observed`` (chain, draw) in ``idata.posterior``, from its ``variance`` and ``fixed`` draws."""
-    import xarray as xr
-
-    post = idata.posterior
-    variance = post["variance"]
-    names = [str(name) for name in variance.component.values if name != RESIDUAL]
+def add_observed_phi(draws, cells: BinomialCells, link: str, object: str) -> None:
+    """Store ``phi_observed`` (chain, draw) in ``draws`` (a ``draws.Draws``), from its ``variance`` and ``fixed`` draws."""
+    variance = draws["variance"]
+    labels = draws.labels("variance")
     shape = variance.shape[:2]
-    components = {name: variance.sel(component=name).values.reshape(-1) for name in names}
-    fixed = post["fixed"].values.reshape(-1, cells.n_fixed)
+    components = {name: variance[..., k].reshape(-1) for k, name in enumerate(labels) if name != RESIDUAL}
+    fixed = draws["fixed"].reshape(-1, cells.n_fixed)
     eta = fixed @ np.asarray(cells.X_fixed, dtype=float).T                       # (draws, fixed-design rows)
     weights = np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed))
     per_draw = eta.shape[1] * NODES * NODES
     size = max(1, CHUNK_VALUES // per_draw)
     values = np.concatenate([
-        phi_observed({name: draws[start : start + size] for name, draws in components.items()}, object, link,
+        phi_observed({name: values[start : start + size] for name, values in components.items()}, object, link,
                      eta[start : start + size], weights, NODES)
         for start in range(0, len(eta), size)
     ])
-    post["phi_observed"] = xr.DataArray(values.reshape(shape), coords={"chain": post.chain, "draw": post.draw},
-                                        dims=("chain", "draw"))
-    post["phi_observed"].attrs["object"] = object
+    draws.add("phi_observed", values.reshape(shape), attrs={"object": object})

@@ -8,10 +8,13 @@ next to the package when its ``__pycache__`` is writable, else in the user's
 cache directory (numba's own fallback, or ``NUMBA_CACHE_DIR``). When no cache
 location is usable, or the cache cannot be read or written, the code is
 compiled in memory instead, with a warning: the cache only ever saves time.
+Whoever waits more than two seconds for compiled code is told why on stderr
+(``compile_notice``), whether or not progress is shown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import threading
@@ -33,13 +36,13 @@ class EntryPoints:
     small_block_draws: object  # numba function of ``density.small_block_draws`` (effect draws)
 
 
-def fast_density(stats, priors, progress: bool = False):
+def fast_density(stats, priors):
     """The posterior of the fast path over its unconstrained SDs, ready for ``nuts.sample_density``."""
     from . import density
     from .nuts import CompiledDensity
     from .priors import RESIDUAL
 
-    entry = entry_points(progress)
+    entry = entry_points()
     data = density.pack(stats, priors)
     data.flags.writeable = False  # the sampler's threads read it through a raw pointer
     components = [*stats.group_names, RESIDUAL]
@@ -55,16 +58,24 @@ def fast_density(stats, priors, progress: bool = False):
     )
 
 
-def entry_points(progress: bool = False) -> EntryPoints:
+def entry_points() -> EntryPoints:
     """The compiled entry points (compiled or loaded from the cache on the first call of a process)."""
-    if _compiled.cache_info().currsize == 0 and progress:
-        timer = threading.Timer(COMPILE_NOTE_AFTER, _note_compiling)
-        timer.start()
-        try:
-            return _compiled()
-        finally:
-            timer.cancel()
-    return _compiled()
+    if _compiled.cache_info().currsize:
+        return _compiled()
+    with compile_notice():
+        return _compiled()
+
+
+@contextlib.contextmanager
+def compile_notice():
+    """One line on stderr if the block (compiling, or loading compiled code) lasts over ``COMPILE_NOTE_AFTER`` s."""
+    timer = threading.Timer(COMPILE_NOTE_AFTER, _note_compiling)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 @functools.cache
@@ -84,8 +95,8 @@ def compile_cached(compile: Callable[[bool], T]) -> T:
     except Exception as error:
         compiled = compile(False)
         warnings.warn(
-            f"the compiled posterior density is not cached ({error}); every process compiles it again "
-            "(10–15 s). Set NUMBA_CACHE_DIR to a writable directory to keep it.",
+            f"the compiled posterior density is not cached ({error}); every process compiles it again. "
+            "Set NUMBA_CACHE_DIR to a writable directory to keep it.",
             RuntimeWarning,
         )
         return compiled
@@ -123,5 +134,5 @@ def _jittered(centre: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _note_compiling() -> None:
-    print("bayesrepro: loading the compiled posterior density (the first run compiles it, 10–15 s; "
-          "later runs load it from the cache)", file=sys.stderr, flush=True)
+    print("bayesrepro: loading the compiled posterior density (compiled on its first use, later loaded from "
+          "numba's cache)", file=sys.stderr, flush=True)

@@ -20,9 +20,13 @@ Signatures (numba, ``nogil``):
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
+from types import FunctionType
 
 import numba
 import numpy as np
@@ -30,6 +34,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .compiled import compile_cached, compile_notice
 from .nuts import CompiledDensity as NutsDensity, sample_density
 from .sampling import SamplingSettings
 
@@ -65,7 +70,11 @@ class CompiledDensity:
 
     def value_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """The log density and its gradient at ``x`` (from Python: checks, optimisation)."""
-        return self.logp(np.ascontiguousarray(x, dtype=float), self.floats, self.ints)
+        x = np.ascontiguousarray(x, dtype=float)
+        if not self.logp.signatures:  # its first call in this process compiles it or loads it from the cache
+            with compile_notice():
+                return self.logp(x, self.floats, self.ints)
+        return self.logp(x, self.floats, self.ints)
 
 
 def pack(floats: list[np.ndarray], ints: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +101,7 @@ def pack(floats: list[np.ndarray], ints: list[np.ndarray]) -> tuple[np.ndarray, 
 
 
 def sample_compiled(density: CompiledDensity, settings: SamplingSettings):
-    """Sample ``density`` with nutpie's NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
+    """Sample ``density`` with nutpie's NUTS; returns a ``draws.Draws`` with every draw asked for."""
     return sample_density(c_density(density), settings)
 
 
@@ -132,21 +141,41 @@ _EXPAND_SIGNATURE = types.int64(
 
 @lru_cache(maxsize=None)
 def _c_functions(logp, expand):
-    """C entry points for nutpie around a model's numba functions; compiled once per process.
+    """C entry points for nutpie around a model's numba functions: compiled once, then loaded from numba's cache.
 
     ``user_data`` points to four integers: the address and length of the float
-    array, then of the integer array. These wrappers are not cached on disk
-    (compiling them takes half a second): numba's cache would not notice a
-    change in the model's functions they call.
+    array, then of the integer array. Compiling the wrappers takes seconds
+    (the model's code is linked into them). numba's cache keys a function on
+    its bytecode and on the values it closes over, not on the functions it
+    calls, so the wrappers close over a key naming the model's two functions
+    with a digest of the files that define them (a model keeps all its kernels
+    in one file, as ``binary_density`` does) and reach the functions
+    themselves as globals. A model defined outside a file (a notebook cell) is
+    compiled without the cache.
     """
+    digest = _source_digest(logp, expand)
+    model = f"{logp.py_func.__module__}.{logp.py_func.__qualname__}/{expand.py_func.__qualname__}@{digest}"
+    templates = _wrapper_templates(model)
 
-    @numba.cfunc(_LOGP_SIGNATURE, nogil=True)
+    def compile(cache: bool):
+        names = {"logp": logp, "expand": expand}
+        return tuple(
+            numba.cfunc(signature, nogil=True, cache=cache)(_with_globals(template, names))
+            for template, signature in zip(templates, (_LOGP_SIGNATURE, _EXPAND_SIGNATURE))
+        )
+
+    with compile_notice():
+        return compile_cached(compile) if digest else compile(False)
+
+
+def _wrapper_templates(model: str):
     def c_logp(dim, x_, gradient_, value_, user_data):
+        model  # noqa: B018 -- in the closure, so that numba's cache tells models apart
         header = numba.carray(user_data, (4,), np.uint64)
         floats = numba.carray(_as_pointer(header[0]), (header[1],), np.float64)
         ints = numba.carray(_as_pointer(header[2]), (header[3],), np.int64)
         x = numba.carray(x_, (dim,))
-        value, gradient = logp(x, floats, ints)
+        value, gradient = logp(x, floats, ints)  # noqa: F821 -- bound by ``_with_globals``
         if not np.isfinite(value):
             return 4
         out = numba.carray(gradient_, (dim,))
@@ -157,12 +186,29 @@ def _c_functions(logp, expand):
         numba.carray(value_, (1,))[0] = value
         return 0
 
-    @numba.cfunc(_EXPAND_SIGNATURE, nogil=True)
     def c_expand(dim, n_expanded, x_, out_, user_data):
+        model  # noqa: B018
         header = numba.carray(user_data, (4,), np.uint64)
         floats = numba.carray(_as_pointer(header[0]), (header[1],), np.float64)
         ints = numba.carray(_as_pointer(header[2]), (header[3],), np.int64)
-        expand(numba.carray(x_, (dim,)), floats, ints, numba.carray(out_, (n_expanded,)))
+        expand(numba.carray(x_, (dim,)), floats, ints, numba.carray(out_, (n_expanded,)))  # noqa: F821
         return 0
 
     return c_logp, c_expand
+
+
+def _with_globals(function, names: dict):
+    """``function`` with ``names`` added to the globals it sees."""
+    return FunctionType(function.__code__, {**function.__globals__, **names}, function.__name__,
+                        function.__defaults__, function.__closure__)
+
+
+def _source_digest(*functions) -> str | None:
+    """SHA-256 of the files that define ``functions``; None if one was not defined in a file."""
+    digest = hashlib.sha256()
+    for function in functions:
+        path = inspect.getsourcefile(function.py_func)
+        if path is None or not Path(path).is_file():
+            return None
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()

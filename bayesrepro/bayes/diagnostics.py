@@ -75,25 +75,21 @@ class Diagnostics:
         }
 
 
-def diagnose(idata, var_names: list[str]) -> Diagnostics:
-    import arviz as az
+def diagnose(draws, var_names: list[str]) -> Diagnostics:
+    """R-hat, bulk and tail ESS of every variable (the worst over its elements), and the divergences, of a ``Draws``."""
+    from .convergence import ess_bulk, ess_tail, r_hat
 
-    posterior = idata.posterior[var_names]
-    with np.errstate(invalid="ignore", divide="ignore"):   # constant draws: arviz divides 0 by 0, giving NaN
-        r_hat = az.rhat(posterior)
-        bulk = az.ess(posterior, method="bulk")
-        tail = az.ess(posterior, method="tail")
     rows = {}
     for name in var_names:
-        # the worst element of a vector variable; a NaN anywhere stays NaN
-        rows[name] = (
-            float(np.max(r_hat[name].values)),
-            float(np.min(bulk[name].values)),
-            float(np.min(tail[name].values)),
-        )
+        values = np.asarray(draws[name], dtype=float)
+        elements = values.reshape(*values.shape[:2], -1)
+        with np.errstate(invalid="ignore", divide="ignore"):   # constant draws give NaN: not converged
+            figures = np.array([(r_hat(e), ess_bulk(e), ess_tail(e)) for e in np.moveaxis(elements, -1, 0)])
+        rows[name] = (float(np.max(figures[:, 0])), float(np.min(figures[:, 1])), float(np.min(figures[:, 2])))
     table = pd.DataFrame.from_dict(rows, orient="index", columns=["r_hat", "ess_bulk", "ess_tail"])
-    divergences = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata.groups() else 0
-    return Diagnostics(table, divergences, posterior.sizes["chain"], posterior.sizes["draw"])
+    divergences = int(np.sum(draws.stats["diverging"])) if "diverging" in draws.stats else 0
+    chains, n_draws = draws.shape
+    return Diagnostics(table, divergences, chains, n_draws)
 
 
 def require_convergence(diagnostics: Diagnostics, allow_unconverged: bool) -> None:

@@ -3,9 +3,25 @@
 Given the SDs the joint posterior of θ = (fixed effects, level effects) is
 Gaussian: δ = θ − m ~ N(P⁻¹ W'r, σ² P⁻¹). It is drawn blockwise, as the
 marginal likelihood was evaluated: first the small block b from its Schur
-complement, then each item's effect from its scalar conditional given b.
-One draw of θ per posterior draw of the SDs gives draws from the joint
-posterior of the full model.
+complement, then each item's effect from its scalar conditional given b,
+
+    δa_i = m_i + σ √s_k z_i,   s_k = σ_a² / (n_k σ_a² + σ²),   m_i = s_k (r_i − c_i'δ_b),   z ~ N(0, I),
+
+k the group of items sharing the count n_k. One draw of θ per posterior draw
+of the SDs gives draws from the joint posterior of the full model.
+
+The finite-population variances need, of the items' effects, only the sums
+Σ δa_i, Σ δa_i², Σ r_i δa_i, Σ (c_i'δ_b) δa_i and their n_i-weighted versions.
+In a group these are linear in B_k'z, B_k the rows (1, r_i, c_i'), and in
+‖z‖², whose joint law is exact and small: B_k'z = R_k'a with a ~ N(0, I_ρ)
+(R_k'R_k = B_k'B_k of rank ρ) and ‖z‖² = ‖a‖² + χ²(m_k − ρ), the χ² independent
+of a (the part of z orthogonal to B_k's columns). So a draw costs O(K q²),
+whatever the number of items. The items' effects themselves — thousands per
+draw — are drawn only when read (``DominantEffects.draw``): z = Q_k a + √χ² u/‖u‖,
+Q_k an orthonormal basis of B_k's columns and u the part of a N(0, I) vector
+orthogonal to them, which has z's law given (a, χ²) and reproduces the sums
+already drawn. A group with no more items than B_k has columns gains nothing
+from this: its z is drawn as it is (a = z, R_k = B_k).
 """
 
 from __future__ import annotations
@@ -13,17 +29,72 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .marginal import MarginalStats, small_block_variances
+
+# eigenvalues of a group's equilibrated Gram matrix B'B below this fraction of the largest are
+# rounding (exact collinearity, e.g. the intercept column with the count): their directions carry no variance
+RANK_TOLERANCE = 1e-10
+
+
+@dataclass(frozen=True)
+class CountGroup:
+    """The items sharing one count, and the square root of their Gram matrix B'B, B = [1, r, C] (their rows)."""
+
+    items: np.ndarray      # indices of the items
+    count: float
+    root: np.ndarray       # (ρ, q) R with R'R = B'B: B'z = R'a
+    basis: np.ndarray | None  # (q, ρ) maps B to Q = B · basis, an orthonormal basis of B's columns; None: Q = I
+
+    @property
+    def rank(self) -> int:
+        return self.root.shape[0]
+
+    @property
+    def free(self) -> int:
+        """Degrees of freedom of z orthogonal to B's columns."""
+        return len(self.items) - self.rank
+
+
+@dataclass(frozen=True)
+class DominantEffects:
+    """What determines the dominant factor's effects in every draw; ``draw()`` makes them, (D, n_levels)."""
+
+    stats: MarginalStats
+    groups: list[CountGroup]
+    delta_b: np.ndarray      # (D, s)
+    shrink: np.ndarray       # (D, K) s_k
+    sd: np.ndarray           # (D, K) σ √s_k
+    coordinates: list        # per group (D, ρ): a
+    remainder: list          # per group (D,): χ²(m_k − ρ)
+    seed: int                # of the directions orthogonal to B's columns
+
+    def draw(self) -> np.ndarray:
+        rng = np.random.default_rng(self.seed)
+        out = np.empty((self.delta_b.shape[0], len(self.stats.counts)))
+        for k, group in enumerate(self.groups):
+            rows = _rows(self.stats, group.items)
+            if group.basis is None:
+                z = self.coordinates[k]
+            else:
+                q = rows @ group.basis
+                z = self.coordinates[k] @ q.T
+            if group.free > 0:
+                u = rng.standard_normal(z.shape)
+                u -= (u @ q) @ q.T
+                z += u * np.sqrt(self.remainder[k] / np.einsum("di,di->d", u, u))[:, None]
+            mean = self.shrink[:, k, None] * (rows[:, 1][None, :] - self.delta_b @ rows[:, 2:].T)
+            out[:, group.items] = mean + self.sd[:, k, None] * z
+        return out
 
 
 @dataclass(frozen=True)
 class EffectDraws:
     fixed: np.ndarray            # (D, p) fixed effects on the original (uncentred) design
-    levels: dict                 # factor name -> (D, n_levels) level effects
-    residual_ss: np.ndarray      # (D,) Σ e² of the realised residuals
-    residual_sum: np.ndarray     # (D,) Σ e
-    small_delta: np.ndarray      # (D, s) δ_b, kept for per-item log-likelihoods
+    levels: dict                 # factor name -> (D, n_levels) level effects of every factor but the dominant one
+    dominant: DominantEffects    # the dominant factor's, drawn on request
+    variances: dict              # realised (finite-population) variance of each factor and the residual, (D,)
 
 
 def draw_effects(stats: MarginalStats, fixed_var, sigma, sd_by_group: dict, rng) -> EffectDraws:
@@ -45,9 +116,13 @@ def draw_effects(stats: MarginalStats, fixed_var, sigma, sd_by_group: dict, rng)
     delta_b = entry_points().small_block_draws(
         *(np.ascontiguousarray(a, dtype=float) for a in (stats.wbwb, stats.G, stats.wbr, stats.g, w, scale, sigma, noise))
     )
-    shrink = va[:, None] / (va[:, None] * stats.counts[None, :] + s2[:, None])
-    mean_a = (stats.dominant_r[None, :] - np.asarray(stats.cross @ delta_b.T).T) * shrink
-    delta_a = mean_a + np.sqrt(s2[:, None] * shrink) * rng.standard_normal(mean_a.shape)
+    groups = count_groups(stats)
+    shrink = w  # σ_a²/(σ² + n_k σ_a²) is both the weight of the marginal likelihood and s_k
+    sd = np.sqrt(s2[:, None] * shrink)
+    coordinates = [rng.standard_normal((n_draws, g.rank)) for g in groups]
+    remainder = [rng.chisquare(g.free, n_draws) if g.free > 0 else np.zeros(n_draws) for g in groups]
+    dominant = DominantEffects(stats, groups, delta_b, shrink, sd, coordinates, remainder,
+                               int(rng.integers(2**63)))
 
     theta_b = stats.prior_mean[None, :] + delta_b
     p = stats.n_fixed
@@ -55,30 +130,85 @@ def draw_effects(stats: MarginalStats, fixed_var, sigma, sd_by_group: dict, rng)
     if stats.intercept_index is not None:
         # undo the centring: intercept of the original design
         fixed[:, stats.intercept_index] -= fixed @ stats.x_means
-    levels = {stats.dominant: delta_a}
+    levels = {}
     offset = p
     for name, size in zip(stats.rest, stats.rest_sizes):
         levels[name] = theta_b[:, offset : offset + size]
         offset += size
+    return EffectDraws(fixed, levels, dominant, _realised_variances(stats, levels, dominant))
 
-    wr = np.einsum("ds,s->d", delta_b, stats.wbr) + delta_a @ stats.dominant_r
-    quad = (
-        np.einsum("di,ij,dj->d", delta_b, stats.wbwb, delta_b)
-        + 2.0 * np.einsum("da,da->d", delta_a, np.asarray(stats.cross @ delta_b.T).T)
-        + (delta_a**2) @ stats.counts
-    )
+
+def count_groups(stats: MarginalStats) -> list[CountGroup]:
+    """The items grouped by count, each with the square root of its Gram matrix (equilibrated eigendecomposition)."""
+    groups = []
+    for count in stats.count_values:
+        items = np.flatnonzero(stats.counts == count)
+        rows = _rows(stats, items)
+        if len(items) <= rows.shape[1]:
+            groups.append(CountGroup(items, float(count), rows, None))
+            continue
+        gram = rows.T @ rows
+        diagonal = np.diag(gram)
+        unit = np.where(diagonal > 0, 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0)), 1.0)
+        values, vectors = np.linalg.eigh(unit[:, None] * gram * unit[None, :])
+        keep = values > RANK_TOLERANCE * values.max()
+        values, vectors = values[keep], vectors[:, keep]
+        root = np.sqrt(values)[:, None] * vectors.T / unit[None, :]
+        basis = unit[:, None] * vectors / np.sqrt(values)[None, :]
+        groups.append(CountGroup(items, float(count), root, basis))
+    return groups
+
+
+def _rows(stats: MarginalStats, items: np.ndarray) -> np.ndarray:
+    """B's rows of ``items``: (1, r_i, c_i')."""
+    cross = stats.cross[items]
+    cross = cross.toarray() if sp.issparse(cross) else np.asarray(cross)
+    return np.column_stack([np.ones(len(items)), stats.dominant_r[items], cross])
+
+
+def _realised_variances(stats: MarginalStats, levels: dict, dominant: DominantEffects) -> dict:
+    """Variance of the realised effects of each factor and of the realised residuals (Gelman 2005), per draw."""
+    delta_b = dominant.delta_b
+    n_draws = delta_b.shape[0]
+    total, squares, with_r, with_fit, weighted, weighted_squares = (np.zeros(n_draws) for _ in range(6))
+    for k, group in enumerate(dominant.groups):
+        rows = _rows(stats, group.items)
+        r, cross = rows[:, 1], rows[:, 2:]
+        sum_c, rc, cc = cross.sum(axis=0), cross.T @ r, cross.T @ cross
+        fitted = delta_b @ sum_c                         # Σ c_i'δ_b
+        quad = np.einsum("di,ij,dj->d", delta_b, cc, delta_b)
+        linear = delta_b @ rc
+        e_sum = r.sum() - fitted                         # Σ e_i, e_i = r_i − c_i'δ_b
+        e_squares = r @ r - 2.0 * linear + quad          # Σ e_i²
+        e_r = r @ r - linear                             # Σ e_i r_i
+        e_fit = linear - quad                            # Σ e_i c_i'δ_b
+        zeta = dominant.coordinates[k] @ group.root      # B'z: (Σ z, Σ r z, Σ c z)
+        z_squares = np.einsum("da,da->d", dominant.coordinates[k], dominant.coordinates[k]) + dominant.remainder[k]
+        e_z = zeta[:, 1] - np.einsum("ds,ds->d", delta_b, zeta[:, 2:])
+        shrink, sd = dominant.shrink[:, k], dominant.sd[:, k]
+        group_total = shrink * e_sum + sd * zeta[:, 0]
+        group_squares = shrink**2 * e_squares + 2.0 * shrink * sd * e_z + sd**2 * z_squares
+        total += group_total
+        squares += group_squares
+        with_r += shrink * e_r + sd * zeta[:, 1]
+        with_fit += shrink * e_fit + sd * np.einsum("ds,ds->d", delta_b, zeta[:, 2:])
+        weighted += group.count * group_total
+        weighted_squares += group.count * group_squares
+
+    n_items = len(stats.counts)
+    out = {}
+    for name in stats.group_names:
+        if name == stats.dominant:
+            out[name] = (squares - total**2 / n_items) / (n_items - 1)
+        else:
+            out[name] = np.var(levels[name], axis=1, ddof=1)
+    wr = delta_b @ stats.wbr + with_r
+    quad = np.einsum("di,ij,dj->d", delta_b, stats.wbwb, delta_b) + 2.0 * with_fit + weighted_squares
     residual_ss = stats.rr - 2.0 * wr + quad
-    total_r = stats.sum_r if stats.sum_r is not None else np.nan
-    residual_sum = total_r - delta_b @ stats.colsum_b - delta_a @ stats.counts
-    return EffectDraws(fixed, levels, residual_ss, residual_sum, delta_b)
-
-
-def finite_population_variances(stats: MarginalStats, draws: EffectDraws) -> dict:
-    """Variance of the realised effects of each factor and of the realised residuals (Gelman 2005)."""
-    out = {name: np.var(draws.levels[name], axis=1, ddof=1) for name in stats.group_names}
     n = stats.n_obs
-    if np.all(np.isfinite(draws.residual_sum)):
-        out["Residual"] = (draws.residual_ss - draws.residual_sum**2 / n) / (n - 1)
+    if stats.sum_r is not None:
+        residual_sum = stats.sum_r - delta_b @ stats.colsum_b - weighted
+        out["Residual"] = (residual_ss - residual_sum**2 / n) / (n - 1)
     else:
-        out["Residual"] = draws.residual_ss / (n - 1)
+        out["Residual"] = residual_ss / (n - 1)
     return out

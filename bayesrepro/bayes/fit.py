@@ -1,4 +1,4 @@
-"""``fit_bayes``: one formula and data in, an InferenceData with reliability posteriors out."""
+"""``fit_bayes``: one formula and data in, posterior draws of every variance component and of φ out."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..choices import BACKENDS
 from ..errors import BayesreproError
 from ..design import Family, ModelFrame, model_frame, resolve_family
 from ..links import get_link
 from ..reliability import RESIDUAL, object_of_measurement
 from .diagnostics import Diagnostics, diagnose, require_convergence
+from .draws import Draws
 from .posterior import (
     add_reliability,
     band_table,
@@ -24,14 +26,12 @@ from .posterior import (
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
 from .sampling import SamplingSettings, check_posterior_size
 
-BACKENDS = ("auto", "fast", "bambi")
-
 
 @dataclass
 class BayesFit:
-    """A fitted Bayesian random-intercept model; everything lives in ``idata``."""
+    """A fitted Bayesian random-intercept model; every posterior variable lives in ``draws`` (and ``idata``)."""
 
-    idata: object
+    draws: Draws
     diagnostics: Diagnostics
     frame: ModelFrame
     priors: PriorSpec | None
@@ -42,24 +42,29 @@ class BayesFit:
     seconds: float
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def idata(self):
+        """The posterior as an ``arviz.InferenceData`` (built on first use, then kept)."""
+        return self.draws.idata
+
     def summary(self, prob: float = 0.95, finite_population: bool = False) -> pd.DataFrame:
-        return reliability_summary(self.idata, prob, prefix="fp_" if finite_population else "")
+        return reliability_summary(self.draws, prob, prefix="fp_" if finite_population else "")
 
     def phi(self, prob: float = 0.95, finite_population: bool = False, observed: bool = False) -> dict:
         """Median, interval and Koo & Li bands of φ on the model's scale (``scale``: latent for binary models),
         or with ``observed`` of a binary model's φ on the observation scale."""
         if observed:
-            if "phi_observed" not in self.idata.posterior:
+            if "phi_observed" not in self.draws:
                 raise BayesreproError("phi on the observation scale is computed for binary models only")
-            return {**phi_summary(self.idata, prob, variable="phi_observed"), "scale": "observed"}
-        return {**phi_summary(self.idata, prob, prefix="fp_" if finite_population else ""), "scale": self.scale}
+            return {**phi_summary(self.draws, prob, variable="phi_observed"), "scale": "observed"}
+        return {**phi_summary(self.draws, prob, prefix="fp_" if finite_population else ""), "scale": self.scale}
 
     def bands(self, finite_population: bool = False) -> pd.DataFrame:
-        return band_table(self.idata, prefix="fp_" if finite_population else "")
+        return band_table(self.draws, prefix="fp_" if finite_population else "")
 
     def d_study(self, n: dict, prob: float = 0.95, finite_population: bool = False) -> pd.DataFrame:
         """Φ and Eρ² of scores averaged over ``n[facet]`` levels, e.g. ``{"seed": 3}``, with intervals."""
-        return d_study_summary(self.idata, n, self.object, prob, prefix="fp_" if finite_population else "")
+        return d_study_summary(self.draws, n, self.object, prob, prefix="fp_" if finite_population else "")
 
     def contrasts(self, term: str, prob: float = 0.95, rope: tuple[float, float] | None = None) -> pd.DataFrame:
         """Posterior differences of the level means of a categorical fixed term."""
@@ -69,7 +74,7 @@ class BayesFit:
             present = {n[len(term) + 1 : -1] for n in self.frame.fixed_names if n.startswith(f"{term}[")}
             missing = sorted(set(levels) - present)
             reference = missing[0] if len(missing) == 1 else reference
-        return level_contrasts(self.idata, self.frame.fixed_names, term, reference, prob, rope)
+        return level_contrasts(self.draws, self.frame.fixed_names, term, reference, prob, rope)
 
     def to_dict(self, prob: float = 0.95) -> dict:
         """The JSON form: φ, components, diagnostics, backend, seconds."""
@@ -92,10 +97,10 @@ class BayesFit:
             "n_obs": self.frame.n_obs,
             "notes": self.notes,
         }
-        if "phi_observed" in self.idata.posterior:
+        if "phi_observed" in self.draws:
             observed = self.phi(prob, observed=True)
             out["phi_observed"] = {k: observed[k] for k in ("median", "low", "high", "prob", "scale")}
-        if "fp_phi" in self.idata.posterior:
+        if "fp_phi" in self.draws:
             fp = self.phi(prob, finite_population=True)
             out["phi_finite_population"] = {k: fp[k] for k in ("median", "low", "high", "prob", "scale")}
             out["components_finite_population"] = [
@@ -127,11 +132,11 @@ class BayesFit:
             f"[{phi['low']:.3f}, {phi['high']:.3f}]",
             "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
         ]
-        if "phi_observed" in self.idata.posterior:
+        if "phi_observed" in self.draws:
             observed = self.phi(prob, observed=True)
             lines.append(f"phi ({self.object}, observation scale: two 0/1 scores of the same {self.object}) = "
                          f"{observed['median']:.3f}, {level} interval [{observed['low']:.3f}, {observed['high']:.3f}]")
-        if "fp_phi" in self.idata.posterior:
+        if "fp_phi" in self.draws:
             fp = self.phi(prob, finite_population=True)
             lines.append(f"finite-population phi ({self.scale} scale) = {fp['median']:.3f}, {level} interval "
                          f"[{fp['low']:.3f}, {fp['high']:.3f}]")
@@ -173,8 +178,12 @@ def fit_bayes(
     ``prior_overrides`` changes single scales by
     name. With ``effects=True`` (fast path) fixed and level effects are drawn
     afterwards from their exact conditional, giving the finite-population
-    components and contrasts. ``sampling`` (a ``SamplingSettings``) and keyword
-    settings (``draws=2000, chains=4, seed=1, ...``) say how NUTS runs. Raises
+    components and contrasts (the items' effects are drawn when first read).
+    ``sampling`` (a ``SamplingSettings``) and keyword settings (``draws=2000,
+    chains=4, seed=1, progress=False, ...``) say how NUTS runs; progress is
+    shown by default where someone watches (stderr a terminal, or a notebook).
+    The draws are NumPy arrays in ``fit.draws``; ``fit.idata`` builds an ArviZ
+    InferenceData of them on first use. Raises
     ``NotConvergedError`` if the run did not converge, unless the settings allow
     it. ``bambi_noncentered`` chooses the parameterisation of Bambi's own model
     (centred mixes better with many observations per level).
@@ -196,23 +205,23 @@ def fit_bayes(
     check_posterior_size(settings, _values_per_draw(frame, backend))
     notes = list(frame.notes) + [note for note in (resolved.note, choice.note) if note]
     if backend == "fast" and family == "gaussian":
-        idata, prior_table = _fit_fast(frame, spec, object, settings, effects)
+        draws, prior_table = _fit_fast(frame, spec, object, settings, effects)
     elif backend == "fast":
         from .binary_fit import fit_binary
 
-        idata, prior_table = fit_binary(frame, object, settings, resolved.link, effects)
+        draws, prior_table = fit_binary(frame, object, settings, resolved.link, effects)
     else:
-        idata, prior_table = _fit_bambi(frame, spec, resolved, object, settings, bambi_noncentered)
+        draws, prior_table = _fit_bambi(frame, spec, resolved, object, settings, bambi_noncentered)
     if resolved.binary:
         from .binary_phi import add_observed_phi
 
-        add_observed_phi(idata, frame.binomial(), resolved.link, object)
+        add_observed_phi(draws, frame.binomial(), resolved.link, object)
         residual = "the logistic variance pi^2/3" if resolved.link == "logit" else "1, the standard normal's variance"
         notes.append(f"{family.capitalize()} model: variance components and phi on the latent ({resolved.link}) "
                      f"scale, where the residual is {residual}")
-    sd_vars = [v for v in idata.posterior.data_vars if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
-    diagnostics = diagnose(idata, sd_vars + ["phi"])
-    fit = BayesFit(idata, diagnostics, frame, spec, prior_table, family, backend, object,
+    sd_vars = [v for v in draws.names if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
+    diagnostics = diagnose(draws, sd_vars + ["phi"])
+    fit = BayesFit(draws, diagnostics, frame, spec, prior_table, family, backend, object,
                    time.perf_counter() - start, notes)
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
@@ -238,8 +247,7 @@ def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
     return spec.with_overrides(overrides)
 
 
-def _fit_fast(frame, spec, object, settings, effects):
-    from .effects import draw_effects, finite_population_variances
+def _fit_fast(frame, spec, object, settings, effects) -> tuple[Draws, pd.DataFrame]:
     from .fast_model import sd_name
     from .marginal import marginal_stats
 
@@ -248,69 +256,58 @@ def _fit_fast(frame, spec, object, settings, effects):
         from .compiled import fast_density
         from .nuts import sample_density
 
-        idata = sample_density(fast_density(stats, spec, settings.progress), settings)
+        draws = sample_density(fast_density(stats, spec), settings)
     else:  # PyMC's own sampler on PyMC's model of the same posterior
         from .fast_model import build_fast_model
         from .sampling import run_nuts
 
-        idata = run_nuts(build_fast_model(stats, spec), settings)
-    post = idata.posterior
-    sd = {name: post[sd_name(name)].values for name in [*stats.group_names, RESIDUAL]}
-    add_reliability(idata, {name: sd[name] ** 2 for name in sd}, object)
+        draws = Draws.from_idata(run_nuts(build_fast_model(stats, spec), settings))
+    sd = {name: draws[sd_name(name)] for name in [*stats.group_names, RESIDUAL]}
+    add_reliability(draws, {name: sd[name] ** 2 for name in sd}, object)
     if effects:
-        _add_effects(idata, frame, stats, spec, sd, object, settings.seed, draw_effects, finite_population_variances)
-    return idata, spec.table()
+        _add_effects(draws, frame, stats, spec, sd, object, settings.seed)
+    return draws, spec.table()
 
 
-def _add_effects(idata, frame, stats, spec, sd, object, seed, draw_effects, finite_population_variances):
-    import xarray as xr
+def _add_effects(draws: Draws, frame, stats, spec, sd, object, seed) -> None:
+    """Fixed and level effects and the finite-population components; the items' effects are drawn when read."""
+    from .effects import draw_effects
 
-    shape = sd[RESIDUAL].shape
+    shape = draws.shape
     flat = {name: value.reshape(-1) for name, value in sd.items()}
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0] if seed is not None else None)
     effects = draw_effects(stats, spec.fixed_sigma**2, flat[RESIDUAL], flat, rng)
-    post = idata.posterior
-    post["fixed"] = xr.DataArray(
-        effects.fixed.reshape(*shape, -1),
-        coords={"chain": post.chain, "draw": post.draw, "fixed_effect": frame.fixed_names},
-        dims=("chain", "draw", "fixed_effect"),
-    )
+    draws.add("fixed", effects.fixed.reshape(*shape, -1), ("fixed_effect",), {"fixed_effect": list(frame.fixed_names)})
     for group in frame.groups:
         dim = f"{group.name}__level"
-        post[f"1|{group.name}"] = xr.DataArray(
-            effects.levels[group.name].reshape(*shape, -1),
-            coords={"chain": post.chain, "draw": post.draw, dim: list(group.levels)},
-            dims=("chain", "draw", dim),
-        )
-    fp = finite_population_variances(stats, effects)
-    add_reliability(idata, {name: value.reshape(shape) for name, value in fp.items()}, object, prefix="fp_")
+        coords = {dim: list(group.levels)}
+        if group.name == stats.dominant:
+            draws.add_deferred(f"1|{group.name}", lambda: effects.dominant.draw().reshape(*shape, -1), (dim,), coords)
+        else:
+            draws.add(f"1|{group.name}", effects.levels[group.name].reshape(*shape, -1), (dim,), coords)
+    variances = {name: value.reshape(shape) for name, value in effects.variances.items()}
+    add_reliability(draws, variances, object, prefix="fp_")
 
 
-def _fit_bambi(frame, spec, family: Family, object, settings, noncentered):
-    import xarray as xr
-
+def _fit_bambi(frame, spec, family: Family, object, settings, noncentered) -> tuple[Draws, pd.DataFrame]:
     from .bambi_model import bambi_prior_table, build_bambi_model, fit_bambi, fixed_draws, level_effects
 
     model = build_bambi_model(frame, family.name, spec, noncentered, link=family.link)
-    idata = fit_bambi(model, settings)
-    post = idata.posterior
-    variances = {g.name: post[f"1|{g.name}_sigma"].values ** 2 for g in frame.groups}
+    draws = Draws.from_idata(fit_bambi(model, settings))
+    variances = {g.name: draws[f"1|{g.name}_sigma"] ** 2 for g in frame.groups}
     if not family.binary:
-        variances[RESIDUAL] = post["sigma"].values ** 2
+        variances[RESIDUAL] = draws["sigma"] ** 2
     else:
-        variances[RESIDUAL] = np.full(post[f"1|{frame.groups[0].name}_sigma"].shape,
-                                      get_link(family.link).latent_residual)
-        post["fixed"] = xr.DataArray(fixed_draws(idata, frame), dims=("chain", "draw", "fixed_effect"),
-                                     coords={"chain": post.chain, "draw": post.draw,
-                                             "fixed_effect": list(frame.fixed_names)})
-    add_reliability(idata, variances, object)
-    fp = {name: np.var(value, axis=-1, ddof=1) for name, value in level_effects(idata, frame).items()}
+        variances[RESIDUAL] = np.full(draws.shape, get_link(family.link).latent_residual)
+        draws.add("fixed", fixed_draws(draws, frame), ("fixed_effect",), {"fixed_effect": list(frame.fixed_names)})
+    add_reliability(draws, variances, object)
+    fp = {name: np.var(value, axis=-1, ddof=1) for name, value in level_effects(draws, frame).items()}
     if len(fp) == len(frame.groups):
         # The residual has one level per observation, so its realised variance equals σ² up to O(1/√N);
         # Bambi's posterior holds no residual draws to take it from exactly.
         fp[RESIDUAL] = variances[RESIDUAL]
-        add_reliability(idata, fp, object, prefix="fp_")
-    return idata, bambi_prior_table(model)
+        add_reliability(draws, fp, object, prefix="fp_")
+    return draws, bambi_prior_table(model)
 
 
 def _values_per_draw(frame: ModelFrame, backend: str) -> int:

@@ -30,17 +30,17 @@ def add_item_loglik(fit) -> None:
 
     if fit.backend != "fast":
         raise BayesreproError("item-level LOO is computed for the fast backend; refit with backend='fast'")
-    post = fit.idata.posterior
-    if "fixed" not in post:
+    draws = fit.draws
+    if "fixed" not in draws:
         raise BayesreproError("LOO needs the effect draws; refit with effects=True")
     frame, spec = fit.frame, fit.priors
     stats = marginal_stats(frame, spec)
-    shape = post["sigma"].shape
-    fixed = post["fixed"].values.reshape(-1, stats.n_fixed)
+    shape = draws.shape
+    fixed = draws["fixed"].reshape(-1, stats.n_fixed)
     centred = fixed.copy()
     if stats.intercept_index is not None:
         centred[:, stats.intercept_index] += fixed @ stats.x_means
-    parts = [centred] + [post[f"1|{name}"].values.reshape(centred.shape[0], -1) for name in stats.rest]
+    parts = [centred] + [draws[f"1|{name}"].reshape(centred.shape[0], -1) for name in stats.rest]
     delta_b = np.hstack(parts) - stats.prior_mean[None, :]
 
     dominant = next(g for g in frame.groups if g.name == stats.dominant)
@@ -54,8 +54,8 @@ def add_item_loglik(fit) -> None:
         for k in range(j, s):
             ww[:, j, k] = ww[:, k, j] = np.bincount(codes, weights=W[:, j] * W[:, k], minlength=n_items)
 
-    s2 = (post[sd_name(RESIDUAL)].values.reshape(-1) ** 2)[:, None]
-    va = (post[sd_name(stats.dominant)].values.reshape(-1) ** 2)[:, None]
+    s2 = (draws[sd_name(RESIDUAL)].reshape(-1) ** 2)[:, None]
+    va = (draws[sd_name(stats.dominant)].reshape(-1) ** 2)[:, None]
     n = stats.counts[None, :]
     sums = stats.dominant_r[None, :] - np.asarray(stats.cross @ delta_b.T).T
     squares = rr[None, :] - 2.0 * delta_b @ wr.T + np.einsum("di,nij,dj->dn", delta_b, ww, delta_b, optimize=True)
@@ -67,7 +67,7 @@ def add_item_loglik(fit) -> None:
     dim = f"{stats.dominant}__level"
     values = xr.DataArray(
         loglik.reshape(*shape, n_items),
-        coords={"chain": post.chain, "draw": post.draw, dim: list(dominant.levels)},
+        coords={"chain": np.arange(shape[0]), "draw": np.arange(shape[1]), dim: list(dominant.levels)},
         dims=("chain", "draw", dim),
     )
     fit.idata.add_groups(log_likelihood=xr.Dataset({"item": values}))

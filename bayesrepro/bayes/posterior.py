@@ -1,4 +1,7 @@
-"""Reliability and contrast posteriors: derived variables in the InferenceData and their summaries."""
+"""Reliability and contrast posteriors: derived variables of the draws and their summaries.
+
+Every function reads a ``draws.Draws`` (what a fit holds) or an ArviZ InferenceData.
+"""
 
 from __future__ import annotations
 
@@ -7,28 +10,21 @@ import pandas as pd
 
 from ..errors import BayesreproError
 from ..reliability import KOO_LI_BANDS, koo_li_probabilities, phi, shares
+from .draws import Draws, as_draws
 
 
-def add_reliability(idata, variances: dict, object: str, prefix: str = "") -> None:
-    """Store draws of every variance component, each share and φ in ``idata.posterior``.
+def add_reliability(draws: Draws, variances: dict, object: str, prefix: str = "") -> None:
+    """Store draws of every variance component, each share and φ.
 
     ``variances`` maps component name to an array (chain, draw). Variables:
     ``{prefix}variance`` and ``{prefix}share`` (dim ``component``) and ``{prefix}phi``.
     """
-    import xarray as xr
-
     names = list(variances)
-    coords = {"chain": idata.posterior.chain, "draw": idata.posterior.draw, "component": names}
-    stacked = np.stack([np.asarray(variances[n]) for n in names], axis=-1)
+    component = {"component": names}
     share = shares(variances)
-    idata.posterior[f"{prefix}variance"] = xr.DataArray(stacked, coords=coords, dims=("chain", "draw", "component"))
-    idata.posterior[f"{prefix}share"] = xr.DataArray(
-        np.stack([np.asarray(share[n]) for n in names], axis=-1), coords=coords, dims=("chain", "draw", "component")
-    )
-    idata.posterior[f"{prefix}phi"] = xr.DataArray(
-        np.asarray(phi(variances, object)), coords={k: coords[k] for k in ("chain", "draw")}, dims=("chain", "draw")
-    )
-    idata.posterior[f"{prefix}phi"].attrs["object"] = object
+    draws.add(f"{prefix}variance", np.stack([np.asarray(variances[n]) for n in names], axis=-1), ("component",), component)
+    draws.add(f"{prefix}share", np.stack([np.asarray(share[n]) for n in names], axis=-1), ("component",), component)
+    draws.add(f"{prefix}phi", np.asarray(phi(variances, object)), attrs={"object": object})
 
 
 def check_probability(prob) -> float:
@@ -46,35 +42,35 @@ def interval(draws, prob: float = 0.95) -> tuple[float, float, float]:
     return float(median), float(low), float(high)
 
 
-def reliability_summary(idata, prob: float = 0.95, prefix: str = "") -> pd.DataFrame:
+def reliability_summary(posterior, prob: float = 0.95, prefix: str = "") -> pd.DataFrame:
     """Median and interval of each component's variance and share, and of φ."""
-    post = idata.posterior
+    draws = as_draws(posterior)
+    variance, share = draws[f"{prefix}variance"], draws[f"{prefix}share"]
     rows = []
-    for name in post[f"{prefix}variance"].component.values:
-        v = interval(post[f"{prefix}variance"].sel(component=name), prob)
-        s = interval(post[f"{prefix}share"].sel(component=name), prob)
-        rows.append((str(name), *v, *s))
+    for k, name in enumerate(draws.labels(f"{prefix}variance")):
+        rows.append((str(name), *interval(variance[..., k], prob), *interval(share[..., k], prob)))
     frame = pd.DataFrame(rows, columns=["component", "variance", "low", "high", "share", "share_low", "share_high"])
     return frame.set_index("component")
 
 
-def phi_summary(idata, prob: float = 0.95, prefix: str = "", variable: str = "phi") -> dict:
+def phi_summary(posterior, prob: float = 0.95, prefix: str = "", variable: str = "phi") -> dict:
     """Median, central interval and Koo & Li band probabilities of ``{prefix}{variable}``."""
-    draws = idata.posterior[f"{prefix}{variable}"].values
-    median, low, high = interval(draws, prob)
+    draws = as_draws(posterior)
+    values = draws[f"{prefix}{variable}"]
+    median, low, high = interval(values, prob)
     return {
-        "object": idata.posterior[f"{prefix}{variable}"].attrs.get("object"),
+        "object": draws.attrs.get(f"{prefix}{variable}", {}).get("object"),
         "median": median,
         "low": low,
         "high": high,
         "prob": prob,
-        "bands": koo_li_probabilities(draws),
+        "bands": koo_li_probabilities(values),
     }
 
 
-def band_table(idata, prefix: str = "") -> pd.DataFrame:
+def band_table(posterior, prefix: str = "") -> pd.DataFrame:
     """Posterior probability of each Koo & Li band of φ."""
-    probs = koo_li_probabilities(idata.posterior[f"{prefix}phi"].values)
+    probs = koo_li_probabilities(as_draws(posterior)[f"{prefix}phi"])
     return pd.DataFrame(
         [(label, low, high, probs[label]) for label, low, high in KOO_LI_BANDS],
         columns=["band", "from", "to", "probability"],
@@ -95,7 +91,7 @@ def rope_probability(draws, low: float, high: float) -> float:
     return float(np.mean((draws >= low) & (draws <= high)))
 
 
-def level_contrasts(idata, fixed_names: list[str], term: str, reference: str = "(reference)", prob: float = 0.95,
+def level_contrasts(posterior, fixed_names: list[str], term: str, reference: str = "(reference)", prob: float = 0.95,
                     rope: tuple[float, float] | None = None) -> pd.DataFrame:
     """Pairwise differences of a categorical fixed term's level means (treatment coding).
 
@@ -103,7 +99,8 @@ def level_contrasts(idata, fixed_names: list[str], term: str, reference: str = "
     its coefficient, so a difference of level means is a difference of
     coefficients, whatever the other terms are (no interactions with ``term``).
     """
-    if "fixed" not in idata.posterior:
+    draws = as_draws(posterior)
+    if "fixed" not in draws:
         raise BayesreproError("no fixed-effect draws in this fit; refit with backend='fast' and effects=True")
     columns = {name[len(term) + 1 : -1]: name for name in fixed_names if name.startswith(f"{term}[") and name.endswith("]")}
     if not columns:
@@ -113,14 +110,14 @@ def level_contrasts(idata, fixed_names: list[str], term: str, reference: str = "
     interacting = [n for n in fixed_names if ":" in n and n.split(":")[0].startswith(f"{term}[")]
     if interacting:
         raise BayesreproError(f"term '{term}' interacts with others ({interacting[0]}); contrasts of its main effect are not defined")
-    fixed = idata.posterior["fixed"]
-    draws = {level: fixed.sel(fixed_effect=name).values.ravel() for level, name in columns.items()}
-    draws = {reference: np.zeros_like(next(iter(draws.values()))), **draws}
-    levels = list(draws)
+    fixed, labels = draws["fixed"], draws.labels("fixed")
+    by_level = {level: fixed[..., labels.index(name)].ravel() for level, name in columns.items()}
+    by_level = {reference: np.zeros_like(next(iter(by_level.values()))), **by_level}
+    levels = list(by_level)
     rows = []
     for i, a in enumerate(levels):
         for b in levels[i + 1 :]:
-            diff = draws[b] - draws[a]
+            diff = by_level[b] - by_level[a]
             median, low, high = interval(diff, prob)
             row = {"contrast": f"{b} - {a}", "median": median, "low": low, "high": high,
                    "p_direction": direction_probability(diff)}
@@ -130,17 +127,19 @@ def level_contrasts(idata, fixed_names: list[str], term: str, reference: str = "
     return pd.DataFrame(rows).set_index("contrast")
 
 
-def variance_draws(idata, prefix: str = "") -> dict:
+def variance_draws(posterior, prefix: str = "") -> dict:
     """Variance-component draws as the mapping the reliability formulas take."""
-    variance = idata.posterior[f"{prefix}variance"]
-    return {str(name): variance.sel(component=name).values for name in variance.component.values}
+    draws = as_draws(posterior)
+    variance = draws[f"{prefix}variance"]
+    return {str(name): variance[..., k] for k, name in enumerate(draws.labels(f"{prefix}variance"))}
 
 
-def d_study_summary(idata, n: dict, object: str | None = None, prob: float = 0.95, prefix: str = "") -> pd.DataFrame:
+def d_study_summary(posterior, n: dict, object: str | None = None, prob: float = 0.95, prefix: str = "") -> pd.DataFrame:
     """Brennan's D-study coefficients (Φ, Eρ²) for scores averaged over ``n`` levels of facets, with intervals."""
     from ..reliability import d_study
 
-    object = object or idata.posterior[f"{prefix}phi"].attrs["object"]
-    result = d_study(variance_draws(idata, prefix), object, n)
+    draws = as_draws(posterior)
+    object = object or draws.attrs[f"{prefix}phi"]["object"]
+    result = d_study(variance_draws(draws, prefix), object, n)
     rows = [(name, *interval(result[name], prob)) for name in ("phi", "e_rho2")]
     return pd.DataFrame(rows, columns=["coefficient", "median", "low", "high"]).set_index("coefficient")

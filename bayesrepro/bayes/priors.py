@@ -35,12 +35,11 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ..choices import DEFAULT_PRIOR, PRIOR_FAMILIES
 from ..errors import BayesreproError
 from ..design import ModelFrame
 
 RESIDUAL = "Residual"
-PRIOR_FAMILIES = ("scaled", "bambi", "r2d2")
-DEFAULT_PRIOR = "scaled"
 BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
 SCALED_SD_DIVISOR = 1.959964  # the 97.5 % normal quantile: P(HalfNormal(s_y / 1.96) < s_y) = 0.95
 STUDENT_NU = 4.0

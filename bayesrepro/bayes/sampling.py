@@ -15,16 +15,19 @@ import signal
 from dataclasses import dataclass
 
 from .. import limits
+from ..choices import SAMPLERS
 from ..errors import BayesreproError
 from ..runtime import numerical_work
-
-# "auto": nutpie's NUTS on the compiled density of the fast path, PyMC's NUTS on Bambi's model
-SAMPLERS = ("auto", "pymc", "nutpie")
 
 
 @dataclass(frozen=True)
 class SamplingSettings:
-    """NUTS settings shared by every Bayesian fit: ``SamplingSettings(draws=2000, seed=1)``."""
+    """NUTS settings shared by every Bayesian fit: ``SamplingSettings(draws=2000, seed=1)``.
+
+    ``progress``: True shows the sampler's progress on stderr (a line every two
+    seconds when stderr is not a terminal), False never; None (the default)
+    shows it in a terminal or a notebook.
+    """
 
     draws: int = 1000
     tune: int = 1000
@@ -33,7 +36,7 @@ class SamplingSettings:
     cores: int | None = None
     sampler: str = "auto"
     target_accept: float = 0.95
-    progress: bool = False
+    progress: bool | None = None  # None: shown where someone watches (a terminal's stderr, a notebook)
     allow_unconverged: bool = False
 
     def __post_init__(self):
@@ -69,6 +72,12 @@ class SamplingSettings:
     def n_cores(self) -> int:
         return self.cores if self.cores is not None else min(self.chains, 2)
 
+    @property
+    def show_progress(self) -> bool:
+        from ..progress import shown_by_default
+
+        return self.progress if self.progress is not None else shown_by_default()
+
 
 def run_nuts(model, settings: SamplingSettings):
     """Sample a PyMC model with NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
@@ -84,11 +93,11 @@ def run_nuts(model, settings: SamplingSettings):
             model=model,
             nuts_sampler=settings.sampler_or("pymc"),
             target_accept=settings.target_accept,
-            progressbar=settings.progress,
+            progressbar=settings.show_progress,
             compute_convergence_checks=False,
             mp_ctx="fork",  # children inherit the BLAS thread limit and warning filters
         )
-    require_complete(idata, settings)
+    require_complete(sampled_shape(idata), settings)
     return idata
 
 
@@ -119,10 +128,9 @@ def interrupts_raised():
         raise KeyboardInterrupt
 
 
-def require_complete(idata, settings: SamplingSettings) -> None:
-    """Refuse a posterior with fewer chains or draws than asked for (a run stopped early)."""
-    sizes = idata.posterior.sizes
-    if sizes.get("chain") != settings.chains or sizes.get("draw") != settings.draws:
+def require_complete(shape: tuple[int, int], settings: SamplingSettings) -> None:
+    """Refuse a posterior of ``shape`` (chains, draws) smaller than asked for (a run stopped early)."""
+    if tuple(shape) != (settings.chains, settings.draws):
         raise KeyboardInterrupt
 
 
@@ -138,6 +146,12 @@ def _checked_int(limit: limits.Count, value) -> None:
     if not _is_int(value):
         raise BayesreproError(limit.refusal(value))
     limit.check(value)
+
+
+def sampled_shape(idata) -> tuple[int, int]:
+    """(chains, draws) of an InferenceData's posterior."""
+    sizes = idata.posterior.sizes
+    return sizes.get("chain", 0), sizes.get("draw", 0)
 
 
 def _is_int(value) -> bool:

@@ -59,7 +59,7 @@ def prior_sensitivity(formula, data=None, *, scales=(0.5, 1.0, 2.0), prior: str 
         fit = fit_bayes(frame, prior=base.scaled(scale), **fit_kwargs)
         row = {"scale": scale}
         for prefix, label in (("", "phi"), ("fp_", "phi_fp")):
-            if f"{prefix}phi" in fit.idata.posterior:
+            if f"{prefix}phi" in fit.draws:
                 s = fit.phi(prob, finite_population=bool(prefix))
                 row |= {label: s["median"], f"{label}_low": s["low"], f"{label}_high": s["high"]}
         for name, r in fit.summary(prob).iterrows():

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
 def add_comparison_arguments(parser) -> None:
     """Arguments shared by the bootstrap and permutation commands."""
-    add_data_options(parser)
+    add_data_options(parser, progress=True)
     parser.add_argument("--item", required=True, help="column identifying the evaluation item")
     parser.add_argument("--system", required=True, help="column identifying the system")
     parser.add_argument("--score", required=True, help="column with the per-item score")
@@ -34,8 +34,6 @@ def add_comparison_arguments(parser) -> None:
     add_seed(parser, None)
     parser.add_argument("--alternative", choices=("two-sided", "greater", "less"), default="two-sided",
                         help="the alternative hypothesis about metric(a) - metric(b) (default two-sided)")
-    parser.add_argument("--progress", action="store_true",
-                        help="show progress on stderr (shown anyway when stderr is a terminal)")
 
 
 def select_pair(args):

@@ -10,7 +10,7 @@ HELP = "expected best score under a budget of B configurations (closed form and 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("budget", help=HELP, description=HELP)
-    add_data_options(parser)
+    add_data_options(parser, progress=True)
     parser.add_argument("--score", required=True, help="column with the score")
     parser.add_argument("--config", required=True, nargs="+", metavar="COL",
                         help="column(s) whose combination identifies a configuration; "
@@ -23,8 +23,6 @@ def register(subparsers) -> None:
                                               "most 2,000,000,000")
     add_seed(parser, None)
     parser.add_argument("--plot", metavar="PATH", help="write the curve to this image file (.png, .pdf or .svg)")
-    parser.add_argument("--progress", action="store_true",
-                        help="show progress on stderr (shown anyway when stderr is a terminal)")
     parser.set_defaults(func=run)
 
 

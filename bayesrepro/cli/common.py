@@ -41,8 +41,9 @@ def add_seed(parser, default: int | None, what: str = "the random numbers") -> N
               default_text=None if default is not None else "a fresh seed each run", metavar="S")
 
 
-def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -> None:
-    """DATA and the options that select and read its rows; ``engines`` adds --engine and --spark-master."""
+def add_data_options(parser, drop_missing: bool = True, engines: bool = False, progress: bool = False) -> None:
+    """DATA and the options that select and read its rows; ``engines`` adds --engine and --spark-master,
+    ``progress`` (or ``engines``: scans take long) adds --progress."""
     parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs "
                         "(lm-eval:PATH, inspect:PATH), or a bundled dataset name")
     parser.add_argument("--where", metavar="EXPR",
@@ -60,9 +61,10 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False) -
         parser.add_argument("--spark-master", metavar="URL", type=spark_master,
                             help="Spark master for --engine spark: local, local[N], local[*], spark://HOST:PORT, yarn "
                                  "or k8s://URL (default local[*])")
+    if engines or progress:
         parser.add_argument("--progress", action="store_true",
-                            help="show the progress of long work (scans, sampling) on stderr (shown anyway when stderr is a "
-                                 "terminal)")
+                            help="show the progress of long work (scans, sampling, bootstrap) on stderr (shown anyway "
+                                 "when stderr is a terminal)")
 
 
 SPARK_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)\])?|(spark|k8s|mesos)://\S+|yarn")
@@ -116,7 +118,7 @@ def add_family_options(parser) -> None:
 
 def add_side_by_side_options(parser) -> None:
     """Settings of the REML bootstrap and of the sampler, for commands that run both engines."""
-    from ..compare import DEFAULT_BOOTSTRAP
+    from ..choices import DEFAULT_BOOTSTRAP
 
     add_count(parser, limits.BOOTSTRAP, DEFAULT_BOOTSTRAP, "parametric bootstrap replicates")
     add_sampling_options(parser, seed_default=0)

@@ -30,7 +30,7 @@ def run(args) -> int:
     if args.h0 is not None:
         formula_of(args.h0, "--h0")
     check_bootstrap(args.bootstrap)
-    settings = sampling_settings(args, progress=args.progress or sys.stderr.isatty())
+    settings = sampling_settings(args, progress=args.progress or None)
     result = compare(frame_of(args, spec), object=args.object, factor=args.factor, by=args.by, h0=args.h0,
                      n_boot=args.bootstrap, prob=args.prob, sampling=settings, family=args.family, link=args.link)
     if args.json:

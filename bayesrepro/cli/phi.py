@@ -10,13 +10,13 @@ HELP = ("posterior distribution of every variance component and of reliability p
 
 
 def register(subparsers) -> None:
-    from ..bayes.priors import PRIOR_FAMILIES
+    from ..choices import BACKENDS, PRIOR_FAMILIES, SAMPLERS
 
     parser = subparsers.add_parser("phi", help=HELP, description=HELP)
     add_data_options(parser, engines=True)
     add_formula_options(parser)
     add_sampling_options(parser, seed_default=None)
-    parser.add_argument("--backend", default="auto", choices=("auto", "fast", "bambi"),
+    parser.add_argument("--backend", default="auto", choices=BACKENDS,
                         help="fast: exact marginal model (Gaussian); bambi: Bambi's own model; auto: fast when possible")
     add_family_options(parser)
     parser.add_argument("--prior", choices=PRIOR_FAMILIES,
@@ -26,20 +26,18 @@ def register(subparsers) -> None:
                         help="override one prior scale (a grouping factor, Residual, total or concentration): an SD "
                              "scale within a factor of 10^6 of the SD of the scores, a concentration from 0.01 to 100; "
                              "repeatable")
-    parser.add_argument("--sampler", default="auto", choices=("auto", "pymc", "nutpie"),
+    parser.add_argument("--sampler", default="auto", choices=SAMPLERS,
                         help="NUTS implementation; auto (default): nutpie on the compiled fast path, PyMC for "
                              "Bambi's model")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    import sys
-
     from ..bayes import fit_bayes
 
     spec = formula_of(args.formula, object=args.object)
     overrides = prior_scales(args.prior_scale, spec.group_names)
-    settings = sampling_settings(args, sampler=args.sampler, progress=args.progress or sys.stderr.isatty())
+    settings = sampling_settings(args, sampler=args.sampler, progress=args.progress or None)
     fit = fit_bayes(frame_of(args, args.formula), object=args.object, family=args.family, link=args.link,
                     backend=args.backend, prior=args.prior, prior_overrides=overrides, sampling=settings)
     if args.json:

@@ -29,8 +29,8 @@ def run(args) -> int:
     from .common import sampling_settings
 
     spec = load_spec(args.spec, **parse_column_options(args.column))
-    settings = sampling_settings(args, progress=args.progress or sys.stderr.isatty())
-    options = ReportOptions(n_boot=args.bootstrap, sampling=settings, prob=args.prob)
+    options = ReportOptions(n_boot=args.bootstrap, sampling=sampling_settings(args, progress=args.progress or None),
+                            prob=args.prob)
     summary = write_report(args.data, spec, args.out, where=args.where, categorical=categorical_columns(args),
                            options=options, engine=args.engine, spark_master=args.spark_master,
                            progress=args.progress or None)

@@ -68,10 +68,10 @@ def pilot_posterior(pilot, **settings) -> tuple[dict[str, np.ndarray], np.ndarra
     from ..bayes.posterior import variance_draws
 
     fit = fit_bayes(pilot.frame, **settings)
-    fixed = fit.idata.posterior["fixed"]
+    fixed = fit.draws["fixed"]
     weights = pilot.frame.design_rows(pd.DataFrame({pilot.contrast.factor: [pilot.contrast.level_a,
                                                                              pilot.contrast.level_b]}))
-    coefficients = fixed.values.reshape(-1, fixed.shape[-1])
+    coefficients = fixed.reshape(-1, fixed.shape[-1])
     effect = coefficients @ (weights[1] - weights[0])
-    variances = {name: value.ravel() for name, value in variance_draws(fit.idata).items()}
+    variances = {name: value.ravel() for name, value in variance_draws(fit.draws).items()}
     return variances, effect

@@ -1,0 +1,126 @@
+"""Posterior draws as NumPy arrays; an ArviZ InferenceData is built from them only when asked for.
+
+A Bayesian fit's summaries, diagnostics and the command line read the arrays
+directly: building an InferenceData costs about 0.1 s per fit and importing
+ArviZ seconds, more than the sampling of a small model. ``Draws.idata`` builds
+the InferenceData on first use (every variable, drawn-on-demand ones included)
+and keeps it, so changes a user makes to it stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Draws:
+    """Every posterior variable as an array (chain, draw, *shape), labelled as InferenceData labels it.
+
+    ``dims[name]`` names the dimensions after (chain, draw), each a key of
+    ``coords``; ``stats`` holds the sampler's statistics per draw (``diverging``…);
+    ``attrs[name]`` the attributes of a variable (φ's object of measurement).
+    A variable added with ``add_deferred`` is computed on its first use.
+    """
+
+    arrays: dict[str, np.ndarray]
+    dims: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    coords: dict[str, list] = field(default_factory=dict)
+    stats: dict[str, np.ndarray] = field(default_factory=dict)
+    attrs: dict[str, dict] = field(default_factory=dict)
+    source: object = None                     # the sampler's own InferenceData (PyMC, Bambi), if any
+    _deferred: dict[str, Callable[[], np.ndarray]] = field(default_factory=dict, repr=False)
+    _idata: object = field(default=None, repr=False)
+
+    @classmethod
+    def from_idata(cls, idata) -> "Draws":
+        """The posterior and sampler statistics of an InferenceData (kept as ``source`` for ``idata``)."""
+        post = idata.posterior
+        arrays = {name: np.asarray(post[name].values) for name in post.data_vars}
+        dims = {name: tuple(post[name].dims[2:]) for name in post.data_vars}
+        coords = {dim: list(post[dim].values) for names in dims.values() for dim in names}
+        stats = {}
+        if "sample_stats" in idata.groups():
+            stats = {name: np.asarray(idata.sample_stats[name].values) for name in idata.sample_stats.data_vars}
+        attrs = {name: dict(post[name].attrs) for name in post.data_vars if post[name].attrs}
+        return cls(arrays, dims, coords, stats, attrs, source=idata)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self.arrays and name in self._deferred:
+            self.arrays[name] = self._deferred.pop(name)()
+        return self.arrays[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.arrays or name in self._deferred
+
+    @property
+    def names(self) -> list[str]:
+        """Every variable, in the order added."""
+        labelled = [name for name in self.dims if name in self]
+        return labelled + [name for name in [*self.arrays, *self._deferred] if name not in self.dims]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(chains, draws per chain)."""
+        return next(iter(self.arrays.values())).shape[:2]
+
+    def add(self, name: str, values, dims: tuple[str, ...] = (), coords: dict | None = None,
+            attrs: dict | None = None) -> None:
+        self.arrays[name] = np.asarray(values)
+        self._label(name, dims, coords, attrs)
+
+    def add_deferred(self, name: str, compute: Callable[[], np.ndarray], dims: tuple[str, ...] = (),
+                     coords: dict | None = None) -> None:
+        """A variable computed by ``compute()`` when first read (large arrays few users look at)."""
+        self._deferred[name] = compute
+        self._label(name, dims, coords, None)
+
+    def labels(self, name: str) -> list:
+        """The labels of the one dimension of a vector variable (e.g. the components of ``variance``)."""
+        (dim,) = self.dims[name]
+        return list(self.coords[dim])
+
+    @property
+    def idata(self):
+        """An ``arviz.InferenceData`` of every variable and the sampler's statistics (built once)."""
+        if self._idata is None:
+            self._idata = self._to_idata()
+        return self._idata
+
+    def _label(self, name, dims, coords, attrs) -> None:
+        self.dims[name] = tuple(dims)
+        self.coords.update(coords or {})
+        if attrs:
+            self.attrs[name] = dict(attrs)
+        self._idata = None
+
+    def _to_idata(self):
+        import arviz as az
+
+        names = self.names
+        if self.source is not None:
+            idata = self.source
+            new = [name for name in names if name not in idata.posterior.data_vars]
+            extra = az.from_dict(posterior={name: self[name] for name in new},
+                                 dims={name: list(self.dims[name]) for name in new},
+                                 coords=self._coords_of(new)) if new else None
+            if extra is not None:
+                idata.posterior = idata.posterior.assign(extra.posterior.data_vars)
+        else:
+            idata = az.from_dict(posterior={name: self[name] for name in names},
+                                 sample_stats=self.stats or None,
+                                 dims={name: list(self.dims[name]) for name in names},
+                                 coords=self._coords_of(names))
+        for name, attrs in self.attrs.items():
+            idata.posterior[name].attrs.update(attrs)
+        return idata
+
+    def _coords_of(self, names) -> dict:
+        return {dim: self.coords[dim] for name in names for dim in self.dims[name]}
+
+
+def as_draws(posterior) -> Draws:
+    """``posterior`` itself if it is a ``Draws``, else the draws of an ArviZ InferenceData."""
+    return posterior if isinstance(posterior, Draws) else Draws.from_idata(posterior)

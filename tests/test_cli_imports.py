@@ -1,0 +1,71 @@
+"""Every command imports only what it uses: the modules a command loads, not its timings, are checked.
+
+Importing the Bayesian stack (PyMC, PyTensor, Bambi, ArviZ with matplotlib) costs
+seconds, numba about half a second; a REML command needs none of them, and the
+posterior of the fast path needs numba and nutpie's compiled core alone.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DYESTUFF = str(ROOT / "tests" / "data" / "dyestuff.csv.gz")
+PENICILLIN = str(ROOT / "tests" / "data" / "penicillin.csv.gz")
+ONE_FACTOR = ["--formula", "Yield ~ 1 + (1|Batch)", "--categorical", "Batch"]
+SCRIPT = """
+import json, sys
+from bayesrepro.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as stop:  # --help
+    status = stop.code
+print("MODULES " + json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+BAYESIAN = {"pymc", "pytensor", "bambi", "arviz", "xarray", "matplotlib"}
+ENGINES = {"duckdb", "pyspark"}
+
+
+def modules_of(*argv: str) -> tuple[int, set[str]]:
+    """Exit status of ``bayesrepro argv`` in a fresh interpreter, and the top-level packages it imported."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", SCRIPT, *argv], capture_output=True, text=True, env=env,
+                            cwd=ROOT, timeout=900)
+    line = next(line for line in result.stdout.splitlines() if line.startswith("MODULES "))
+    payload = json.loads(line.removeprefix("MODULES "))
+    return payload["status"], set(payload["modules"])
+
+
+def top_level(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+@pytest.mark.parametrize("command", ["vca", "glrt", "phi", "compare", "report", "plan", "import"])
+def test_help_imports_no_numerical_library(command):
+    status, modules = modules_of(command, "--help")
+    assert status == 0
+    assert not top_level(modules) & {"numpy", "pandas", "scipy", "numba", "nutpie", *BAYESIAN, *ENGINES}
+
+
+@pytest.mark.parametrize("argv", [
+    ["vca", DYESTUFF, *ONE_FACTOR, "--json"],
+    ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
+     "--categorical", "plate,sample", "--reference", "chi2", "--json"],
+], ids=["vca", "glrt"])
+def test_reml_commands_import_no_bayesian_library_numba_or_engine(argv):
+    status, modules = modules_of(*argv)
+    assert status == 0
+    assert not top_level(modules) & {"numba", "nutpie", *BAYESIAN, *ENGINES}
+
+
+def test_the_posterior_of_the_fast_path_needs_numba_and_nutpies_core_alone():
+    status, modules = modules_of("phi", DYESTUFF, *ONE_FACTOR, "--json", "--seed", "1", "--draws", "100",
+                                 "--tune", "100", "--chains", "2", "--allow-unconverged")
+    assert status in (0, 3)  # 3: not converged, printed anyway
+    assert {"numba", "nutpie._lib"} <= modules
+    assert "nutpie" not in modules  # nutpie's package imports ArviZ and matplotlib
+    assert not top_level(modules) & (BAYESIAN | ENGINES)
