@@ -35,13 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 ITEMS = 60
 VARIANCES = {"item": 0.01, "seed": 0.0005, "residual": 0.01}
 H1 = "score ~ system + (1|item) + (1|system:seed)"
 H0_FIXED = "score ~ 1 + (1|item) + (1|system:seed)"
 H0_COMPONENT = "score ~ system + (1|item)"
-FIXED_REFERENCES = ("chi2", "kenward-roger", "satterthwaite", "bootstrap")
+FIXED_REFERENCES = ("chi2", "kenward-roger", "satterthwaite", "bootstrap", "anova-f")
 COMPONENT_REFERENCES = ("chi2", "exact-rlrt", "bootstrap")
 ALPHA = 0.05
 
@@ -53,6 +54,7 @@ class Design:
     seeds: int                # per system
     null: bool
     bootstrap: bool = True    # also the (slow) bootstrap reference
+    seed_scale: float = 1.0   # seed variance relative to VARIANCES["seed"] (robustness designs)
 
     @property
     def h0(self) -> str:
@@ -67,11 +69,11 @@ class Design:
     def effect(self) -> float:
         if self.kind == "component" or self.null:
             return 0.0
-        return 2.5 * np.sqrt(2 * (VARIANCES["seed"] + VARIANCES["residual"] / ITEMS) / self.seeds)
+        return 2.5 * np.sqrt(2 * (self.seed_variance + VARIANCES["residual"] / ITEMS) / self.seeds)
 
     @property
     def seed_variance(self) -> float:
-        return 0.0 if self.kind == "component" and self.null else VARIANCES["seed"]
+        return 0.0 if self.kind == "component" and self.null else self.seed_scale * VARIANCES["seed"]
 
 
 def simulate(design: Design, rng: np.random.Generator) -> pd.DataFrame:
@@ -87,23 +89,40 @@ def simulate(design: Design, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def rejections(design: Design, datasets: range, seed: int, samples: int, references=None) -> pd.DataFrame:
-    """p-values of each dataset against each reference (rows: datasets)."""
+    """p-values of each dataset against each reference (rows: datasets).
+
+    Beside the package's references: ``anova-f``, the exact F test of the
+    balanced fixed-effect design (system mean square over seed-within-system
+    mean square, F(1, 2(seeds − 1))), whose rate checks the simulation itself;
+    and ``seed_at_zero``, whether H1's REML fit puts the seed variance at zero.
+    """
     from bayesrepro.frequentist.glrt import calibrate, compare_fits, fixed_parts_equal, nested_frames
     from bayesrepro.frequentist.lmm import fit_model_frame
+    from bayesrepro.frequentist.optimise import BOUNDARY_THETA
 
     references = references or design.references
     frame0, frame1 = nested_frames(design.h0, H1, simulate(design, np.random.default_rng([seed, 0])))
+    seed_factor = frame1.group_names.index("system:seed")
     rows = []
     for k in datasets:
         y = simulate(design, np.random.default_rng([seed, k]))["score"].to_numpy()
         f0, f1 = frame0.with_response(y), frame1.with_response(y)
         test = compare_fits(fit_model_frame(f0, "ml"), fit_model_frame(f1, "ml"),
                             variance_component_only=fixed_parts_equal(f0, f1))
-        row = {"dataset": k}
+        row = {"dataset": k, "seed_at_zero": bool(fit_model_frame(f1, "reml").theta[seed_factor] < BOUNDARY_THETA)}
         for reference in references:
-            row[reference] = calibrate(test, f0, f1, reference, samples, seed=[seed, k, 1], workers=1).p
+            row[reference] = anova_f(y, design.seeds) if reference == "anova-f" else \
+                calibrate(test, f0, f1, reference, samples, seed=[seed, k, 1], workers=1).p
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def anova_f(y: np.ndarray, seeds: int) -> float:
+    """p of the exact F test of the system effect in the balanced design ``simulate`` draws."""
+    means = y.reshape(ITEMS, 2, seeds).mean(axis=0)                    # (system, seed) means over the items
+    system_ms = ITEMS * seeds * np.sum((means.mean(axis=1) - means.mean()) ** 2)        # 1 df
+    seed_ms = ITEMS * np.sum((means - means.mean(axis=1, keepdims=True)) ** 2) / (2 * (seeds - 1))
+    return float(scipy.stats.f.sf(system_ms / seed_ms, 1, 2 * (seeds - 1)))
 
 
 def _chunk(args):
@@ -111,17 +130,23 @@ def _chunk(args):
     return rejections(design, datasets, seed, samples, references)
 
 
-def study(design: Design, n_datasets: int, samples: int, seed: int, references=None, processes: int = 2) -> pd.DataFrame:
+def study(design: Design, n_datasets: int, samples: int, seed: int, references=None, processes: int = 2,
+          progress: bool = False) -> pd.DataFrame:
     """p-values of ``n_datasets`` simulated datasets, shared out over ``processes``."""
-    bounds = np.linspace(0, n_datasets, 4 * processes + 1).astype(int)
+    bounds = np.linspace(0, n_datasets, 10 * processes + 1).astype(int)
     jobs = [(design, range(a, b), seed, samples, references) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    parts = []
     with ProcessPoolExecutor(max_workers=processes) as pool:
-        return pd.concat(list(pool.map(_chunk, jobs)), ignore_index=True)
+        for part in pool.map(_chunk, jobs):
+            parts.append(part)
+            if progress:
+                print(f"  {sum(len(p) for p in parts)} of {n_datasets} datasets", flush=True)
+    return pd.concat(parts, ignore_index=True)
 
 
 def rates(p_values: pd.DataFrame) -> pd.DataFrame:
     """Rejection rate at 5 % of each reference, with its binomial standard error."""
-    columns = [c for c in p_values.columns if c != "dataset"]
+    columns = [c for c in p_values.columns if c not in ("dataset", "seed_at_zero")]
     rate = (p_values[columns] <= ALPHA).mean()
     n = len(p_values)
     return pd.DataFrame({"reference": columns, "rate": rate.to_numpy(),
@@ -164,39 +189,73 @@ def test_exact_rlrt_holds_its_level_with_few_seed_levels(seeds):
 
 # ---------------------------------------------------------------- the full study, as a script
 
-# the designs of the targets, then larger ones (without the bootstrap) that locate where the χ² and the
-# mixture become accurate: the basis of the rule's limit of 50 levels
+# the designs of the targets; the fixed-effect null with no seed variance and with ten times as much (how
+# the references depend on what the seeds carry); larger designs (without the bootstrap) that locate where
+# the χ² and the mixture become accurate: the basis of the rule's limit of levels
 DESIGNS = [Design(f"fixed{s}", "fixed", s, null) for s in (3, 4, 10) for null in (True, False)] + \
           [Design(f"component{2 * s}", "component", s, null) for s in (2, 3, 4) for null in (True, False)] + \
+          [Design("fixed3-noseed", "fixed", 3, True, seed_scale=0.0),
+           Design("fixed3-bigseed", "fixed", 3, True, seed_scale=10.0)] + \
           [Design(f"fixed{s}", "fixed", s, True, bootstrap=False) for s in (15, 25)] + \
           [Design(f"component{2 * s}", "component", s, True, bootstrap=False) for s in (10, 25)]
+
+
+def _key(row: dict) -> tuple:
+    return row["design"], row["hypothesis"], row["reference"]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="type-I error and power of the GLRT's references")
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--bootstrap-samples", type=int, default=99, help="99: p <= 0.05 is an exact 5 % test")
-    parser.add_argument("--seed", type=int, default=15000)
-    parser.add_argument("--designs", default=",".join(sorted({d.name for d in DESIGNS})))
-    parser.add_argument("--json", help="write the table to this file as well")
+    parser.add_argument("--seed", type=int, default=15000, help="design k of DESIGNS simulates with seed + k")
+    parser.add_argument("--designs", default=",".join(dict.fromkeys(d.name for d in DESIGNS)))
+    parser.add_argument("--hypotheses", default="null,alternative")
+    parser.add_argument("--references", help="only these references (default: every one of the design)")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--json", help="merge the rates into this file (rows of the designs run are replaced)")
+    parser.add_argument("--p-values", help="write each design's p-values per dataset to this directory")
     args = parser.parse_args()
-    chosen = set(args.designs.split(","))
+    chosen, hypotheses = set(args.designs.split(",")), set(args.hypotheses.split(","))
     table = []
-    for index, design in enumerate(d for d in DESIGNS if d.name in chosen):
+    for design in DESIGNS:
+        hypothesis = "null" if design.null else "alternative"
+        if design.name not in chosen or hypothesis not in hypotheses:
+            continue
         start = time.time()
-        p_values = study(design, args.datasets, args.bootstrap_samples, args.seed + index)
-        for row in rates(p_values).to_dict(orient="records"):
-            table.append({"design": design.name, "hypothesis": "null" if design.null else "alternative",
-                          "effect": design.effect, "seed_variance": design.seed_variance, **row})
-        print(f"{design.name} ({'null' if design.null else 'alternative'}): {time.time() - start:.0f} s", flush=True)
-        frame = pd.DataFrame(table)
-        print(frame.tail(len(design.references)).to_string(index=False, float_format=lambda v: f"{v:.4f}"), flush=True)
+        references = [r for r in args.references.split(",") if r in design.references] if args.references else None
+        p_values = study(design, args.datasets, args.bootstrap_samples, args.seed + DESIGNS.index(design), references,
+                         args.processes, progress=True)
+        if args.p_values:
+            name = f"{design.name}-{hypothesis}" + ("-" + "-".join(references) if references else "")
+            p_values.to_csv(f"{args.p_values}/{name}.csv", index=False)
+        rows = [{"design": design.name, "hypothesis": hypothesis, "seeds_per_system": design.seeds,
+                 "effect": design.effect, "seed_variance": design.seed_variance,
+                 "seed_at_zero": float(p_values["seed_at_zero"].mean()), **row}
+                for row in rates(p_values).to_dict(orient="records")]
+        table += rows
+        print(f"{design.name} ({hypothesis}): {time.time() - start:.0f} s", flush=True)
+        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4f}"), flush=True)
         if args.json:
-            with open(args.json, "w") as out:
-                json.dump({"bootstrap_samples": args.bootstrap_samples, "variances": VARIANCES, "items": ITEMS,
-                           "rows": table}, out, indent=1)
+            _merge(args.json, rows, args.bootstrap_samples)
     print(pd.DataFrame(table).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
+
+
+def _merge(path: str, rows: list[dict], samples: int) -> None:
+    try:
+        with open(path) as file:
+            stored = json.load(file)
+    except FileNotFoundError:
+        stored = {"rows": []}
+    new = {_key(row) for row in rows}
+    kept = [row for row in stored["rows"] if _key(row) not in new]
+    order = {(d.name, "null" if d.null else "alternative"): k for k, d in enumerate(DESIGNS)}
+    merged = sorted(kept + [{**row, "bootstrap_samples": samples} for row in rows],
+                    key=lambda r: (order.get((r["design"], r["hypothesis"]), len(order)), r["reference"]))
+    stored.update({"variances": VARIANCES, "items": ITEMS, "alpha": ALPHA, "rows": merged})
+    with open(path, "w") as file:
+        json.dump(stored, file, indent=1)
 
 
 if __name__ == "__main__":
