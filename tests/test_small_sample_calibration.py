@@ -26,11 +26,13 @@ script, two processes:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,6 +57,10 @@ class Design:
     null: bool
     bootstrap: bool = True    # also the (slow) bootstrap reference
     seed_scale: float = 1.0   # seed variance relative to VARIANCES["seed"] (robustness designs)
+
+    @property
+    def hypothesis(self) -> str:
+        return "null" if self.null else "alternative"
 
     @property
     def h0(self) -> str:
@@ -96,25 +102,63 @@ def rejections(design: Design, datasets: range, seed: int, samples: int, referen
     mean square, F(1, 2(seeds − 1))), whose rate checks the simulation itself;
     and ``seed_at_zero``, whether H1's REML fit puts the seed variance at zero.
     """
-    from bayesrepro.frequentist.glrt import calibrate, compare_fits, fixed_parts_equal, nested_frames
+    from bayesrepro.frequentist.ddf import small_sample_inference
+    from bayesrepro.frequentist.glrt import (_h0_design_on_h1_cells, calibrate, compare_fits, fixed_parts_equal,
+                                             nested_frames, restriction_matrix)
     from bayesrepro.frequentist.lmm import fit_model_frame
     from bayesrepro.frequentist.optimise import BOUNDARY_THETA
 
     references = references or design.references
     frame0, frame1 = nested_frames(design.h0, H1, simulate(design, np.random.default_rng([seed, 0])))
     seed_factor = frame1.group_names.index("system:seed")
+    component_only = fixed_parts_equal(frame0, frame1)
+    x0 = _h0_design_on_h1_cells(frame0, frame1)
+    restriction = None if component_only else restriction_matrix(frame1, x0)
     rows = []
     for k in datasets:
         y = simulate(design, np.random.default_rng([seed, k]))["score"].to_numpy()
         f0, f1 = frame0.with_response(y), frame1.with_response(y)
-        test = compare_fits(fit_model_frame(f0, "ml"), fit_model_frame(f1, "ml"),
-                            variance_component_only=fixed_parts_equal(f0, f1))
-        row = {"dataset": k, "seed_at_zero": bool(fit_model_frame(f1, "reml").theta[seed_factor] < BOUNDARY_THETA)}
+        test = compare_fits(fit_model_frame(f0, "ml"), fit_model_frame(f1, "ml"), component_only)
+        reml1 = fit_model_frame(f1, "reml")
+        row = {"dataset": k, "seed_at_zero": bool(reml1.theta[seed_factor] < BOUNDARY_THETA)}
+        small = None
         for reference in references:
-            row[reference] = anova_f(y, design.seeds) if reference == "anova-f" else \
-                calibrate(test, f0, f1, reference, samples, seed=[seed, k, 1], workers=1).p
+            if reference == "anova-f":
+                row[reference] = anova_f(y, design.seeds)
+            elif reference in ("kenward-roger", "satterthwaite"):        # what calibrate does, one REML fit for both
+                small = small or small_sample_inference(f1.stats(), reml1)
+                row[reference] = small.f_test(restriction, reference).p
+            elif reference == "bootstrap":
+                row[reference] = sequential_bootstrap(test, f0, f1, x0, samples, [seed, k, 1])
+            else:
+                row[reference] = calibrate(test, f0, f1, reference, samples, seed=[seed, k, 1], workers=1).p
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+ENOUGH = 10     # refits reaching the observed statistic after which a bootstrap p exceeds 0.10 whatever follows
+
+
+def sequential_bootstrap(test, frame0, frame1, x0_on_h1_cells, samples: int, seed) -> float:
+    """The bootstrap p of ``samples`` refits, drawn ten at a time until ``ENOUGH`` of them reach the statistic.
+
+    Stopping early (Besag & Clifford 1991) cannot change whether p = (r + 1)/(R + 1) is at most 0.10: the p
+    of a stopped run is (r + 1)/(drawn + 1) > 0.10 and the full run's would be larger still. Below 0.10 the
+    p is that of all ``samples`` refits. A true null mostly stops after a few dozen refits.
+    """
+    from bayesrepro.frequentist.bootstrap_test import STATISTIC_TOLERANCE, bootstrap_job, observed_statistic
+
+    job = bootstrap_job(frame0, frame1, test.h0, test.h1, x0_on_h1_cells)
+    statistic = observed_statistic(test.h0.criterion, test.h1.criterion)
+    chunks = np.random.SeedSequence(seed).spawn(-(-samples // 10))
+    drawn = exceed = 0
+    for chunk in chunks:
+        sample, _ = job.run(min(10, samples - drawn), chunk)
+        drawn += len(sample)
+        exceed += int(np.sum(sample >= statistic - STATISTIC_TOLERANCE))
+        if exceed >= ENOUGH:
+            break
+    return (exceed + 1) / (drawn + 1)
 
 
 def anova_f(y: np.ndarray, seeds: int) -> float:
@@ -200,10 +244,6 @@ DESIGNS = [Design(f"fixed{s}", "fixed", s, null) for s in (3, 4, 10) for null in
           [Design(f"component{2 * s}", "component", s, True, bootstrap=False) for s in (10, 25)]
 
 
-def _key(row: dict) -> tuple:
-    return row["design"], row["hypothesis"], row["reference"]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description="type-I error and power of the GLRT's references")
     parser.add_argument("--datasets", type=int, default=1000)
@@ -213,49 +253,115 @@ def main() -> int:
     parser.add_argument("--hypotheses", default="null,alternative")
     parser.add_argument("--references", help="only these references (default: every one of the design)")
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--json", help="merge the rates into this file (rows of the designs run are replaced)")
-    parser.add_argument("--p-values", help="write each design's p-values per dataset to this directory")
+    parser.add_argument("--p-values", default="calibration-p-values", help="directory of the p-values per dataset")
+    parser.add_argument("--json", help="summarise every design of the p-values directory into this file")
+    parser.add_argument("--summarise-only", action="store_true", help="run nothing, only write --json")
     args = parser.parse_args()
     chosen, hypotheses = set(args.designs.split(",")), set(args.hypotheses.split(","))
-    table = []
-    for design in DESIGNS:
-        hypothesis = "null" if design.null else "alternative"
-        if design.name not in chosen or hypothesis not in hypotheses:
+    directory = Path(args.p_values)
+    directory.mkdir(parents=True, exist_ok=True)
+    for design in [] if args.summarise_only else DESIGNS:
+        if design.name not in chosen or design.hypothesis not in hypotheses:
             continue
         start = time.time()
         references = [r for r in args.references.split(",") if r in design.references] if args.references else None
         p_values = study(design, args.datasets, args.bootstrap_samples, args.seed + DESIGNS.index(design), references,
                          args.processes, progress=True)
-        if args.p_values:
-            name = f"{design.name}-{hypothesis}" + ("-" + "-".join(references) if references else "")
-            p_values.to_csv(f"{args.p_values}/{name}.csv", index=False)
-        rows = [{"design": design.name, "hypothesis": hypothesis, "seeds_per_system": design.seeds,
-                 "effect": design.effect, "seed_variance": design.seed_variance,
-                 "seed_at_zero": float(p_values["seed_at_zero"].mean()), **row}
-                for row in rates(p_values).to_dict(orient="records")]
-        table += rows
-        print(f"{design.name} ({hypothesis}): {time.time() - start:.0f} s", flush=True)
-        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4f}"), flush=True)
-        if args.json:
-            _merge(args.json, rows, args.bootstrap_samples)
-    print(pd.DataFrame(table).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        p_values["bootstrap_samples"] = args.bootstrap_samples
+        name = f"{design.name}-{design.hypothesis}" + ("-" + "-".join(references) if references else "")
+        p_values.to_csv(directory / f"{name}.csv", index=False)
+        print(f"{design.name} ({design.hypothesis}): {time.time() - start:.0f} s", flush=True)
+        print(rates(p_values.drop(columns="bootstrap_samples")).to_string(index=False, float_format=lambda v: f"{v:.4f}"),
+              flush=True)
+    if args.json:
+        rows = summarise(directory)
+        with open(args.json, "w") as file:
+            json.dump({"regenerate": REGENERATE, "variances": VARIANCES, "items": ITEMS, "alpha": ALPHA,
+                       "rows": rows}, file, indent=1)
+        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
 
 
-def _merge(path: str, rows: list[dict], samples: int) -> None:
-    try:
-        with open(path) as file:
-            stored = json.load(file)
-    except FileNotFoundError:
-        stored = {"rows": []}
-    new = {_key(row) for row in rows}
-    kept = [row for row in stored["rows"] if _key(row) not in new]
-    order = {(d.name, "null" if d.null else "alternative"): k for k, d in enumerate(DESIGNS)}
-    merged = sorted(kept + [{**row, "bootstrap_samples": samples} for row in rows],
-                    key=lambda r: (order.get((r["design"], r["hypothesis"]), len(order)), r["reference"]))
-    stored.update({"variances": VARIANCES, "items": ITEMS, "alpha": ALPHA, "rows": merged})
-    with open(path, "w") as file:
-        json.dump(stored, file, indent=1)
+def summarise(directory: Path) -> list[dict]:
+    """Rejection rate, its SE and (alternatives) the power at matched size, of every design and reference found.
+
+    A design's p-values may come from several runs (files ``DESIGN-HYPOTHESIS*.csv``, joined on the
+    dataset); ``auto`` is the reference the package's rule picks for the design.
+    """
+    rows = []
+    for design in DESIGNS:
+        p_values = _read_p_values(directory, design)
+        if p_values is None:
+            continue
+        null = _read_p_values(directory, dataclasses.replace(design, null=True)) if not design.null else None
+        auto = _auto_reference(design)
+        for reference in [r for r in design.references if r in p_values]:
+            p = p_values[reference].dropna()
+            rate = float((p <= ALPHA).mean())
+            row = {"design": design.name, "hypothesis": design.hypothesis, "seeds_per_system": design.seeds,
+                   "effect": design.effect, "seed_variance": design.seed_variance, "reference": reference,
+                   "auto": reference == auto, "datasets": len(p), "rate": rate,
+                   "se": float(np.sqrt(rate * (1 - rate) / len(p))),
+                   "seed_at_zero": float(p_values.loc[p.index, "seed_at_zero"].mean())}
+            if reference == "bootstrap":
+                row["bootstrap_samples"] = int(p_values.loc[p.index, "bootstrap_samples"].iloc[0])
+            if null is not None and reference in null:
+                row["power_matched"] = matched_power(null[reference].dropna().to_numpy(), p.to_numpy())
+            rows.append(row)
+    return rows
+
+
+def _read_p_values(directory: Path, design: Design) -> pd.DataFrame | None:
+    files = sorted(directory.glob(f"{design.name}-{design.hypothesis}*.csv"))
+    files = [f for f in files if f.stem == f"{design.name}-{design.hypothesis}"
+             or f.stem.startswith(f"{design.name}-{design.hypothesis}-")]
+    if not files:
+        return None
+    merged = None
+    for file in files:
+        part = pd.read_csv(file).set_index("dataset")
+        if merged is None:
+            merged = part
+        else:
+            merged = merged.combine_first(part)
+    return merged
+
+
+def matched_power(null: np.ndarray, alternative: np.ndarray, alpha: float = ALPHA) -> float:
+    """Power at exactly the size ``alpha`` under the null: reject below the null's alpha-quantile of p (ties randomised)."""
+    levels = np.unique(null)
+    below = np.array([np.mean(null <= t) for t in levels])
+    t = levels[np.searchsorted(below, alpha)]                       # the smallest t with P0(p <= t) >= alpha
+    at, under = np.mean(null == t), np.mean(null < t)
+    share = (alpha - under) / at                                   # of the ties at t to reject
+    return float(np.mean(alternative < t) + share * np.mean(alternative == t))
+
+
+def _auto_reference(design: Design) -> str:
+    """The reference ``--reference auto`` reads this design's test against."""
+    from bayesrepro.frequentist import reference as ref
+    from bayesrepro.frequentist.glrt import _h0_design_on_h1_cells, nested_frames
+
+    frame0, frame1 = nested_frames(design.h0, H1, simulate(design, np.random.default_rng(0)))
+    return ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), ref.AUTO).method
+
+
+REGENERATE = [
+    "python tests/test_small_sample_calibration.py --datasets 3000 --designs fixed3,fixed4,fixed10 --hypotheses null "
+    "--references chi2,kenward-roger,satterthwaite,anova-f",
+    "python tests/test_small_sample_calibration.py --datasets 3000 --designs fixed3 --hypotheses null "
+    "--references bootstrap",
+    "python tests/test_small_sample_calibration.py --datasets 2000 --designs fixed4,fixed10 --hypotheses null "
+    "--references bootstrap",
+    "python tests/test_small_sample_calibration.py --datasets 1000 --designs fixed3-noseed,fixed3-bigseed "
+    "--hypotheses null",
+    "python tests/test_small_sample_calibration.py --datasets 1000 --designs fixed3,fixed4,fixed10 "
+    "--hypotheses alternative",
+    "python tests/test_small_sample_calibration.py --datasets 1000 --designs component4,component6,component8",
+    "python tests/test_small_sample_calibration.py --datasets 1000 --designs fixed15,fixed25,component20,component50 "
+    "--hypotheses null",
+    "python tests/test_small_sample_calibration.py --summarise-only --json tests/reference/small_sample_calibration.json",
+]
 
 
 if __name__ == "__main__":

@@ -142,9 +142,17 @@ class Choice:
     reason: str
 
 
-def choose(frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_cells: np.ndarray, requested: str) -> Choice:
-    """The reference to use: the one requested, or the rule's choice for ``auto``; refuses what cannot apply."""
+def choose(frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_cells: np.ndarray, requested: str,
+           binary: bool = False) -> Choice:
+    """The reference to use: the one requested, or the rule's choice for ``auto``; refuses what cannot apply.
+
+    ``binary`` models (GLMMs of 0/1 scores) have the χ² and the bootstrap only (``auto`` is not decided here).
+    """
     kind = test_kind(frame0, frame1)
+    if binary and requested not in (AUTO, CHI2, BOOTSTRAP):
+        raise BayesreproError(
+            f"--reference {requested} is available for Gaussian models; binary GLMMs are read against chi2 or bootstrap"
+        )
     if requested in (KENWARD_ROGER, SATTERTHWAITE) and (kind.random or not kind.fixed):
         raise BayesreproError(
             f"--reference {requested} tests fixed effects of models with the same random intercepts, but H1 adds "
