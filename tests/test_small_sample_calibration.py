@@ -102,6 +102,7 @@ def rejections(design: Design, datasets: range, seed: int, samples: int, referen
     mean square, F(1, 2(seeds − 1))), whose rate checks the simulation itself;
     and ``seed_at_zero``, whether H1's REML fit puts the seed variance at zero.
     """
+    from bayesrepro.frequentist.bootstrap_test import bootstrap_job, observed_statistic, sequential_p
     from bayesrepro.frequentist.ddf import small_sample_inference
     from bayesrepro.frequentist.glrt import (_h0_design_on_h1_cells, calibrate, compare_fits, fixed_parts_equal,
                                              nested_frames, restriction_matrix)
@@ -128,37 +129,14 @@ def rejections(design: Design, datasets: range, seed: int, samples: int, referen
             elif reference in ("kenward-roger", "satterthwaite"):        # what calibrate does, one REML fit for both
                 small = small or small_sample_inference(f1.stats(), reml1)
                 row[reference] = small.f_test(restriction, reference).p
-            elif reference == "bootstrap":
-                row[reference] = sequential_bootstrap(test, f0, f1, x0, samples, [seed, k, 1])
+            elif reference == "bootstrap":           # the decisions at p <= 0.10 of `samples` refits
+                job = bootstrap_job(f0, f1, test.h0, test.h1, x0)
+                row[reference] = sequential_p(job, observed_statistic(test.h0.criterion, test.h1.criterion),
+                                              samples, [seed, k, 1])
             else:
                 row[reference] = calibrate(test, f0, f1, reference, samples, seed=[seed, k, 1], workers=1).p
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-ENOUGH = 10     # refits reaching the observed statistic after which a bootstrap p exceeds 0.10 whatever follows
-
-
-def sequential_bootstrap(test, frame0, frame1, x0_on_h1_cells, samples: int, seed) -> float:
-    """The bootstrap p of ``samples`` refits, drawn ten at a time until ``ENOUGH`` of them reach the statistic.
-
-    Stopping early (Besag & Clifford 1991) cannot change whether p = (r + 1)/(R + 1) is at most 0.10: the p
-    of a stopped run is (r + 1)/(drawn + 1) > 0.10 and the full run's would be larger still. Below 0.10 the
-    p is that of all ``samples`` refits. A true null mostly stops after a few dozen refits.
-    """
-    from bayesrepro.frequentist.bootstrap_test import STATISTIC_TOLERANCE, bootstrap_job, observed_statistic
-
-    job = bootstrap_job(frame0, frame1, test.h0, test.h1, x0_on_h1_cells)
-    statistic = observed_statistic(test.h0.criterion, test.h1.criterion)
-    chunks = np.random.SeedSequence(seed).spawn(-(-samples // 10))
-    drawn = exceed = 0
-    for chunk in chunks:
-        sample, _ = job.run(min(10, samples - drawn), chunk)
-        drawn += len(sample)
-        exceed += int(np.sum(sample >= statistic - STATISTIC_TOLERANCE))
-        if exceed >= ENOUGH:
-            break
-    return (exceed + 1) / (drawn + 1)
 
 
 def anova_f(y: np.ndarray, seeds: int) -> float:

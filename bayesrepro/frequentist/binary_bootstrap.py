@@ -74,15 +74,11 @@ class BinaryBootstrapJob:
         return sample, unconverged
 
 
-def binary_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit, samples: int,
-                         seed=None, workers: int = 1) -> SimulatedReference:
-    """The likelihood-ratio statistic of two Laplace fits and its parametric-bootstrap null distribution.
-
-    Replicates are drawn in chunks with seeds spawned from ``seed``, so the result does not depend on ``workers``.
-    """
+def binary_bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit) -> BinaryBootstrapJob:
+    """Simulation under H0's Laplace fit and refits of both models from the fits' estimates."""
     frame0.require_rows("a parametric bootstrap of a binary GLMM")
     sd = np.sqrt([fit0.variances[g.name] for g in frame0.groups])
-    job = BinaryBootstrapJob(
+    return BinaryBootstrapJob(
         link=fit0.link,
         fixed_part=frame0.X_cells[frame0.cell_codes] @ fit0.beta,
         effects=tuple((g.codes, g.n_levels, float(s)) for g, s in zip(frame0.groups, sd)),
@@ -91,6 +87,15 @@ def binary_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, 
                                 np.concatenate([np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta), fit.beta]))
                      for frame, fit in ((frame0, fit0), (frame1, fit1))),
     )
+
+
+def binary_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit, samples: int,
+                         seed=None, workers: int = 1) -> SimulatedReference:
+    """The likelihood-ratio statistic of two Laplace fits and its parametric-bootstrap null distribution.
+
+    Replicates are drawn in chunks with seeds spawned from ``seed``, so the result does not depend on ``workers``.
+    """
+    job = binary_bootstrap_job(frame0, frame1, fit0, fit1)
     sizes = [min(BATCH, samples - start) for start in range(0, samples, BATCH)]
     seeds = np.random.SeedSequence(seed).spawn(len(sizes))
     if workers > 1 and len(sizes) > 1:
