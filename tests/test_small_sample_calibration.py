@@ -234,6 +234,7 @@ def main() -> int:
     parser.add_argument("--p-values", default="calibration-p-values", help="directory of the p-values per dataset")
     parser.add_argument("--json", help="summarise every design of the p-values directory into this file")
     parser.add_argument("--summarise-only", action="store_true", help="run nothing, only write --json")
+    parser.add_argument("--markdown", action="store_true", help="print the tables of README's 'Few seeds' too")
     args = parser.parse_args()
     chosen, hypotheses = set(args.designs.split(",")), set(args.hypotheses.split(","))
     directory = Path(args.p_values)
@@ -257,7 +258,52 @@ def main() -> int:
             json.dump({"regenerate": REGENERATE, "variances": VARIANCES, "items": ITEMS, "alpha": ALPHA,
                        "rows": rows}, file, indent=1)
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        if args.markdown:
+            print(markdown(rows))
     return 0
+
+
+COLUMNS = {"chi2": "χ² (mixture)", "kenward-roger": "Kenward–Roger", "satterthwaite": "Satterthwaite",
+           "exact-rlrt": "exact RLRT", "bootstrap": "bootstrap", "anova-f": "exact ANOVA F"}
+
+
+def markdown(rows: list[dict]) -> str:
+    """Type-I error and power of every reference (%), the default's in bold: README's tables."""
+    table = pd.DataFrame(rows)
+    lines = []
+    for hypothesis, title in (("null", "rejected true nulls, % ± binomial SE"),
+                              ("alternative", "power, % at α = 5 % (at matched size)")):
+        part = table[table["hypothesis"] == hypothesis]
+        if part.empty:
+            continue
+        columns = [c for c in COLUMNS if c in set(part["reference"])]
+        lines += [f"| design ({title}) | levels | datasets | " + " | ".join(COLUMNS[c] for c in columns) + " |",
+                  "|---" * (3 + len(columns)) + "|"]
+        for design in dict.fromkeys(part["design"]):
+            rows_of = part[part["design"] == design].set_index("reference")
+            first = rows_of.iloc[0]
+            cells = []
+            for c in columns:
+                if c not in rows_of.index:
+                    cells.append("")
+                    continue
+                row = rows_of.loc[c]
+                cell = f"{100 * row['rate']:.1f} ± {100 * row['se']:.1f}" if hypothesis == "null" else \
+                    f"{100 * row['rate']:.1f} ({100 * row['power_matched']:.1f})"
+                cells.append(f"**{cell}**" if row["auto"] else cell)
+            datasets = "/".join(f"{n:,}" for n in sorted(set(rows_of["datasets"]), reverse=True))
+            lines.append(f"| {_describe(design, first)} | {2 * int(first['seeds_per_system'])} | {datasets} | "
+                         + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _describe(name: str, row) -> str:
+    seeds = int(row["seeds_per_system"])
+    if name.startswith("component"):
+        return f"seed variance, {seeds} seeds per system"
+    variance = {"fixed3-noseed": ", no seed variance", "fixed3-bigseed": ", 10 × the seed variance"}.get(name, "")
+    return f"system effect, {seeds} seeds per system{variance}"
 
 
 def summarise(directory: Path) -> list[dict]:
