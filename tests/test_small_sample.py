@@ -253,3 +253,16 @@ def test_binary_models_refuse_the_gaussian_references(binary_seeds):
         with pytest.raises(BayesreproError, match=f"--reference {reference} is available for Gaussian models; "
                                                   "binary GLMMs are read against chi2 or bootstrap"):
             glrt(BINARY_H0, BINARY_H1, binary_seeds, reference=reference)
+
+
+def test_auto_turns_to_the_bootstrap_where_reml_puts_the_carrier_at_zero():
+    from test_small_sample_calibration import Design, simulate
+
+    design = Design("fixed3", "fixed", 3, True)
+    at_zero, positive = (simulate(design, np.random.default_rng([15000, k])) for k in (1, 0))
+    assert fit_model_frame(nested_frames(H0, H1, at_zero)[1], "reml").boundary == ["system:seed"]
+    test = glrt(H0, H1, at_zero, bootstrap_samples=200, seed=2)
+    assert test.method == "bootstrap" and test.details["samples"] == 200
+    assert test.reason.endswith("REML puts the variance of 'system:seed' at zero, where Kenward-Roger's F is conservative")
+    assert glrt(H0, H1, positive).method == "kenward-roger"
+    assert glrt(H0, H1, at_zero, reference="kenward-roger").method == "kenward-roger"     # as asked

@@ -264,7 +264,8 @@ def main() -> int:
 
 
 COLUMNS = {"chi2": "χ² (mixture)", "kenward-roger": "Kenward–Roger", "satterthwaite": "Satterthwaite",
-           "exact-rlrt": "exact RLRT", "bootstrap": "bootstrap", "anova-f": "exact ANOVA F"}
+           "exact-rlrt": "exact RLRT", "bootstrap": "bootstrap", "auto": "default (auto)",
+           "anova-f": "exact ANOVA F"}
 
 
 def markdown(rows: list[dict]) -> str:
@@ -290,7 +291,7 @@ def markdown(rows: list[dict]) -> str:
                 row = rows_of.loc[c]
                 cell = f"{100 * row['rate']:.1f} ± {100 * row['se']:.1f}" if hypothesis == "null" else \
                     f"{100 * row['rate']:.1f} ({100 * row['power_matched']:.1f})"
-                cells.append(f"**{cell}**" if row["auto"] else cell)
+                cells.append(f"**{cell}**" if c == "auto" else cell)
             datasets = "/".join(f"{n:,}" for n in sorted(set(rows_of["datasets"]), reverse=True))
             lines.append(f"| {_describe(design, first)} | {2 * int(first['seeds_per_system'])} | {datasets} | "
                          + " | ".join(cells) + " |")
@@ -318,13 +319,15 @@ def summarise(directory: Path) -> list[dict]:
         if p_values is None:
             continue
         null = _read_p_values(directory, dataclasses.replace(design, null=True)) if not design.null else None
-        auto = _auto_reference(design)
-        for reference in [r for r in design.references if r in p_values]:
+        for frame in (p_values, null):
+            if frame is not None:
+                frame["auto"] = _auto_p(design, frame)
+        for reference in [r for r in (*design.references, "auto") if r in p_values and p_values[r].notna().any()]:
             p = p_values[reference].dropna()
             rate = float((p <= ALPHA).mean())
             row = {"design": design.name, "hypothesis": design.hypothesis, "seeds_per_system": design.seeds,
                    "effect": design.effect, "seed_variance": design.seed_variance, "reference": reference,
-                   "auto": reference == auto, "datasets": len(p), "rate": rate,
+                   "datasets": len(p), "rate": rate,
                    "se": float(np.sqrt(rate * (1 - rate) / len(p))),
                    "seed_at_zero": float(p_values.loc[p.index, "seed_at_zero"].mean())}
             if reference == "bootstrap":
@@ -361,13 +364,19 @@ def matched_power(null: np.ndarray, alternative: np.ndarray, alpha: float = ALPH
     return float(np.mean(alternative < t) + share * np.mean(alternative == t))
 
 
-def _auto_reference(design: Design) -> str:
-    """The reference ``--reference auto`` reads this design's test against."""
+def _auto_p(design: Design, p_values: pd.DataFrame) -> pd.Series:
+    """The p of ``--reference auto`` on each dataset: that of the rule's reference, the bootstrap where the rule
+    turns to it because REML puts the seed variance (the carrier's) at zero; missing where not run."""
     from bayesrepro.frequentist import reference as ref
     from bayesrepro.frequentist.glrt import _h0_design_on_h1_cells, nested_frames
 
     frame0, frame1 = nested_frames(design.h0, H1, simulate(design, np.random.default_rng(0)))
-    return ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), ref.AUTO).method
+    method = ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), ref.AUTO).method
+    missing = pd.Series(np.nan, index=p_values.index)
+    chosen = p_values.get(method, missing)
+    if method == ref.KENWARD_ROGER:
+        chosen = chosen.where(~p_values["seed_at_zero"].astype(bool), p_values.get(ref.BOOTSTRAP, missing))
+    return chosen
 
 
 REGENERATE = [

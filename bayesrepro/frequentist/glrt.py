@@ -175,18 +175,20 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
     """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)
-    method = choice.method
-    if method == ref.CHI2:
+    if choice.method == ref.CHI2:
         return dataclasses.replace(test, reason=choice.reason)
-    if method in (ref.KENWARD_ROGER, ref.SATTERTHWAITE):
-        from .ddf import small_sample_inference
-
+    if choice.method in (ref.KENWARD_ROGER, ref.SATTERTHWAITE):
         reml1 = fit_model_frame(frame1, "reml")
-        f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1), method)
-        return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=method,
-                                   reason=choice.reason,
-                                   details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
-    if method == ref.BOOTSTRAP:
+        choice = ref.unless_carrier_at_zero(choice, reml1)
+        if choice.method != ref.BOOTSTRAP:
+            from .ddf import small_sample_inference
+
+            f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1),
+                                                                     choice.method)
+            return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=choice.method,
+                                       reason=choice.reason,
+                                       details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
+    if choice.method == ref.BOOTSTRAP:
         from .bootstrap_test import bootstrap_lrt
 
         simulated = bootstrap_lrt(frame0, frame1, test.h0, test.h1, x0_on_h1, samples, seed,
