@@ -220,7 +220,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     notes = list(frame.notes) + [note for note in (resolved.note, choice and choice.note) if note]
     if factor:
         comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
-                      else _frequentist_comparison(frame, factor, by, h0))
+                      else _frequentist_comparison(frame, factor, by, h0, seed))
         test = comparison.test.to_dict()
         if loo and resolved.binary:
             notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
@@ -339,15 +339,19 @@ def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tup
     return factor, by
 
 
-def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: str | None):
+def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: str | None, seed):
+    """The GLRT and contrasts; a simulated reference (bootstrap, exact RLRT) draws from ``seed``."""
     from .frequentist.analyses import compare_conditional, compare_levels
     from .frequentist.glrt import calibrate, compare_fits, fixed_parts_equal, nested_frames
 
-    comparison = compare_conditional(frame, factor=factor, by=by) if by else compare_levels(frame, factor=factor)
+    stream = None if seed is None else [int(seed), 2]
+    comparison = (compare_conditional(frame, factor=factor, by=by, seed=stream) if by
+                  else compare_levels(frame, factor=factor, seed=stream))
     if h0 is not None:
         frame0, _ = nested_frames(h0, frame)
         comparison.test = calibrate(compare_fits(fit_model_frame(frame0, "ml"), comparison.test.h1,
-                                                 variance_component_only=fixed_parts_equal(frame0, frame)), frame0, frame)
+                                                 variance_component_only=fixed_parts_equal(frame0, frame)), frame0, frame,
+                                    seed=stream)
         comparison.null_frame = frame0
     return comparison
 

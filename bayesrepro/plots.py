@@ -122,6 +122,7 @@ def interaction_plot(means: pd.DataFrame, factor: str, by: str | None = None, sc
         if column not in means.columns:
             raise BayesreproError(f"interaction_plot needs column '{column}' in the table of means")
     x_axis = by or factor
+    name = interval_reference(means)
     x_levels = list(dict.fromkeys(means[x_axis].astype(str)))
     lines = list(dict.fromkeys(means[factor].astype(str))) if by else [None]
     figure, ax = _figure(7.0, 4.0)
@@ -132,7 +133,7 @@ def interaction_plot(means: pd.DataFrame, factor: str, by: str | None = None, sc
         x = np.array([x_levels.index(v) for v in part[x_axis].astype(str)], dtype=float)
         shift = (k - (len(lines) - 1) / 2) * 2.2 * width
         ax.errorbar(x + shift - width / 2, part["estimate"], yerr=_spread(part, "estimate", "low", "high"),
-                    color=colour, marker="s", capsize=2, label=f"{line} (Wald)" if line else "Wald")
+                    color=colour, marker="s", capsize=2, label=f"{line} ({name})" if line else name)
         ax.errorbar(x + shift + width / 2, part["post_median"], yerr=_spread(part, "post_median", "post_low", "post_high"),
                     color=colour, marker="o", mfc="white", ls=":", capsize=2,
                     label=f"{line} (posterior)" if line else "posterior")
@@ -140,7 +141,7 @@ def interaction_plot(means: pd.DataFrame, factor: str, by: str | None = None, sc
     ax.set_xlabel(x_axis)
     ax.set_ylabel(f"estimated mean {score}")
     ax.legend(fontsize=7, ncol=2)
-    intervals = f"Wald 95 % and posterior {_level(prob)} intervals"
+    intervals = f"{name} 95 % and posterior {_level(prob)} intervals"
     ax.set_title(title or (f"{factor} x {by}: estimated means, {intervals}" if by
                            else f"estimated means by {factor}, {intervals}"), fontsize=9)
     return figure
@@ -185,6 +186,13 @@ def d_study_curves(variances: Mapping[str, float | np.ndarray], object: str, fac
     return figure
 
 
+def interval_reference(table: pd.DataFrame) -> str:
+    """The name of the reference of a table's frequentist intervals: its ``reference`` column without the fit."""
+    if "reference" not in table:
+        return "Wald"
+    return " / ".join(dict.fromkeys(str(r).removesuffix(" (REML)") for r in table["reference"]))
+
+
 @_literal_text
 def forest_plot(contrasts: pd.DataFrame, title: str | None = None, prob: float = 0.95):
     """Every contrast on one axis: Wald estimate and interval next to posterior median and interval."""
@@ -196,7 +204,7 @@ def forest_plot(contrasts: pd.DataFrame, title: str | None = None, prob: float =
     figure, ax = _figure(7.5, 0.42 * len(contrasts) + 1.4)
     y = np.arange(len(contrasts))[::-1]
     ax.errorbar(contrasts["estimate"], y + 0.15, xerr=_spread(contrasts, "estimate", "low", "high"), fmt=FREQ["marker"],
-                color=FREQ["color"], capsize=3, label="Wald 95 % interval")
+                color=FREQ["color"], capsize=3, label=f"{interval_reference(contrasts)} 95 % interval")
     ax.errorbar(contrasts["post_median"], y - 0.15, xerr=_spread(contrasts, "post_median", "post_low", "post_high"),
                 fmt=BAYES["marker"], mfc="white", color=BAYES["color"], capsize=3,
                 label=f"{_level(prob)} posterior interval")

@@ -185,7 +185,8 @@ def _provenance(spec, n_rows, described, digest, where, options) -> str:
         ("columns", _e(", ".join(f"{k} = {v}" for k, v in spec.columns.items()))),
         ("bootstrap", f"{options.n_boot} parametric-bootstrap replicates of the frequentist fit "
                       "(REML; ML by the Laplace approximation for 0/1 scores)"),
-        ("intervals", f"central {_level(options.prob)} (bootstrap percentile and posterior); Wald 95 %"),
+        ("intervals", f"central {_level(options.prob)} (bootstrap percentile and posterior); 95 % for means and "
+                      "contrasts, from the reference their tables name"),
         ("sampling", f"NUTS, {options.sampling.chains} chains x {options.sampling.draws} draws after "
                      f"{options.sampling.tune} tuning steps"),
         ("seed", str(options.sampling.seed)), ("generated", datetime.datetime.now().isoformat(timespec="seconds")),
@@ -243,8 +244,9 @@ def _results(heading: str, spec: Spec, result) -> str:
         parts.append("<h3>Likelihood-ratio test (ML) and leave-one-item-out LOO (elpd of H1 minus H0)</h3>"
                      + _frame(tests[[c for c in columns if c in tests]]))
     if result.contrasts is not None:
-        parts += ["<h3>Contrasts: Wald (ML fit, Holm within each family) and posterior</h3>",
-                  _frame(_interval_columns(result.contrasts.drop(columns=["z"], errors="ignore"), result.prob)),
+        name, fit = _contrast_reference(result.contrasts)
+        parts += [f"<h3>Contrasts: {_e(name)} ({fit} fit, Holm within each family) and posterior</h3>",
+                  _frame(_interval_columns(result.contrasts.drop(columns=["z"], errors="ignore"), result.prob, name)),
                   _image(plots.forest_plot(result.contrasts, prob=result.prob))]
     if result.means is not None and result.by and "post_median" in result.means and "estimate" in result.means \
             and spec.by in result.means:
@@ -348,10 +350,18 @@ def _estimate_table(result, quantity: str) -> str:
     return _frame(rows)
 
 
-def _interval_columns(contrasts: pd.DataFrame, prob: float) -> pd.DataFrame:
-    """The contrast table with the level of each interval in its column names."""
+def _contrast_reference(contrasts: pd.DataFrame) -> tuple[str, str]:
+    """What the contrasts' tests and intervals were read against ("Wald z", "Kenward-Roger t"…), and the fit."""
+    from .plots import interval_reference
+
+    on_reml = "reference" in contrasts and contrasts["reference"].astype(str).str.endswith("(REML)").any()
+    return interval_reference(contrasts), "REML" if on_reml else "ML"
+
+
+def _interval_columns(contrasts: pd.DataFrame, prob: float, reference: str) -> pd.DataFrame:
+    """The contrast table with the reference and level of each interval in its column names."""
     level = _level(prob)
-    return contrasts.rename(columns={"low": "Wald 95 % low", "high": "Wald 95 % high",
+    return contrasts.rename(columns={"low": f"{reference} 95 % low", "high": f"{reference} 95 % high",
                                      "post_low": f"posterior {level} low", "post_high": f"posterior {level} high"})
 
 

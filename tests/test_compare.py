@@ -135,6 +135,24 @@ def test_asymptotic_and_calibrated_disagreement_in_words():
     assert cmp._test_flags([{**base, "method": "chi2", "p": 0.012, "p_asymptotic": 0.012}]) == []
 
 
+def test_compare_flags_a_chi2_rejection_that_few_seeds_do_not_support():
+    """Three seeds per system and no system effect: the chi2 rejects, Kenward-Roger does not, and compare says so."""
+    from test_small_sample_calibration import Design, anova_f, simulate
+
+    data = simulate(Design("fixed3", "fixed", 3, True), np.random.default_rng([15000, 248]))
+    result = cmp.compare("score ~ system + (1|item) + (1|system:seed)", data, factor="system", loo=False,
+                         n_boot=100, draws=300, tune=300, chains=2, seed=1, allow_unconverged=True)
+    test = result.tests[0]
+    assert test["method"] == "kenward-roger" and test["asymptotic_reference"] == "chi2(1)"
+    assert test["p_asymptotic"] < 0.05 <= test["p"]
+    assert test["p"] == pytest.approx(anova_f(data["score"].to_numpy(), 3), rel=1e-6)     # the exact F of this design
+    flag = (f"the GLRT's asymptotic p = {test['p_asymptotic']:.3g} (chi2(1)) and its calibrated p = {test['p']:.3g} "
+            f"({test['reference']}) disagree at 5 %: only the asymptotic one rejects score ~ 1 + (1|item) + "
+            "(1|system:seed); 'system:seed' (6 levels, 100 % of the tested variation between them) carries the "
+            "tested effect, fewer than 50 levels")
+    assert flag in result.flags and flag in str(result)
+
+
 def test_bad_options_are_one_line_errors(ter):
     with pytest.raises(BayesreproError, match="factor 'sytem' is not a fixed effect"):
         cmp.compare("ter ~ system + (1|sentence_id)", ter, factor="sytem")

@@ -54,7 +54,7 @@ def test_printed_and_json_forms_name_the_method_and_the_scale(result):
     text = str(result)
     assert "frequentist: ML (Laplace), 95 % parametric-bootstrap intervals (100 replicates)" in text
     assert "REML" not in text
-    assert "reference chosen because binary GLMMs have no calibrated reference" in text
+    assert "reference chosen because binary GLMMs are read against chi2 here" in text
     assert any("leave-one-item-out LOO is not computed for binary models" in note for note in result.notes)
     payload = json.loads(result.to_json())
     assert payload["frequentist"]["method"] == "ML (Laplace)"

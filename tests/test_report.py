@@ -12,6 +12,7 @@ import subprocess
 from importlib import metadata
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bayesrepro.datasets import dataset_path
@@ -169,3 +170,44 @@ def test_the_planning_section_of_grouped_sums_says_it_needs_the_rows():
     section = _planning(load_spec("system_comparison"), None, result)
     assert "Not planned here: the pilot's facets and their nesting are read from the rows in memory" in section
     assert "--engine memory" in section
+
+
+SEEDS_SPEC = """
+title = "Two systems, three seeds each"
+analysis = "comparison"
+
+[columns]
+score = "score"
+item = "item"
+system = "system"
+
+[model]
+h0 = "{score} ~ 1 + (1|{item}) + (1|{system}:seed)"
+h1 = "{score} ~ {system} + (1|{item}) + (1|{system}:seed)"
+factor = "{system}"
+object = "{item}"
+"""
+
+
+def test_contrast_headings_and_intervals_name_their_reference(tmp_path, report):
+    """Seeds nested in systems carry the contrast: Kenward-Roger t intervals on the REML fit, and the page says so."""
+    rng = np.random.default_rng(15)
+    items, seeds = 40, 3
+    item = np.repeat(np.arange(items), 2 * seeds)
+    instance = np.tile(np.arange(2 * seeds), items)
+    rows = pd.DataFrame({"score": rng.normal(0, 0.1, items)[item] + rng.normal(0, 0.03, 2 * seeds)[instance]
+                                  + rng.normal(0, 0.1, len(item)),
+                         "item": [f"i{i}" for i in item], "system": np.where(instance < seeds, "A", "B"),
+                         "seed": [f"s{i % seeds}" for i in instance]})
+    data, spec, out = tmp_path / "seeds.csv", tmp_path / "seeds.toml", tmp_path / "seeds.html"
+    rows.to_csv(data, index=False)
+    spec.write_text(SEEDS_SPEC)
+    write_report(str(data), str(spec), out, options=FAST)
+    page = out.read_text(encoding="utf-8")
+    assert "Contrasts: Kenward-Roger t (REML fit, Holm within each family) and posterior" in page
+    assert "<th>Kenward-Roger t 95 % low</th>" in page and "<th>Kenward-Roger t 95 % high</th>" in page
+    assert "Wald" not in page
+    # items crossed with the systems carry none of the contrast: Wald z on the ML fit
+    _, paper, _ = report
+    assert "Contrasts: Wald z (ML fit, Holm within each family) and posterior" in paper
+    assert "<th>Wald z 95 % low</th>" in paper and "Kenward-Roger" not in paper

@@ -21,7 +21,7 @@ from bayesrepro.frequentist.bootstrap_test import (
     model_map,
 )
 from bayesrepro.frequentist.ddf import small_sample_inference
-from bayesrepro.frequentist.glrt import _h0_design_on_h1_cells, nested_frames
+from bayesrepro.frequentist.glrt import _h0_design_on_h1_cells, nested_frames, restriction_matrix
 from bayesrepro.frequentist.lmm import fit_model_frame
 from bayesrepro.frequentist.reference import FEW_LEVELS, carriers, check_reference, choose
 from bayesrepro.properties import length_class
@@ -198,3 +198,71 @@ def test_cli_bad_reference_options_are_one_line_errors(args, message):
     assert run.returncode == 2 and run.stdout == ""
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], run.stderr
+
+
+def test_small_sample_f_tests_are_the_exact_anova_f_of_a_balanced_design():
+    """Seeds nested in systems, items crossed, balanced: the ANOVA F of the system (over seeds within systems,
+    F(1, 2(seeds − 1))) is exact. Kenward-Roger and Satterthwaite equal it whenever REML's seed variance is
+    positive; at zero, REML pools seed and residual variance and Kenward-Roger keeps 4 df: a larger p."""
+    from test_small_sample_calibration import Design, anova_f, simulate
+
+    design = Design("fixed3", "fixed", 3, True)
+    frame0, frame1 = nested_frames(H0, H1, simulate(design, np.random.default_rng([7, 0])))
+    restriction = restriction_matrix(frame1, _h0_design_on_h1_cells(frame0, frame1))
+    at_zero = 0
+    for k in range(40):
+        y = simulate(design, np.random.default_rng([7, k]))["score"].to_numpy()
+        frame = frame1.with_response(y)
+        fit = fit_model_frame(frame, "reml")
+        inference = small_sample_inference(frame.stats(), fit)
+        kr, satterthwaite = (inference.f_test(restriction, m) for m in ("kenward-roger", "satterthwaite"))
+        exact = anova_f(y, design.seeds)
+        if fit.variances["system:seed"] > 0:
+            assert kr.ddf == pytest.approx(4.0, rel=1e-6) and satterthwaite.ddf == pytest.approx(4.0, rel=1e-6)
+            assert kr.p == pytest.approx(exact, rel=1e-6) and satterthwaite.p == pytest.approx(exact, rel=1e-6)
+        else:
+            at_zero += 1
+            assert kr.ddf == pytest.approx(4.0, rel=1e-6) and kr.p > exact
+    assert at_zero >= 2
+
+
+BINARY_H0 = "correct ~ 1 + (1|item) + (1|system:seed)"
+BINARY_H1 = "correct ~ system + (1|item) + (1|system:seed)"
+
+
+@pytest.fixture(scope="module")
+def binary_seeds():
+    from bayesrepro.simulate import binary_grid
+
+    return binary_grid(items=60, systems={"A": 0.0, "B": 0.0}, seeds=3, prompts=1, item_sd=1.5, seed_sd=0.3,
+                       prompt_sd=0.0, intercept=0.5, random_state=4)
+
+
+def test_binary_bootstrap_reads_the_laplace_ratio_against_refits_under_h0(binary_seeds):
+    one = glrt(BINARY_H0, BINARY_H1, binary_seeds, reference="bootstrap", bootstrap_samples=40, seed=3, workers=1)
+    two = glrt(BINARY_H0, BINARY_H1, binary_seeds, reference="bootstrap", bootstrap_samples=40, seed=3, workers=2)
+    asymptotic = glrt(BINARY_H0, BINARY_H1, binary_seeds, reference="chi2")
+    assert one.method == "bootstrap" and one.family == "bernoulli" and "40 Laplace refits under H0" in one.reference
+    assert one.chi2 == pytest.approx(asymptotic.chi2) and one.asymptotic_p == pytest.approx(asymptotic.p)
+    assert one.p == pytest.approx((one.details["exceed"] + 1) / 41) and one.details["unconverged"] == 0
+    assert (one.p, one.details["exceed"]) == (two.p, two.details["exceed"])
+
+
+def test_binary_models_refuse_the_gaussian_references(binary_seeds):
+    for reference in ("kenward-roger", "satterthwaite", "exact-rlrt"):
+        with pytest.raises(BayesreproError, match=f"--reference {reference} is available for Gaussian models; "
+                                                  "binary GLMMs are read against chi2 or bootstrap"):
+            glrt(BINARY_H0, BINARY_H1, binary_seeds, reference=reference)
+
+
+def test_auto_turns_to_the_bootstrap_where_reml_puts_the_carrier_at_zero():
+    from test_small_sample_calibration import Design, simulate
+
+    design = Design("fixed3", "fixed", 3, True)
+    at_zero, positive = (simulate(design, np.random.default_rng([15000, k])) for k in (1, 0))
+    assert fit_model_frame(nested_frames(H0, H1, at_zero)[1], "reml").boundary == ["system:seed"]
+    test = glrt(H0, H1, at_zero, bootstrap_samples=200, seed=2)
+    assert test.method == "bootstrap" and test.details["samples"] == 200
+    assert test.reason.endswith("REML puts the variance of 'system:seed' at zero, where Kenward-Roger's F is conservative")
+    assert glrt(H0, H1, positive).method == "kenward-roger"
+    assert glrt(H0, H1, at_zero, reference="kenward-roger").method == "kenward-roger"     # as asked

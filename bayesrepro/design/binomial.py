@@ -145,6 +145,14 @@ def binomial_cells(frame) -> BinomialCells:
                      frame.groups, frame.n_obs, float(log_binomial_coefficient(frame.y, trials).sum()))
 
 
+def row_cells(frame) -> np.ndarray:
+    """The cell of ``binomial_cells(frame)`` that holds each row (the cells depend on the design, not the scores)."""
+    frame.require_rows("the binomial cells of the rows")
+    keys = _cell_keys([frame.cell_codes] + [g.codes for g in frame.groups],
+                      [len(frame.X_cells)] + [g.n_levels for g in frame.groups])
+    return np.unique(keys, return_inverse=True)[1]
+
+
 def binomial_trials(data: pd.DataFrame, spec: FormulaSpec, successes: np.ndarray) -> np.ndarray:
     """The trials of ``p(successes, trials)``, checked: whole numbers, at least one, at least the successes."""
     if isinstance(spec.trials, str):

@@ -261,6 +261,18 @@ class BootstrapJob:
         return sample, unconverged
 
 
+def bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: LmmFit,
+                  x0_on_h1_cells: np.ndarray) -> BootstrapJob:
+    """Simulation under H0's ML fit and refits of both models, from the fits' θ."""
+    return BootstrapJob(
+        ResponseSimulator(frame1.stats()),
+        null_model(fit0, frame0, frame1, x0_on_h1_cells),
+        (model_map(frame0, frame1, x0_on_h1_cells), model_map(frame1, frame1, frame1.X_cells)),
+        # refits start at the fitted θ, its boundary components at exactly zero
+        tuple(np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta) for fit in (fit0, fit1)),
+    )
+
+
 def bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: LmmFit, x0_on_h1_cells: np.ndarray,
                   samples: int, seed=None, workers: int = 1) -> SimulatedReference:
     """The likelihood-ratio statistic 2(ℓ₁ − ℓ₀) of ML fits and its parametric-bootstrap null distribution.
@@ -268,13 +280,7 @@ def bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: Lm
     Replicates are drawn in chunks with seeds spawned from ``seed``, so the
     result does not depend on ``workers`` (processes sharing the chunks).
     """
-    job = BootstrapJob(
-        ResponseSimulator(frame1.stats()),
-        null_model(fit0, frame0, frame1, x0_on_h1_cells),
-        (model_map(frame0, frame1, x0_on_h1_cells), model_map(frame1, frame1, frame1.X_cells)),
-        # refits start at the fitted θ, its boundary components at exactly zero
-        tuple(np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta) for fit in (fit0, fit1)),
-    )
+    job = bootstrap_job(frame0, frame1, fit0, fit1, x0_on_h1_cells)
     sizes = [min(BATCH, samples - start) for start in range(0, samples, BATCH)]
     seeds = np.random.SeedSequence(seed).spawn(len(sizes))
     if workers > 1 and len(sizes) > 1:
@@ -287,3 +293,24 @@ def bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: Lm
     sample = np.concatenate([part[0] for part in parts])
     statistic = observed_statistic(fit0.criterion, fit1.criterion)
     return SimulatedReference("bootstrap", statistic, sample, sum(part[1] for part in parts))
+
+
+def sequential_p(job, statistic: float, samples: int, seed, enough: int = 10, step: int = 10) -> float:
+    """p of a Monte-Carlo test of ``samples`` replicates, stopped once ``enough`` reach ``statistic``.
+
+    For simulation studies of a bootstrap's size and power (Besag & Clifford
+    1991): replicates of ``job`` (``run(size, seed)``) are drawn ``step`` at a
+    time. Stopping cannot change whether p = (r + 1)/(R + 1) is below
+    ``enough``/(``samples`` + 1): a stopped run's p, (r + 1)/(drawn + 1), is
+    above it, and the full run's would be larger still; below it, p is that of
+    all ``samples`` replicates. Under a true null most runs stop after a few
+    dozen replicates.
+    """
+    drawn = exceed = 0
+    for chunk in np.random.SeedSequence(seed).spawn(-(-samples // step)):
+        sample, _ = job.run(min(step, samples - drawn), chunk)
+        drawn += len(sample)
+        exceed += int(np.sum(sample >= statistic - STATISTIC_TOLERANCE))
+        if exceed >= enough:
+            break
+    return (exceed + 1) / (drawn + 1)

@@ -125,27 +125,32 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     resolved = resolve_family(frame1, family, link)
     if resolved.binary:
-        return _binary_glrt(frame0, frame1, resolved, reference)
+        return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
     test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
-BINARY_REFERENCE_REASON = ("binary GLMMs have no calibrated reference here; with few levels of the factor that carries "
-                           "the effect the chi2 reference of a Laplace likelihood ratio is liberal")
+BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
+                           "effect the chi2 reference of a Laplace likelihood ratio is liberal (glrt --reference "
+                           "bootstrap calibrates it)")
 
 
-def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str) -> GlrtResult:
+def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str, samples: int, seed,
+                 workers: int | None) -> GlrtResult:
     from .glmm import fit_glmm_frame
 
-    if reference not in (ref.AUTO, ref.CHI2):
-        raise BayesreproError(
-            f"--reference {reference} is available for Gaussian models; binary GLMMs are tested against chi2 only"
-        )
+    choice = ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON) if reference == ref.AUTO else \
+        ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
     test = compare_fits(fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family),
                         variance_component_only=fixed_parts_equal(frame0, frame1))
-    reason = "requested" if reference == ref.CHI2 else BINARY_REFERENCE_REASON
-    return dataclasses.replace(test, family=family.name, reason=reason)
+    test = dataclasses.replace(test, family=family.name, reason=choice.reason)
+    if choice.method == ref.CHI2:
+        return test
+    from .binary_bootstrap import binary_bootstrap_lrt
+
+    simulated = binary_bootstrap_lrt(frame0, frame1, test.h0, test.h1, samples, seed, _workers(workers, samples))
+    return _read_against(test, simulated, f"parametric bootstrap, {samples} Laplace refits under H0", choice)
 
 
 def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> GlrtResult:
@@ -173,18 +178,20 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
     """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)
-    method = choice.method
-    if method == ref.CHI2:
+    if choice.method == ref.CHI2:
         return dataclasses.replace(test, reason=choice.reason)
-    if method in (ref.KENWARD_ROGER, ref.SATTERTHWAITE):
-        from .ddf import small_sample_inference
-
+    if choice.method in (ref.KENWARD_ROGER, ref.SATTERTHWAITE):
         reml1 = fit_model_frame(frame1, "reml")
-        f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1), method)
-        return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=method,
-                                   reason=choice.reason,
-                                   details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
-    if method == ref.BOOTSTRAP:
+        choice = ref.unless_carrier_at_zero(choice, reml1)
+        if choice.method != ref.BOOTSTRAP:
+            from .ddf import small_sample_inference
+
+            f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1),
+                                                                     choice.method)
+            return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=choice.method,
+                                       reason=choice.reason,
+                                       details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
+    if choice.method == ref.BOOTSTRAP:
         from .bootstrap_test import bootstrap_lrt
 
         simulated = bootstrap_lrt(frame0, frame1, test.h0, test.h1, x0_on_h1, samples, seed,
@@ -197,10 +204,15 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
         component = ref.test_kind(frame0, frame1).random[0]
         simulated = exact_rlrt(frame1, reml0, reml1, component, RLRT_DRAWS, seed)
         text = f"exact restricted LRT = {simulated.statistic:.4g} against {RLRT_DRAWS} draws of its null"
+    return _read_against(test, simulated, text, choice)
+
+
+def _read_against(test: GlrtResult, simulated, text: str, choice: ref.Choice) -> GlrtResult:
+    """``test`` with the p-value of a simulated reference distribution (``bootstrap_test.SimulatedReference``)."""
     details = {"samples": len(simulated.sample), "exceed": simulated.exceed, "mc_se": simulated.mc_se,
                "statistic": simulated.statistic, "unconverged": simulated.unconverged}
     return dataclasses.replace(test, p=simulated.p, reference=f"{text} (Monte-Carlo SE {simulated.mc_se:.2g})",
-                               method=method, reason=choice.reason, details=details)
+                               method=choice.method, reason=choice.reason, details=details)
 
 
 def restriction_matrix(frame1: ModelFrame, x0_on_h1_cells: np.ndarray) -> np.ndarray:

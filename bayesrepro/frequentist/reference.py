@@ -140,11 +140,20 @@ def _level_blocks(frame: ModelFrame):
 class Choice:
     method: str
     reason: str
+    carriers: tuple[Carrier, ...] = ()      # the carriers with few levels behind the rule's choice
 
 
-def choose(frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_cells: np.ndarray, requested: str) -> Choice:
-    """The reference to use: the one requested, or the rule's choice for ``auto``; refuses what cannot apply."""
+def choose(frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_cells: np.ndarray, requested: str,
+           binary: bool = False) -> Choice:
+    """The reference to use: the one requested, or the rule's choice for ``auto``; refuses what cannot apply.
+
+    ``binary`` models (GLMMs of 0/1 scores) have the χ² and the bootstrap only (``auto`` is not decided here).
+    """
     kind = test_kind(frame0, frame1)
+    if binary and requested not in (AUTO, CHI2, BOOTSTRAP):
+        raise BayesreproError(
+            f"--reference {requested} is available for Gaussian models; binary GLMMs are read against chi2 or bootstrap"
+        )
     if requested in (KENWARD_ROGER, SATTERTHWAITE) and (kind.random or not kind.fixed):
         raise BayesreproError(
             f"--reference {requested} tests fixed effects of models with the same random intercepts, but H1 adds "
@@ -164,8 +173,17 @@ def choose(frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_cells: np.ndarray, r
     if kind.one_component:
         return Choice(EXACT_RLRT, reason)
     if kind.fixed and not kind.random and dense_size(frame1) <= DENSE_LIMIT:
-        return Choice(KENWARD_ROGER, reason)
-    return Choice(BOOTSTRAP, reason)
+        return Choice(KENWARD_ROGER, reason, tuple(few))
+    return Choice(BOOTSTRAP, reason, tuple(few))
+
+
+def unless_carrier_at_zero(choice: Choice, reml1) -> Choice:
+    """The rule's Kenward–Roger, or the bootstrap where H1's REML fit (``reml1``) puts a carrier's variance at zero."""
+    zero = [c.name for c in choice.carriers if c.name in reml1.boundary]
+    if choice.method != KENWARD_ROGER or not zero:
+        return choice
+    return Choice(BOOTSTRAP, f"{choice.reason}; REML puts the variance of '{zero[0]}' at zero, where Kenward-Roger's "
+                             "F is conservative", choice.carriers)
 
 
 def dense_size(frame: ModelFrame) -> int:
