@@ -29,11 +29,23 @@ def run(args) -> int:
         formula_of(args.h0, "--h0")
     check_bootstrap(args.bootstrap)
     settings = sampling_settings(args)
-    result = compare(args.formula, read_rows(args), args.object, factor=args.factor, by=args.by, h0=args.h0,
+    rows = read_rows(args)
+    result = compare(args.formula, rows, args.object, factor=args.factor, by=args.by, h0=args.h0,
                      n_boot=args.bootstrap, prob=args.prob, drop_missing=args.drop_missing, sampling=settings,
                      family=args.family, link=args.link)
+    planning = _planning(args, rows, result)
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"planning": planning.to_dict()} if planning else {})})
     else:
-        print(result)
+        print(result if planning is None else f"{result}\n\n{planning}")
     return convergence_status(result.not_converged())
+
+
+def _planning(args, rows, result):
+    """The next evaluation of the closest pair of levels (``plan.next_evaluation``); None without a factor."""
+    from ..plan.next_evaluation import next_evaluation
+
+    if result.means is None or result.by is not None:
+        return None
+    return next_evaluation(args.formula, rows, result.factor, result.means, result.object, result.method != "REML",
+                           drop_missing=args.drop_missing)
