@@ -6,13 +6,16 @@ Costs are linear in the numbers of levels: a cost per level of a facet
 observation (``observation=0.01``). A nested facet's levels are counted
 within their parents (five seeds per system in two systems are ten levels).
 
-The criterion is the closed-form power of the t test of the contrast (or
-the D-study's φ, Brennan's absolute coefficient); both grow with every count
-and so does the cost. The search fixes the facet with the most levels (the
-items, usually) last: for every combination of the other allocated facets'
-counts it finds by bisection the smallest count of that facet reaching the
-target (or the largest within the budget), which is exact because both
-sides are monotone. Where the other facets' combinations exceed
+The criterion is the closed-form power of the planned test of the contrast
+(``planned_test``; a design that leaves no test, one seed per system, is
+passed over) or the D-study's φ (Brennan's absolute coefficient); above the
+test's level both grow with every count, and so does the cost. The search
+fixes the facet with the most levels (the items, usually) last: for every
+combination of the other allocated facets' counts it finds by bisection the
+smallest count of that facet reaching the target (or the largest within the
+budget), which is exact because both sides are monotone there; for a
+target, combinations whose cheapest design already costs more than the best
+found are not evaluated. Where the other facets' combinations exceed
 ``EXHAUSTIVE_LIMIT``, a greedy ascent adds levels to the facet with the best
 gain per unit cost, then a local search moves single levels between facets
 while that lowers the cost (or raises the criterion); that answer is good but
