@@ -159,9 +159,9 @@ for items, seeds in [(1041, 3), (4000, 3), (4000, 10), (8000, 10)]:
                  "assurance": result.value, "MC SE": result.mc_se})
 assured = pd.DataFrame(rows)
 display(assured)
-top = assured.iloc[-1]
-print(f"at {top['sentences']:,} sentences and {top['seeds per system']} seeds: power {top['power (point estimates)']:.2f}, "
-      f"assurance {top['assurance']:.2f}")"""),
+top = rows[-1]
+print(f"at {top['sentences']:,} sentences and {top['seeds per system']} seeds per system: power "
+      f"{top['power (point estimates)']:.2f}, assurance {top['assurance']:.2f}")"""),
     ("md", """Assurance is flatter than the point-estimate power: the posterior puts
 weight on seed variances above zero (three runs cannot rule them out) and on
 smaller effects, so where the point estimate promises near certainty,

@@ -149,7 +149,8 @@ def facet_structure(frame: ModelFrame, factor: str | None = None, levels: tuple[
     Counts are taken on the compared levels' scores: a nested facet's count
     is its number of levels per level of its parent (the smallest), a crossed
     one's its number of levels; the replicates are the scores per cell of the
-    compared factor and every facet (on average, at least 1).
+    compared factor and every grouping (the smallest count of the finest cells
+    the grouped sums hold: exact for a balanced pilot).
     """
     groups = [(g.name, g.columns) for g in frame.groups]
     pilot = _GroupedPilot(frame, factor, levels)
@@ -157,8 +158,7 @@ def facet_structure(frame: ModelFrame, factor: str | None = None, levels: tuple[
     counts = {}
     for facet in sorted(structure.facets, key=lambda f: pilot.own(f) is None):
         counts[facet] = pilot.count(facet, structure, counts)
-    cells = structure.n_obs({**counts, REPLICATE: 1})
-    counts[REPLICATE] = max(1, int(pilot.compared_rows // cells))
+    counts[REPLICATE] = pilot.replicates()
     return structure, counts
 
 
@@ -172,7 +172,19 @@ class _GroupedPilot:
         cells = frame.cells
         self.cell_level = cells[factor].astype(str).to_numpy() if factor else np.zeros(len(cells), dtype=object)
         self.compared = np.isin(self.cell_level, levels) if factor else np.ones(len(cells), dtype=bool)
-        self.compared_rows = float(self.sums.cell_n[self.compared].sum())
+
+    def replicates(self) -> int:
+        """The fewest scores in a (compared cell, grouping level) or a pair of grouping levels of the compared cells."""
+        fewest = [self.sums.cell_n[self.compared].min()]
+        used = []
+        for k, sums in enumerate(self.sums.factors):
+            keep = self.compared[sums.cell]
+            fewest.append(sums.n[keep].min())
+            used.append(np.unique(sums.level[keep]))
+        for (i, j), pairs in self.sums.pairs.items():
+            keep = np.isin(pairs.first, used[i]) & np.isin(pairs.second, used[j])
+            fewest.append(pairs.n[keep].min())
+        return max(1, int(min(fewest)))
 
     def own(self, facet: str) -> int | None:
         """The index of the grouping (1|facet), if the formula has it."""
@@ -234,8 +246,12 @@ class _GroupedPilot:
         if any(c not in known for c in others):
             raise BayesreproError(
                 f"cannot count the levels of '{facet}' from the formula's groupings; add (1|{facet}) to the formula")
-        level, _ = self._cells_of(self.groups[smallest.name])
+        level, cell = self._cells_of(self.groups[smallest.name])
         per_level = structure.levels_of(smallest.columns, {**dict.fromkeys(structure.facets, 1), **known, facet: 1})
+        if self.factor in structure.closure(smallest.columns):
+            # levels of the grouping within each compared level (the smallest), then per level of the other columns
+            table = pd.DataFrame({"a": level, "b": self.cell_level[cell]}).drop_duplicates()
+            return max(1, int(table.groupby("b").size().min() * len(structure.levels) // per_level))
         return max(1, int(round(len(np.unique(level)) / per_level)))
 
 

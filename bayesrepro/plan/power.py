@@ -92,10 +92,12 @@ def plan_power(assumptions: Assumptions, vary: Mapping[str, Sequence[int]], simu
     for counts in designs:
         facets = structure.untestable_facets(counts)
         if facets:
+            where = f"--vary {facets[0]}=1" if facets[0] in vary else \
+                f"the pilot's count of {facets[0]} (1, used where --vary does not set it)"
             raise BayesreproError(
-                f"--vary {facets[0]}=1: with one level of {facets[0]} the variance of {structure.factor} "
+                f"{where}: with one level of {facets[0]} the variance of {structure.factor} "
                 f"{structure.levels[1]} - {structure.levels[0]} has no degrees of freedom and no test exists; "
-                f"plan at least 2")
+                f"plan at least 2 with --vary {facets[0]}=N")
     rows = []
     for counts in designs:
         row = {name: counts[name] for name in vary}
