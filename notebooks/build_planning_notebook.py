@@ -101,8 +101,10 @@ The simulation draws data sets from the assumed model (as sufficient
 statistics, without rows), refits each with the package's engine and applies
 the test. The closed form of the same test (`power_closed_form`) integrates
 over the distribution of the REML components, boundary included; `size` is
-that test's actual level under no effect."""),
-    ("code", """check = plan_power(pessimistic, {"sentence_id": [300, 1041], "replication": [3, 10]}, simulations=400, seed=1)
+that test's actual level under no effect. (`tests/test_plan_calibration.py`
+holds the two within 0.03 on a grid of designs with 4,000 refits each; the
+differences measured there are at most 0.010.)"""),
+    ("code", """check = plan_power(pessimistic, {"sentence_id": [300, 1041], "replication": [3, 10]}, simulations=2000, seed=1)
 shown = check.table()[["sentence_id", "replication", "test", "df", "power", "mc_se", "power_closed_form", "size"]]
 display(shown)
 gap = (shown["power"] - shown["power_closed_form"]).abs()

@@ -25,7 +25,8 @@ def register(subparsers) -> None:
                                          "default: the pilot's estimate)")
     parser.add_argument("--vary", action="append", default=[], metavar="FACET=N,N,...",
                         help="counts of a facet to try, e.g. item=100,400,1600 (repeatable; every combination is a row)")
-    parser.add_argument("--replicates", default="1", help="scores per cell of the planned design (default 1)")
+    parser.add_argument("--replicates", default="1", help="scores per cell of the planned design (for p(successes, "
+                                                          "trials): trials per cell; default 1)")
     parser.add_argument("--simulations", default="500",
                         help="simulated data sets per design (default 500; 0: closed form only)")
     parser.add_argument("--seed", default="0", help="seed of the simulation and of --assurance's sampler (default 0)")
@@ -321,7 +322,7 @@ def _reliability_plan(args, options, frame):
                 else f"the largest phi({object_name}) within {options.goal_value:g}")
         lines += [f"Cheapest design for {goal} ({args.cost}):" if options.goal == "target_phi" else
                   f"Design with {goal} ({args.cost}):", str(result), ""]
-    lines += [f"D-study of phi({object_name}) ({scale} components from the {source}):",
+    lines += [f"D-study of phi({object_name}) ({scale} components; {source}):",
               pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     lines += [f"  {c['name']}: {c['variance']:.6g}" for c in components]
     lines += [f"  {line}" for line in structure.describe_nesting()]

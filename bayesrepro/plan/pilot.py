@@ -114,7 +114,8 @@ def analyse_pilot(formula: str, data, contrast: str | Contrast, effect: float | 
 
         fit = fit_glmm_frame(frame, resolved)
         variances = {**fit.variances, "Residual": fit.latent_residual}
-        counts[REPLICATE] = int(max(1, frame.binomial().trials.min()))
+        if resolved.name == "binomial":           # p(successes, trials): a cell's trials, not its rows
+            counts[REPLICATE] = int(max(1, frame.binomial().trials.min()))
         plan_family, source = resolved.name, f"ML fit (Laplace) of the binary GLMM to the pilot ({frame.n_obs} scores)"
         options = {"link": resolved.link, "intercept": float(weights[0] @ fit.beta)}
         notes.append(f"{resolved.name} GLMM with {resolved.link} link: components and effect on the latent scale; "

@@ -61,7 +61,7 @@ FEASIBLE = 1e-12
 WILSON_HILFERTY = 200
 
 
-def check_test(name: str) -> str:
+def check_test_name(name: str) -> str:
     if name not in TESTS:
         raise BayesreproError(f"--test '{name}' is unknown; choose one of: {', '.join(TESTS)}")
     return name

@@ -11,7 +11,7 @@ import pandas as pd
 from ..errors import BayesreproError
 from .assumptions import LINEAR_PROBABILITY, Assumptions
 from .binary import binary_test, latent_residual_note
-from .planned_test import AUTO, LRT, PlannedTest, carried_by_few_levels, check_test, resolve_test
+from .planned_test import AUTO, LRT, PlannedTest, carried_by_few_levels, check_test_name, resolve_test
 from .refit import TESTS
 from .simulation import simulate_power
 from .structure import REPLICATE
@@ -84,7 +84,7 @@ def plan_power(assumptions: Assumptions, vary: Mapping[str, Sequence[int]], simu
     (``binary``).
     """
     check_alpha(alpha)
-    check_test(test)
+    check_test_name(test)
     if int(simulations) != simulations or simulations < 0:
         raise BayesreproError(f"--simulations must be a whole number of at least 0, not {simulations}")
     structure = assumptions.structure

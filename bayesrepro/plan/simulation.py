@@ -3,9 +3,9 @@
 Each Gaussian data set is drawn as its sufficient statistics
 (``statistics``), never as rows; the fixed Gram parts of a design are built
 once per worker and the refit starts at the assumed relative SDs. Binary
-scores are drawn as the binomial cells of the GLMM (``binary``). Replicate r of design d draws from
-the generator seeded by (seed, d, r), so results do not depend on how the
-replicates are shared among worker processes.
+scores are drawn as the binomial cells of the GLMM (``binary``). Replicate
+r of design d draws from the generator seeded by (seed, d, r), so results do
+not depend on how the replicates are shared among worker processes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..runtime import numerical_work
 from .assumptions import GAUSSIAN, Assumptions
 from .binary import binary_test, simulate_binary_chunk
 from .closed_form import ContrastModel
-from .planned_test import AUTO, TESTS as TEST_NAMES, resolve_test
+from .planned_test import AUTO, check_test_name, resolve_test
 from .refit import TESTS
 from .statistics import ResponseSimulator, planned_statistics
 
@@ -56,9 +56,7 @@ def check_test(test):
     """A test by name (see ``planned_test.TESTS``) or any object with name, description and __call__(stats, start,
     strata)."""
     if isinstance(test, str):
-        if test not in TEST_NAMES:
-            raise BayesreproError(f"--test '{test}' is unknown; choose one of: {', '.join(TEST_NAMES)}")
-        return test
+        return check_test_name(test)
     if not (callable(test) and hasattr(test, "name") and hasattr(test, "description")):
         raise BayesreproError("a test must have a name, a description and be callable as test(stats, start, strata)")
     return test
@@ -80,8 +78,10 @@ def simulate_power(assumptions: Assumptions, designs: Sequence[Mapping[str, int]
     """
     designs = [assumptions.design(d) for d in designs]
     if assumptions.glmm:
+        if not isinstance(test, str):
+            raise BayesreproError("a test object applies to Gaussian scores; binary scores take wald or lrt")
         chunk = simulate_binary_chunk
-        tests = [binary_test(check_test(test) if isinstance(test, str) else test.name) for _ in designs]
+        tests = [binary_test(check_test(test))] * len(designs)
     elif assumptions.family == GAUSSIAN:
         chunk = _simulate_chunk
         tests = [design_test(test, assumptions, counts) for counts in designs]
