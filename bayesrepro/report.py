@@ -256,18 +256,11 @@ def _results(heading: str, spec: Spec, result) -> str:
     return "\n".join(parts)
 
 
-PLANNED_SCALES = (0.5, 1, 2, 4, 8)   # the next evaluation's counts, as multiples of this one's
-
-
 def _planning(spec: Spec, rows: pd.DataFrame | None, result) -> str:
-    """Power for the next evaluation of the closest pair of levels, with these data as the pilot (closed form).
-
-    Shown for Gaussian comparisons whose fixed part is the compared factor alone; for any other
-    comparison the section says why it is absent.
-    """
-    from .plan import analyse_pilot, plan_power
+    """Power for the next evaluation of the closest pair of levels, with these data as the pilot (closed form,
+    ``plan.next_evaluation``); for a comparison that is not planned the section says why."""
     from .plan.figures import power_curves
-    from .plan.pilot import Contrast
+    from .plan.next_evaluation import next_evaluation
 
     if result.means is None or result.by is not None:
         return ""
@@ -275,34 +268,22 @@ def _planning(spec: Spec, rows: pd.DataFrame | None, result) -> str:
     if rows is None:
         return heading + "<p>Not planned here: the pilot's facets and their nesting are read from the rows in " \
                          "memory (<code>--engine memory</code>).</p>"
-    if result.method != "REML":
-        return heading + "<p>Not planned here: power plans cover Gaussian scores (use <code>bayesrepro plan</code> " \
-                         "with <code>--family binomial</code> for 0/1 scores).</p>"
-    means = result.means.set_index(result.factor)["estimate"]
-    pairs = [(a, b) for i, a in enumerate(means.index) for b in means.index[i + 1:]]
-    a, b = min(pairs, key=lambda pair: abs(means[pair[1]] - means[pair[0]]))
-    try:
-        pilot = analyse_pilot(spec.formula, rows, Contrast(result.factor, str(b), str(a)))
-    except BayesreproError as error:
-        return heading + f"<p>Not planned here: {_e(error)}</p>"
-    assumptions = pilot.assumptions
-    facets = [f for f in assumptions.structure.facets if f != result.object and assumptions.counts.get(f, 1) > 1]
-    pilot_items = assumptions.counts[result.object]
-    vary = {result.object: sorted({max(2, round(k * pilot_items)) for k in PLANNED_SCALES})}
-    by = None
-    if facets:
-        pilot_levels = assumptions.counts[facets[0]]
-        by = {facets[0]: sorted({pilot_levels, 2 * pilot_levels, 4 * pilot_levels})}
-        vary |= by
-    table = plan_power(assumptions, vary, simulations=0).table()
-    shown = table[[c for c in [*vary, "df", "se", "power_t"] if c in table]]
-    figure = power_curves(assumptions, result.object, [max(2, pilot_items // 4), 16 * pilot_items], by=by)
+    planned = next_evaluation(spec.formula, rows, result.factor, result.means, result.object, result.method != "REML")
+    if planned.table is None:
+        return heading + f"<p>Not planned here: {_e(planned.reason)}.</p>"
+    c, assumptions = planned.contrast, planned.pilot.assumptions
+    facets = [f for f in planned.table.columns if f in assumptions.structure.facets]
+    by = {facets[1]: sorted(set(planned.table[facets[1]]))} if len(facets) > 1 else None
+    counts = planned.table[facets[0]]
+    figure = power_curves(assumptions, facets[0], [max(2, int(counts.min()) // 2), 2 * int(counts.max())], by=by)
     return (heading
-            + f"<p>The contrast {_e(b)} &minus; {_e(a)} (estimate {pilot.estimate:.4g}, SE {pilot.std_error:.3g}) "
-              f"taken as the true effect, the REML components of these data as the truth, and the design scaled: "
-              f"the closed-form power of the t test at &alpha; = 0.05 with the design's degrees of freedom. "
-              f"<code>bayesrepro plan</code> simulates it, finds the cheapest allocation and the assurance.</p>"
-            + _frame(shown) + _image(figure))
+            + f"<p>The contrast {_e(c.level_b)} &minus; {_e(c.level_a)} (estimate {planned.estimate:.4g}, SE "
+              f"{planned.std_error:.3g}) taken as the true effect, the REML components of these data as the truth, "
+              f"and the design scaled: the closed-form power at &alpha; = 0.05 of the test the package would run "
+              f"(Kenward&ndash;Roger where fewer than 50 levels carry the contrast, else Wald z), components "
+              f"estimated at zero included. <code>bayesrepro plan</code> simulates it, finds the cheapest allocation "
+              f"and the assurance.</p>"
+            + _frame(planned.table) + _image(figure))
 
 
 def _d_study(spec: Spec, result) -> str:

@@ -10,7 +10,10 @@ drawn from score = 0.4 + 0.02 [B] + item + system:seed + residual with SDs
 0.25, 0.02 and 0.12. Ours is the command a user runs, start-up included:
 
     bayesrepro plan PILOT --formula 'score ~ system + (1|item) + (1|system:seed)' --contrast system=B-A
-        --effect 0.02 --vary item=100,400,1600 --vary seed=3 --simulations 500 --workers 2 --json
+        --effect 0.02 --vary item=100,400,1600 --vary seed=3 --simulations 500 --workers 2 --test wald --json
+
+(the Wald z test, as the lme4 peer computes it; the default test of three
+seeds per system would be Kenward-Roger's).
 
 The peer is the simr-style loop in lme4 (benchmarks/plan_lme4.R): lmer on the
 pilot, simulate() in each planned design, refit() and the Wald z of systemB,
@@ -18,7 +21,9 @@ run with --peer-simulations per size and its time per refit extrapolated to
 the same number of simulations (printed as such). The script prints the
 machine's load average first: other jobs on the machine slow both sides.
 The simulated powers are printed next to the closed form of the same test
-(normal reference, noncentral t with the design's df) and lme4's.
+(``plan.planned_test``: the REML estimate of the seed variance integrated
+over, zero included) and lme4's. The last line is the figure to record in
+benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ def write_pilot() -> Path:
 def run_ours(pilot: Path, sizes: str, simulations: int, workers: int) -> tuple[float, dict]:
     command = [sys.executable, "-m", "bayesrepro", "plan", str(pilot), "--formula", FORMULA, "--contrast", "system=B-A",
                "--effect", str(EFFECT), "--vary", f"item={sizes}", "--vary", "seed=3", "--simulations", str(simulations),
-               "--workers", str(workers), "--json"]
+               "--workers", str(workers), "--test", "wald", "--json"]
     start = time.perf_counter()
     out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -106,6 +111,10 @@ def main() -> None:
               f"{row['power'] - row['power_closed_form']:>+11.3f} {row['df']:>5.1f} {theirs:>11}")
     print("assumed components (REML of the pilot): "
           + ", ".join(f"{c['name']} {c['variance']:.4g}" for c in payload["assumed"]["components"]))
+    largest = max(abs(row["power"] - row["power_closed_form"]) for row in payload["rows"])
+    print(f"RECORD: bench_plan {n_sizes} sizes x {args.simulations} simulations, {args.workers} workers: "
+          f"{seconds:.1f} s whole command (target < 60 s); largest |simulated - closed form| {largest:.3f}; "
+          f"load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

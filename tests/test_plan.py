@@ -6,6 +6,7 @@ Tolerances of simulation checks are binomial: |simulated − expected| < 3.5 √
 """
 
 import itertools
+import math
 import json
 import shutil
 import subprocess
@@ -23,7 +24,8 @@ from bayesrepro.design import build_model_frame
 from bayesrepro.errors import BayesreproError
 from bayesrepro.plan import allocate, analyse_pilot, assume, assurance, parse_costs, plan_power, power_criterion
 from bayesrepro.plan.allocation import phi_criterion
-from bayesrepro.plan.closed_form import ContrastModel, ContrastPrecision, rejection_probability
+from bayesrepro.plan.closed_form import ContrastModel, ContrastPrecision, rejection_probability, satterthwaite_df
+from bayesrepro.plan.planned_test import PlannedTest
 from bayesrepro.plan.miller import binary_paired_variance, miller_power, miller_sample_size, paired_variance
 from bayesrepro.plan.simulation import simulate_power
 from bayesrepro.plan.statistics import ResponseSimulator, planned_statistics
@@ -110,6 +112,22 @@ def test_t_power_is_the_noncentral_t_tail():
     assert rejection_probability(0.0, precision, 0.05) == pytest.approx(0.05, abs=1e-12)
 
 
+@pytest.mark.parametrize("df", [1.0, 2.0, 4.0, 8.0, 30.0, 1e4, 1e7])
+def test_power_far_in_the_tail_is_a_number_that_never_falls(df):
+    """scipy's noncentral t distribution function returns NaN for large noncentralities (δ/SE of 13 at 8 df
+    already): the power must stay a number, agree with scipy where scipy has one, and not fall as δ/SE grows."""
+    from scipy.stats import nct, t
+
+    shifts = np.concatenate([np.linspace(0, 10, 41), np.geomspace(10, 1e5, 40)])
+    powers = np.array([rejection_probability(s, ContrastPrecision(1.0, df), 0.05) for s in shifts])
+    assert np.all(np.isfinite(powers)) and np.all(np.diff(powers) >= -1e-12) and powers[-1] == pytest.approx(1.0)
+    q = t.ppf(0.975, df)
+    with np.errstate(all="ignore"):
+        reference = nct.sf(q, df, shifts) + nct.cdf(-q, df, shifts)
+    known = np.isfinite(reference)
+    np.testing.assert_allclose(powers[known], reference[known], atol=1e-8)
+
+
 # --- Miller (2024) ----------------------------------------------------------------------------------------------
 
 def test_miller_is_the_closed_form_of_items_crossed_with_two_models():
@@ -127,7 +145,7 @@ def test_miller_is_the_closed_form_of_items_crossed_with_two_models():
 def test_binomial_family_reproduces_millers_paired_binary_variance():
     p_a, effect, covariance, n = 0.62, 0.05, 0.12, 800
     a = assume("model", ("A", "B"), {"item": ("item",)}, {"item": covariance, "Residual": 0.1}, effect, {"item": n},
-               family="binomial", means=(p_a, p_a + effect))
+               family="linear-probability", means=(p_a, p_a + effect))
     precision = ContrastModel(a.structure).precision(a.design(), a.model_variances())
     assert precision.variance == pytest.approx(binary_paired_variance(p_a, p_a + effect, covariance) / n, rel=1e-12)
 
@@ -208,24 +226,75 @@ def test_simulated_statistics_have_the_moments_of_simulated_rows():
 
 # --- simulation against the closed form ----------------------------------------------------------------------
 
-def test_simulated_wald_power_agrees_with_the_closed_form():
-    """One stratum carries Var(B − A) (seeds nested in systems), so the REML Wald statistic is t(6) exactly when the
-    seed variance is estimated above zero: the simulated rejection rate of the z test is P(|t_6(λ)| > z)."""
+@pytest.mark.parametrize("test", ["wald", "kenward-roger"])
+def test_simulated_power_agrees_with_the_closed_form(test):
+    """Seeds nested in systems carry Var(B − A); the closed form integrates over the REML estimate of the seed
+    variance, zero included (tests/test_plan_calibration.py holds it to 0.03 on a grid, slow)."""
     a = seeds_assumptions()
-    result = simulate_power(a, [a.design()], simulations=300, seed=5, workers=1)[0]
-    precision = ContrastModel(a.structure).precision(a.design(), a.variances)
-    expected = rejection_probability(a.effect, precision, 0.05, "normal")
-    assert result.power == pytest.approx(expected, abs=binomial_tolerance(expected, 300))
+    result = simulate_power(a, [a.design()], simulations=300, seed=5, test=test, workers=1)[0]
+    expected, exact = PlannedTest(a.structure).power(a.effect, a.design(), a.variances, 0.05, test)
+    assert exact and result.power == pytest.approx(expected, abs=binomial_tolerance(expected, 300))
     assert result.not_converged == 0
 
 
 def test_simulated_size_of_the_wald_test_shows_it_is_liberal_with_few_seeds():
     a = seeds_assumptions(effect=0.0)
-    result = simulate_power(a, [a.design({"seed": 3})], simulations=300, seed=6, workers=1)[0]
-    size = rejection_probability(0.0, ContrastModel(a.structure).precision(a.design({"seed": 3}), a.variances),
-                                 0.05, "normal")
+    result = simulate_power(a, [a.design({"seed": 3})], simulations=300, seed=6, test="wald", workers=1)[0]
+    size, _ = PlannedTest(a.structure).power(0.0, a.design({"seed": 3}), a.variances, 0.05, "wald")
     assert size > 0.1
     assert result.power == pytest.approx(size, abs=binomial_tolerance(size, 300))
+
+
+def test_closed_form_is_the_noncentral_t_where_no_component_reaches_zero():
+    """Items × two systems: one stratum carries Var(B − A) and the item variance is far from zero, so the
+    integral over the REML estimates is the noncentral t exactly (to the integration error of the nodes)."""
+    a = assume("model", ("A", "B"), {"item": ("item",)}, {"item": 0.2, "Residual": 0.05}, 0.02, {"item": 300})
+    planned = PlannedTest(a.structure)
+    precision = planned.precision(a.design(), a.variances)
+    for test, reference in (("wald", "normal"), ("kenward-roger", "t")):
+        power, exact = planned.power(0.02, a.design(), a.variances, 0.05, test)
+        assert exact and power == pytest.approx(rejection_probability(0.02, precision, 0.05, reference), abs=1e-4)
+
+
+def test_a_zero_seed_variance_halves_the_power_the_noncentral_t_promises():
+    """At the kreutzer_ter pilot's own estimate (seed variance 0) half of the planned REML fits pool the seeds'
+    stratum with the residual one: the Wald test's power is 0.10 where the noncentral t says 0.21
+    (simulated: 0.111 ± 0.005, tests/test_plan_calibration.py)."""
+    a = assume("system", ("A", "B"), SEEDS, {"item": 0.064, "system:seed": 0.0, "Residual": 0.0035}, 0.004,
+               {"item": 100, "seed": 3})
+    planned = PlannedTest(a.structure)
+    power, _ = planned.power(0.004, a.design(), a.variances, 0.05, "wald")
+    textbook = rejection_probability(0.004, planned.precision(a.design(), a.variances), 0.05, "normal")
+    assert power == pytest.approx(0.104, abs=0.002) and textbook == pytest.approx(0.212, abs=0.002)
+
+
+@pytest.mark.parametrize("groups, formula, variances", [
+    (SEEDS, "y ~ system + (1|item) + (1|system:seed)", {"item": 0.05, "system:seed": 0.0, "Residual": 0.02}),
+    (INTERACTION, "y ~ system + (1|item) + (1|system:seed) + (1|item:system)",
+     {"item": 0.05, "system:seed": 0.0005, "item:system": 0.0, "Residual": 0.02}),
+])
+def test_kenward_roger_of_the_closed_form_is_that_of_the_package(groups, formula, variances):
+    """The simulated Kenward–Roger test takes SE and df from the closed form at the fitted components; on balanced
+    data they equal frequentist.ddf's, inside the parameter space and with components fitted at zero."""
+    from bayesrepro.frequentist import fit_lmm
+    from bayesrepro.frequentist.ddf import small_sample_inference
+
+    a = assume("system", ("A", "B"), groups, variances, 0.0, {"item": 15, "seed": 3})
+    strata = ContrastModel(a.structure).design_strata(a.design())
+    rows = _rows(a.design())
+    frame = build_model_frame(formula, rows)
+    rng = np.random.default_rng(1)
+    boundary = 0
+    for _ in range(6):
+        y = sum(rng.normal(0, np.sqrt(variances[g.name]), g.n_levels)[g.codes] for g in frame.groups)
+        refit = frame.with_response(y + rng.normal(0, np.sqrt(variances["Residual"]), len(rows)))
+        fit = fit_lmm(refit)
+        components = np.array([fit.variances[name] for name in [*groups, "Residual"]])
+        boundary += bool(fit.boundary)
+        se, df = small_sample_inference(refit.stats(), fit).contrasts(np.array([[0.0, 1.0]]), "kenward-roger")
+        assert np.sqrt(strata.contrast @ components) == pytest.approx(se[0], rel=1e-8)
+        assert satterthwaite_df(strata, components[None, :])[0] == pytest.approx(df[0], rel=1e-6)
+    assert boundary > 0
 
 
 def test_simulation_does_not_depend_on_the_number_of_workers():
@@ -251,7 +320,7 @@ def test_simulated_power_matches_refits_of_simulated_rows():
         refit = frame.with_response(y)
         rejected += pairwise_contrasts(fit_lmm(refit), refit, "system")["p"].iloc[0] < 0.05
     by_rows = rejected / simulations
-    by_statistics = simulate_power(a, [a.design()], simulations=600, seed=9, workers=1)[0].power
+    by_statistics = simulate_power(a, [a.design()], simulations=600, seed=9, test="wald", workers=1)[0].power
     se = np.sqrt(by_rows * (1 - by_rows) / simulations + by_statistics * (1 - by_statistics) / 600)
     assert abs(by_rows - by_statistics) < 3.5 * se
 
@@ -261,7 +330,8 @@ def test_simulated_power_matches_refits_of_simulated_rows():
 def test_power_plan_rows_hold_every_count_and_the_closed_form():
     plan = plan_power(seeds_assumptions(), {"item": [20, 80], "seed": [2, 5]}, simulations=0)
     assert [(r["item"], r["seed"]) for r in plan.rows] == [(20, 2), (20, 5), (80, 2), (80, 5)]
-    assert all(r["power"] == r["power_t"] and r["mc_se"] == 0 for r in plan.rows)
+    assert all(r["power"] == r["power_closed_form"] and r["mc_se"] == 0 for r in plan.rows)
+    assert {r["test"] for r in plan.rows} == {"kenward-roger"}             # 2 x 5 seeds: few levels carry it
     payload = plan.to_dict()
     assert set(payload) >= {"assumed", "rows", "method"}
     assert payload["assumed"]["components"][0] == {"name": "item", "variance": 0.05}
@@ -285,16 +355,31 @@ def test_exhaustive_allocation_is_the_brute_force_optimum():
     costs = parse_costs("item=1,system:seed=40", a.structure)
     criterion = power_criterion(a, 0.05)
     found = allocate(a.structure, a.counts, costs, criterion, target=0.8, maximum={"item": 400, "seed": 30}, frontier=False)
-    feasible = [(costs.cost(a.structure, a.design({"item": i, "seed": s})), i, s)
-                for i in range(1, 401) for s in range(1, 31) if criterion.evaluate(a.design({"item": i, "seed": s})) >= 0.8]
-    assert feasible and found.cost == pytest.approx(min(feasible)[0])
     assert "exhaustive" in found.search
+    assert_cheapest(a, costs, criterion, found, "item", "seed", 400, 30)
+
+
+def assert_cheapest(a, costs, criterion, found, widest, other, widest_bound, other_bound, target=0.8):
+    """Brute force, given that power grows with the widest facet's count above the test's level (checked on a
+    grid): at every count of the other facet, the dearest design below the found cost misses the target."""
+    assert criterion.evaluate(a.design(found.counts)) >= target
+    for m in range(1, other_bound + 1):
+        cost = lambda n: costs.cost(a.structure, a.design({widest: n, other: m}))   # linear in n
+        slope = cost(2) - cost(1)
+        n = min(widest_bound, math.ceil((found.cost - 1e-9 - (cost(1) - slope)) / slope) - 1)
+        if n >= 1:
+            assert criterion.evaluate(a.design({widest: n, other: m})) < target, (n, m)
+    for m in sorted({2, 3, found.counts[other], other_bound}):
+        path = np.array([criterion.evaluate(a.design({widest: int(n), other: m}))
+                         for n in np.unique(np.geomspace(1, widest_bound, 30).round())])
+        relevant = path[np.argmax(path >= 0.1):] if np.any(path >= 0.1) else path[:0]
+        assert np.all(np.diff(relevant) >= -1e-6), (m, path)
 
 
 def test_budget_allocation_stays_within_the_budget_and_greedy_search_says_so():
     a = cheap_seed_assumptions()
     costs = parse_costs("item=1,system:seed=40", a.structure)
-    best = allocate(a.structure, a.counts, costs, power_criterion(a, 0.05), budget=3000)
+    best = allocate(a.structure, a.counts, costs, power_criterion(a, 0.05), budget=3000, frontier=False)
     assert best.cost <= 3000 and best.value > 0.8
     greedy = allocate(a.structure, a.counts, costs, power_criterion(a, 0.05), budget=3000,
                       maximum={"seed": 100_000}, frontier=False)
@@ -349,7 +434,7 @@ def test_assurance_with_a_point_posterior_is_the_known_variance_power():
     draws = {name: np.full(200, value) for name, value in a.variances.items()}
     result = assurance(a.structure, draws, np.full(200, 0.03), a.design())
     precision = ContrastModel(a.structure).precision(a.design(), a.variances)
-    known = rejection_probability(0.03, ContrastPrecision(precision.variance, np.inf), 0.05)
+    known = rejection_probability(0.03, precision, 0.05)     # the t interval with the design's df
     assert result.value == pytest.approx(known, rel=1e-9)
     wider = assurance(a.structure, draws, np.full(200, 0.03), a.design(), rope=0.01)
     assert wider.value < result.value
@@ -411,10 +496,16 @@ def test_cli_allocation_and_figure(capsys, tmp_path):
     (["--vary", "sentence_id=0"], "--vary sentence_id must be at least 1"),
     (["--vary", "sentence_id=100", "--alpha", "1.5"], "--alpha must be strictly between"),
     (["--vary", "sentence_id=100", "--simulations", "many"], "--simulations must be a whole number"),
-    (["--cost", "sentence_id=1"], "--cost needs a goal"),
+    (["--cost", "sentence_id=1"], "nothing to plan"),
     (["--target-power", "0.8"], "--target-power needs --cost"),
     (["--vary", "sentence_id=100", "--plot", "out.txt"], "--plot 'out.txt' should end in"),
-    (["--vary", "sentence_id=100", "--family", "binomial"], "--family binomial is planned in closed form"),
+    (["--vary", "sentence_id=100", "--family", "bernoulli"], "--family bernoulli needs 0/1 scores"),
+    (["--vary", "sentence_id=100", "--test", "t"], "--test 't' is unknown"),
+    (["--target-power", "0.8", "--criterion", "phi", "--cost", "sentence_id=1"], "--criterion phi contradicts"),
+    (["--target-phi", "0.9", "--cost", "sentence_id=1", "--assurance"], "--assurance concerns the contrast"),
+    (["--vary", "sentence_id=100", "--assurance", "--draws", "5"], "--draws must be a whole number of at least 100"),
+    (["--vary", "sentence_id=100", "--assurance", "--tune", "-1"], "--tune must be at least 0"),
+    (["--vary", "replication=1", "--simulations", "0"], "--vary replication=1: with one level of replication"),
     ([], "nothing to plan"),
 ])
 def test_cli_rejects_bad_options_in_one_line(capsys, extra, message):
@@ -429,3 +520,245 @@ def test_pilot_counts_the_scores_per_cell_so_its_own_design_gives_its_standard_e
     assert pilot.assumptions.counts["(replicate)"] == 3
     planned = plan_power(pilot.assumptions, {"sentence_id": [1041]}, simulations=0).rows[0]
     assert planned["se"] == pytest.approx(pilot.std_error, rel=1e-6)
+
+
+# --- the kreutzer_ter pilot: allocation checked by brute force, output never null -----------------------------
+
+KREUTZER = "ter ~ system + (1|sentence_id) + (1|system:replication)"
+KREUTZER_COSTS = "sentence_id=1,system:replication=200"
+
+
+def _kreutzer_allocation(contrast):
+    a = analyse_pilot(KREUTZER, "kreutzer_ter", contrast).assumptions
+    costs = parse_costs(KREUTZER_COSTS, a.structure)
+    criterion = power_criterion(a, 0.05)
+    return a, costs, criterion, allocate(a.structure, a.counts, costs, criterion, target=0.8, frontier=False)
+
+
+def test_the_allocation_of_b_minus_a_is_that_of_a_minus_b():
+    *_, forward = _kreutzer_allocation("system=Marking-Baseline")
+    *_, backward = _kreutzer_allocation("system=Baseline-Marking")
+    assert forward.counts == backward.counts and forward.cost == backward.cost
+    assert forward.value == pytest.approx(backward.value, abs=1e-12)
+
+
+def test_the_cheapest_kreutzer_allocation_is_the_brute_force_one():
+    """Within the default bounds (50 replications per system, 10^6 sentences): every design cheaper than the one
+    found misses the target, enumerated for Marking − Baseline, by the dearest one per replication count for
+    PostEdit − Marking. Below the test's level the Kenward–Roger power can fall as sentences are added (its size is
+    below alpha when the seed variance is zero), which a search for a target above alpha never meets."""
+    a, costs, criterion, found = _kreutzer_allocation("system=Marking-Baseline")
+    assert "exhaustive" in found.search
+    # cost = sentences + 2 x 200 x replications
+    cheaper = [(n, m) for m in range(1, 51) for n in range(1, math.ceil(found.cost - 1e-9 - 400 * m))]
+    assert costs.cost(a.structure, a.design({"sentence_id": 7, "replication": 2})) == 7 + 400 * 2
+    assert 0 < len(cheaper) < 2000
+    assert all(criterion.evaluate(a.design({"sentence_id": n, "replication": m})) < 0.8 for n, m in cheaper)
+    assert_cheapest(a, costs, criterion, found, "sentence_id", "replication", 10**6, 50)
+
+    a, costs, criterion, found = _kreutzer_allocation("system=PostEdit-Marking")
+    assert_cheapest(a, costs, criterion, found, "sentence_id", "replication", 10**6, 50)
+
+
+def test_json_power_is_never_null(capsys):
+    """The far tail of the power (δ/SE of 13 here) was NaN, printed as null."""
+    assert main(["plan", "kreutzer_ter", "--formula", KREUTZER, "--contrast", "system=Baseline-Marking",
+                 "--vary", "sentence_id=100,1600,100000", "--vary", "replication=2,5,40", "--simulations", "0",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len(rows) == 9
+    for row in rows:
+        assert all(row[key] is not None for key in ("power", "power_closed_form", "size", "se", "df")), row
+    assert rows[-1]["power"] == pytest.approx(1.0)
+
+
+# --- binary scores: the GLMM's cells, simulated and refitted ------------------------------------------------
+
+def test_planned_cells_are_those_of_the_rows():
+    from bayesrepro.design.binomial import binomial_cells
+    from bayesrepro.plan.binary import planned_cells
+
+    a = assume("system", ("A", "B"), SEEDS, {"item": 1.0, "system:seed": 0.1, "Residual": np.pi**2 / 3}, 0.2,
+               {"item": 7, "seed": 3, REPLICATE: 2}, family="bernoulli")
+    rows = _rows(a.design())
+    rows["y"] = (np.arange(len(rows)) % 3 == 0).astype(float)          # the cells' trials do not depend on y
+    observed = binomial_cells(build_model_frame("y ~ system + (1|item) + (1|system:seed)", rows))
+    planned = planned_cells(a.structure, a.design())
+    np.testing.assert_array_equal(planned.trials, observed.trials)
+    np.testing.assert_array_equal(planned.fixed_cell, observed.fixed_cell)
+    np.testing.assert_array_equal(planned.X_fixed, observed.X_fixed)
+    for mine, theirs in zip(planned.codes, observed.codes):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def binary_assumptions(**changes):
+    values = dict(variances={"item": 1.2, "system:seed": 0.05, "Residual": np.pi**2 / 3}, effect=0.45,
+                  counts={"item": 60, "seed": 3}, family="bernoulli", intercept=0.3)
+    values.update(changes)
+    return assume("system", ("A", "B"), SEEDS, **values)
+
+
+@pytest.mark.slow
+def test_simulated_binary_power_matches_refits_of_simulated_rows():
+    """Independent simulation: 0/1 rows drawn from the GLMM, fitted by fit_glmm from the rows, Wald z of the
+    contrast; against the cells simulated and refitted by plan.binary. Both rates within 3.5 combined SE."""
+    from bayesrepro.frequentist.glmm import fit_glmm
+
+    a = binary_assumptions()
+    rows = _rows(a.design())
+    frame = build_model_frame("y ~ system + (1|item) + (1|system:seed)", rows.assign(y=np.arange(len(rows)) % 2))
+    b = (rows.system == "B").to_numpy()
+    rng = np.random.default_rng(21)
+    rejected, simulations = 0, 300
+    for _ in range(simulations):
+        eta = (0.3 + 0.45 * b + rng.normal(0, np.sqrt(1.2), 60)[frame.groups[0].codes]
+               + rng.normal(0, np.sqrt(0.05), 6)[frame.groups[1].codes])
+        y = (rng.random(len(rows)) < 1 / (1 + np.exp(-eta))).astype(float)
+        fit = fit_glmm("y ~ system + (1|item) + (1|system:seed)", rows.assign(y=y), family="bernoulli")
+        z = fit.beta[1] / np.sqrt(fit.covariance[1, 1])
+        rejected += abs(z) > 1.959964
+    by_rows = rejected / simulations
+    by_cells = simulate_power(a, [a.design()], simulations=600, seed=4, test="wald", workers=2)[0]
+    se = np.sqrt(by_rows * (1 - by_rows) / simulations + by_cells.power * (1 - by_cells.power) / 600)
+    print(f"\nbinary Wald power: rows {by_rows:.3f} ({simulations}), cells {by_cells.power:.3f} (600)")
+    assert abs(by_rows - by_cells.power) < 3.5 * se and by_cells.not_converged == 0
+
+
+@pytest.mark.slow
+def test_binary_simulation_rejects_at_about_alpha_under_no_effect_and_detects_a_large_one():
+    a = binary_assumptions(counts={"item": 30, "seed": 10})        # 20 seeds: the Wald z is near its level
+    null = simulate_power(a.with_effect(0.0), [a.design()], simulations=80, seed=2, test="wald", workers=1)[0]
+    large = simulate_power(a.with_effect(1.2), [a.design()], simulations=30, seed=3, test="lrt", workers=1)[0]
+    assert null.power < 0.05 + binomial_tolerance(0.05, 80) and large.power > 0.9
+
+
+# --- the command line: assurance, tests, budgets, figures, engines, binary scores ------------------------------
+
+SMALL = ["plan", str(BALANCED), "--formula", "score ~ system + (1|item) + (1|system:seed)", "--contrast", "system=B-A"]
+
+
+def test_cli_assurance(capsys):
+    """A small pilot (2 x 40 items x 4 seeds): assurance per row from NUTS draws, with the t interval."""
+    status = main(SMALL + ["--vary", "item=40,400", "--vary", "seed=4", "--simulations", "0", "--assurance",
+                           "--draws", "300", "--tune", "300", "--chains", "2", "--seed", "3", "--allow-unconverged",
+                           "--json"])
+    captured = capsys.readouterr()
+    assert status == 0 or (status == 3 and "the sampler of --assurance did not converge" in captured.err)
+    payload = json.loads(captured.out)
+    for row in payload["rows"]:
+        assert 0 < row["assurance"] < 1 and row["assurance_mc_se"] < 0.02
+    assert "posterior interval" in payload["method"] and "Satterthwaite df" in payload["method"]
+
+
+def test_cli_lrt_test_is_simulated(capsys):
+    assert main(SMALL + ["--vary", "item=40", "--simulations", "40", "--test", "lrt", "--workers", "1",
+                         "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    row = payload["rows"][0]
+    assert row["test"] == "lrt" and 0 <= row["power"] <= 1 and row["mc_se"] > 0
+    assert "likelihood-ratio test" in payload["method"] and "Wald z test, its large-sample equivalent" in payload["method"]
+
+
+def test_cli_budget_for_power_and_for_phi(capsys):
+    costs = ["--cost", "item=1,system:seed=50"]
+    assert main(SMALL + costs + ["--budget", "1000", "--simulations", "0", "--json"]) == 0
+    power = json.loads(capsys.readouterr().out)["allocation"]
+    assert power["criterion"] == "power" and power["cost"] <= 1000 and power["power"] > 0
+    assert main(["plan", str(BALANCED), "--formula", "score ~ system + (1|item) + (1|system:seed)", "--object", "item",
+                 *costs, "--budget", "1000", "--json"]) == 0
+    phi = json.loads(capsys.readouterr().out)
+    assert phi["allocation"]["criterion"] == "phi" and phi["allocation"]["cost"] <= 1000
+    assert {"phi", "cost"} <= set(phi["rows"][0])           # the D-study along each facet, priced
+
+
+def test_cli_d_study_with_costs(capsys):
+    assert main(["plan", str(BALANCED), "--formula", "score ~ system + (1|item) + (1|system:seed)", "--object", "item",
+                 "--vary", "seed=1,2,4", "--cost", "system:seed=100", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["seed"] for r in rows] == [1, 2, 4] and [r["cost"] for r in rows] == [200, 400, 800]
+    assert rows[0]["phi"] < rows[1]["phi"] < rows[2]["phi"]
+
+
+@pytest.mark.parametrize("extra", [["--vary", "item=40,400", "--vary", "seed=2,6"],
+                                   ["--cost", "item=1,system:seed=50", "--target-power", "0.8"]])
+def test_cli_plot(tmp_path, extra):
+    out = tmp_path / "plan.png"
+    assert main(SMALL + extra + ["--simulations", "0", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_engine_duckdb_plans_from_grouped_sums(capsys):
+    command = ["plan", "kreutzer_ter", "--formula", KREUTZER, "--contrast", "system=PostEdit-Marking",
+               "--vary", "sentence_id=500,2000", "--simulations", "0", "--json"]
+    assert main(command + ["--engine", "memory"]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    assert main(command + ["--engine", "duckdb"]) == 0
+    duckdb = json.loads(capsys.readouterr().out)
+    assert duckdb["assumed"]["structure"] == memory["assumed"]["structure"]
+    for mine, theirs in zip(duckdb["rows"], memory["rows"]):
+        assert mine["power"] == pytest.approx(theirs["power"], abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def binary_pilot(tmp_path_factory):
+    from bayesrepro.simulate import binary_grid
+
+    path = tmp_path_factory.mktemp("binary") / "grid.csv"
+    binary_grid(items=150, systems={"A": 0.0, "B": 0.4}, seeds=3, prompts=1, random_state=5).to_csv(path, index=False)
+    return ["plan", str(path), "--formula", "correct ~ system + (1|item) + (1|system:seed)", "--contrast", "system=B-A"]
+
+
+def test_cli_binary_scores_are_simulated_from_the_glmm(capsys, binary_pilot):
+    assert main(binary_pilot + ["--vary", "item=100", "--simulations", "20", "--workers", "1", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["assumed"]["family"] == "bernoulli" and payload["rows"][0]["test"] == "wald"
+    assert any("0/1" in note and "Bernoulli" in note for note in payload["notes"])
+    assert "binary GLMM" in payload["method"] and payload["rows"][0]["mc_se"] > 0
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--vary", "item=100", "--simulations", "0"], "binary scores modelled by the GLMM have no closed form"),
+    (["--cost", "item=1", "--target-power", "0.8"], "which binary scores modelled by the GLMM do not have"),
+    (["--vary", "item=100", "--test", "kenward-roger"], "not available for binary scores"),
+])
+def test_cli_binary_refusals(capsys, binary_pilot, extra, message):
+    assert main(binary_pilot + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_binary_scores_as_a_linear_probability_model(capsys, binary_pilot):
+    assert main(binary_pilot + ["--vary", "item=100,400", "--simulations", "0", "--family", "gaussian", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["assumed"]["family"] == "linear-probability"
+    assert any("linear probability model" in note for note in payload["notes"])
+
+
+# --- compare and report: these data as the pilot -----------------------------------------------------------
+
+def test_next_evaluation_plans_the_closest_pair_and_says_why_not_for_binary_scores():
+    from bayesrepro.plan.next_evaluation import next_evaluation
+
+    means = pd.DataFrame({"system": ["Baseline", "Marking", "PostEdit"], "estimate": [0.62, 0.60, 0.598]})
+    planned = next_evaluation(KREUTZER, "kreutzer_ter", "system", means, "sentence_id", binary=False)
+    assert planned.contrast.text == "system=PostEdit - Marking"
+    assert sorted(set(planned.table["sentence_id"])) == [520, 1041, 2082, 4164, 8328]
+    assert set(planned.table["replication"]) == {3, 6, 12} and set(planned.table["test"]) == {"kenward-roger"}
+    pilot = analyse_pilot(KREUTZER, "kreutzer_ter", "system=PostEdit-Marking")
+    expected = plan_power(pilot.assumptions, {"sentence_id": [1041], "replication": [6]}, simulations=0).rows[0]["power"]
+    chosen = planned.table[(planned.table.sentence_id == 1041) & (planned.table.replication == 6)]
+    assert chosen["power"].iloc[0] == pytest.approx(expected)
+    assert "PostEdit - Marking" in str(planned) and planned.to_dict()["planned"]
+    binary = next_evaluation(KREUTZER, "kreutzer_ter", "system", means, "sentence_id", binary=True)
+    assert binary.table is None and "simulating the binary GLMM" in binary.to_dict()["reason"]
+
+
+def test_cli_compare_has_a_planning_section(capsys):
+    command = ["compare", str(BALANCED), "--formula", "score ~ system + (1|item) + (1|system:seed)", "--bootstrap",
+               "100", "--draws", "200", "--tune", "200", "--chains", "2", "--allow-unconverged"]
+    assert main(command + ["--json"]) in (0, 3)
+    planning = json.loads(capsys.readouterr().out)["planning"]
+    assert planning["planned"] and planning["contrast"] == "system=B - A" and len(planning["rows"]) == 15
+    assert all(0 <= row["power"] <= 1 for row in planning["rows"])
+    assert main(command) in (0, 3)
+    assert "Planning the next evaluation of the closest pair, system B - A" in capsys.readouterr().out

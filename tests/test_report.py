@@ -90,7 +90,7 @@ def test_a_comparison_report_plans_the_next_evaluation(tmp_path):
     assert "Planning the next evaluation: power for the closest pair of levels" in page
     # the closest pair of kreutzer_ter's systems is PostEdit and Marking; the report's power at the pilot's size
     pilot = analyse_pilot("ter ~ system + (1|sentence_id)", "kreutzer_ter", "system=PostEdit-Marking")
-    power = plan_power(pilot.assumptions, {"sentence_id": [1041]}, simulations=0).rows[0]["power_t"]
+    power = plan_power(pilot.assumptions, {"sentence_id": [1041]}, simulations=0).rows[0]["power"]
     assert "PostEdit &minus; Marking" in page and f"<td>{power:.4g}</td>" in page
 
 

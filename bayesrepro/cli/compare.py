@@ -31,10 +31,21 @@ def run(args) -> int:
         formula_of(args.h0, "--h0")
     check_bootstrap(args.bootstrap)
     settings = sampling_settings(args, progress=args.progress or None)
-    result = compare(frame_of(args, spec), object=args.object, factor=args.factor, by=args.by, h0=args.h0,
+    frame = frame_of(args, spec)
+    result = compare(frame, object=args.object, factor=args.factor, by=args.by, h0=args.h0,
                      n_boot=args.bootstrap, prob=args.prob, sampling=settings, family=args.family, link=args.link)
+    planning = _planning(args, frame, result)
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"planning": planning.to_dict()} if planning else {})})
     else:
-        print(result)
+        print(result if planning is None else f"{result}\n\n{planning}")
     return convergence_status(result.not_converged())
+
+
+def _planning(args, frame, result):
+    """The next evaluation of the closest pair of levels (``plan.next_evaluation``); None without a factor."""
+    from ..plan.next_evaluation import next_evaluation
+
+    if result.means is None or result.by is not None:
+        return None
+    return next_evaluation(args.formula, frame, result.factor, result.means, result.object, result.method != "REML")

@@ -6,13 +6,16 @@ Costs are linear in the numbers of levels: a cost per level of a facet
 observation (``observation=0.01``). A nested facet's levels are counted
 within their parents (five seeds per system in two systems are ten levels).
 
-The criterion is the closed-form power of the t test of the contrast (or
-the D-study's φ, Brennan's absolute coefficient); both grow with every count
-and so does the cost. The search fixes the facet with the most levels (the
-items, usually) last: for every combination of the other allocated facets'
-counts it finds by bisection the smallest count of that facet reaching the
-target (or the largest within the budget), which is exact because both
-sides are monotone. Where the other facets' combinations exceed
+The criterion is the closed-form power of the planned test of the contrast
+(``planned_test``; a design that leaves no test, one seed per system, is
+passed over) or the D-study's φ (Brennan's absolute coefficient); above the
+test's level both grow with every count, and so does the cost. The search
+fixes the facet with the most levels (the items, usually) last: for every
+combination of the other allocated facets' counts it finds by bisection the
+smallest count of that facet reaching the target (or the largest within the
+budget), which is exact because both sides are monotone there; for a
+target, combinations whose cheapest design already costs more than the best
+found are not evaluated. Where the other facets' combinations exceed
 ``EXHAUSTIVE_LIMIT``, a greedy ascent adds levels to the facet with the best
 gain per unit cost, then a local search moves single levels between facets
 while that lowers the cost (or raises the criterion); that answer is good but
@@ -31,7 +34,7 @@ import numpy as np
 from ..errors import BayesreproError
 from ..reliability import d_study
 from .assumptions import Assumptions
-from .closed_form import T_REFERENCE, ContrastModel, rejection_probability
+from .planned_test import AUTO, PlannedTest
 from .structure import OBSERVATION, REPLICATE, DesignStructure
 
 EXHAUSTIVE_LIMIT = 20_000
@@ -96,13 +99,20 @@ class Criterion:
     excluded: frozenset[str] = frozenset()     # facets it does not depend on (φ: the object of measurement)
 
 
-def power_criterion(assumptions: Assumptions, alpha: float, reference: str = T_REFERENCE) -> Criterion:
-    model = ContrastModel(assumptions.structure)
+def power_criterion(assumptions: Assumptions, alpha: float, test: str = AUTO) -> Criterion:
+    """The closed-form power of ``test`` (``planned_test``); −∞ for a design that leaves no test (one seed per
+    system), so the search passes over it."""
+    planned = PlannedTest(assumptions.structure)
     variances = assumptions.model_variances()
+    structure = assumptions.structure
 
     def power(counts):
-        value = rejection_probability(assumptions.effect, model.precision(counts, variances), alpha, reference)
-        return value if np.isfinite(value) else 0.0
+        if structure.untestable_facets(counts):
+            return -math.inf
+        value, _ = planned.power(assumptions.effect, counts, variances, alpha, test)
+        if not np.isfinite(value):
+            raise BayesreproError(f"the power at {dict(counts)} is not a number; this is a bug")
+        return value
 
     return Criterion("power", power)
 
@@ -210,15 +220,23 @@ class _Search:
     def exhaustive(self, target, budget):
         best = None
         for combination in self.combinations():
-            found = self._complete(combination, target, budget)
+            found = self._complete(combination, target, budget, None if best is None else best[0])
             if found is not None and (best is None or _better(found, best, target is not None)):
                 best = found
         return best
 
-    def _complete(self, combination, target, budget):
-        """(cost, value, counts) with the widest facet's count chosen by bisection, or None."""
+    def _complete(self, combination, target, budget, ceiling=None):
+        """(cost, value, counts) with the widest facet's count chosen by bisection, or None.
+
+        For a target, designs dearer than ``ceiling`` (the cheapest found so
+        far) cannot win and are not evaluated: cost grows with the count.
+        """
         low, high = self.bounds[self.widest]
         if target is not None:
+            if ceiling is not None:
+                if self.cost(self.design(combination, low)) > ceiling + 1e-9:
+                    return None
+                high = _first_true(low, high, lambda m: self.cost(self.design(combination, m)) > ceiling + 1e-9) - 1
             if self.criterion.evaluate(self.design(combination, high)) < target:
                 return None
             n = _first_true(low, high, lambda m: self.criterion.evaluate(self.design(combination, m)) >= target)

@@ -12,8 +12,11 @@ from ..reliability import RESIDUAL
 from .structure import REPLICATE, DesignStructure, build_structure
 
 GAUSSIAN = "gaussian"
-BINOMIAL = "binomial"
-FAMILIES = (GAUSSIAN, BINOMIAL)
+LINEAR_PROBABILITY = "linear-probability"    # 0/1 scores on the score scale (Miller's analysis)
+BERNOULLI = "bernoulli"                      # 0/1 scores by the binary GLMM, latent scale
+BINOMIAL = "binomial"                        # p(successes, trials) by the binary GLMM, latent scale
+FAMILIES = (GAUSSIAN, LINEAR_PROBABILITY, BERNOULLI, BINOMIAL)
+GLMM_FAMILIES = (BERNOULLI, BINOMIAL)
 
 
 @dataclass(frozen=True)
@@ -23,8 +26,12 @@ class Assumptions:
     ``variances`` holds one variance per random term of ``structure`` (the
     formula's groupings and the residual); ``effect`` is the true B − A;
     ``counts`` the count of each facet used where a plan does not vary it.
-    ``means`` (A and B) are needed by the binomial family only, whose
-    residual follows the Bernoulli variances of the two systems.
+    ``means`` (A and B) are needed by the linear-probability family only,
+    whose residual follows the Bernoulli variances of the two systems. The
+    binary GLMM families (bernoulli, binomial) hold latent-scale components
+    (the residual is the link's, π²/3 for the logit), the effect on the
+    link scale and ``intercept``, the linear predictor of A; each planned
+    cell is scored ``counts["(replicate)"]`` times.
     """
 
     structure: DesignStructure
@@ -35,6 +42,12 @@ class Assumptions:
     means: tuple[float, float] | None = None
     source: str = "assumed"
     notes: tuple[str, ...] = field(default_factory=tuple)
+    link: str = "logit"
+    intercept: float = 0.0
+
+    @property
+    def glmm(self) -> bool:
+        return self.family in GLMM_FAMILIES
 
     def __post_init__(self):
         names = [t.name for t in self.structure.terms]
@@ -67,18 +80,18 @@ class Assumptions:
     def model_variances(self, effect: float | None = None) -> dict[str, float]:
         """The components of the scores in the planned comparison.
 
-        Gaussian: as assumed. Binomial (0/1 scores analysed on the score
-        scale): the total variance of a score in system s is p_s(1 − p_s),
+        Gaussian and the binary GLMM: as assumed. Linear probability (0/1
+        scores analysed on the score scale): the total variance of a score in system s is p_s(1 − p_s),
         so the residual takes up the difference between the two systems'
         mean Bernoulli variance under the effect and the summed components;
         for items × two systems this gives Miller's (2024) paired variance
         p_A(1 − p_A) + p_B(1 − p_B) − 2 Cov.
         """
         variances = {name: float(v) for name, v in self.variances.items()}
-        if self.family == GAUSSIAN:
+        if self.family != LINEAR_PROBABILITY:
             return variances
         if self.means is None:
-            raise BayesreproError("the binomial family needs the mean score of system A")
+            raise BayesreproError("the linear-probability family needs the mean score of system A")
         effect = self.effect if effect is None else effect
         p_a = self.means[0]
         p_b = p_a + effect

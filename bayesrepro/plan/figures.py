@@ -12,7 +12,7 @@ import numpy as np
 
 from .allocation import Allocation
 from .assumptions import Assumptions
-from .closed_form import T_REFERENCE, ContrastModel, rejection_probability
+from .planned_test import AUTO, PlannedTest
 from .power import PowerPlan
 
 # The count standing in for "unlimited" when the plateau of a power curve is drawn.
@@ -27,15 +27,18 @@ def _figure(width: float, height: float):
 
 
 def power_curves(assumptions: Assumptions, facet: str, counts: Sequence[int], by: Mapping[str, Sequence[int]] | None = None,
-                 alpha: float = 0.05, simulated: PowerPlan | None = None, title: str | None = None):
-    """Closed-form power against the count of ``facet``, one curve per setting of ``by`` (e.g. seeds per system).
+                 alpha: float = 0.05, simulated: PowerPlan | None = None, test: str = AUTO, title: str | None = None):
+    """Closed-form power of ``test`` against the count of ``facet``, one curve per setting of ``by`` (e.g. seeds per
+    system).
 
     The dashed line of each colour is the power with unlimited levels of
     ``facet``: the plateau that more of this facet cannot pass while the other
     facets stay as they are. Simulated powers of ``simulated`` (a plan with the
-    same assumptions) are drawn as points with ±2 Monte-Carlo SE.
+    same assumptions) are drawn as points with ±2 Monte-Carlo SE. Binary
+    scores modelled by the GLMM have no closed form: only their simulated
+    points are drawn, joined by lines.
     """
-    model = ContrastModel(assumptions.structure)
+    planned = PlannedTest(assumptions.structure)
     variances = assumptions.model_variances()
     grid = np.unique(np.geomspace(max(1, min(counts)), max(counts), 60).round().astype(int))
     settings = [{}]
@@ -48,18 +51,21 @@ def power_curves(assumptions: Assumptions, facet: str, counts: Sequence[int], by
         label = ", ".join(f"{name} = {value}" for name, value in setting.items()) or "power"
 
         def power(n):
-            precision = model.precision(assumptions.design({**setting, facet: int(n)}), variances)
-            return rejection_probability(assumptions.effect, precision, alpha, T_REFERENCE)
+            return planned.power(assumptions.effect, assumptions.design({**setting, facet: int(n)}), variances, alpha,
+                                 test)[0]
 
-        ax.plot(grid, [power(n) for n in grid], color=colour, label=label)
-        plateau = power(UNLIMITED)
-        ax.axhline(plateau, color=colour, ls="--", lw=0.8)
-        ax.text(grid[0], plateau, f" limit with unlimited {facet}: {plateau:.2f}", color=colour, va="bottom", fontsize=7)
+        if not assumptions.glmm:
+            ax.plot(grid, [power(n) for n in grid], color=colour, label=label)
+            plateau = power(UNLIMITED)
+            ax.axhline(plateau, color=colour, ls="--", lw=0.8)
+            ax.text(grid[0], plateau, f" limit with unlimited {facet}: {plateau:.2f}", color=colour, va="bottom",
+                    fontsize=7)
         if simulated is not None:
             rows = [r for r in simulated.rows if all(r.get(name) == value for name, value in setting.items()) and facet in r]
             if rows and "mc_se" in rows[0] and any(r["mc_se"] > 0 for r in rows):
                 ax.errorbar([r[facet] for r in rows], [r["power"] for r in rows], yerr=[2 * r["mc_se"] for r in rows],
-                            fmt="o", color=colour, mfc="white", capsize=2)
+                            fmt="o-" if assumptions.glmm else "o", color=colour, mfc="white", capsize=2,
+                            label=label if assumptions.glmm else None)
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(f"{facet} ({'per ' + ' x '.join(sorted(assumptions.structure.parents[facet])) if assumptions.structure.parents.get(facet) else 'total'})")
@@ -67,8 +73,9 @@ def power_curves(assumptions: Assumptions, facet: str, counts: Sequence[int], by
     ax.axhline(0.8, color="grey", lw=0.6, ls=":")
     ax.legend(fontsize=7, loc="lower right")
     s = assumptions.structure
-    ax.set_title(title or f"Power to detect {s.levels[1]} - {s.levels[0]} = {assumptions.effect:.3g} (t test, closed form;"
-                          f" points: simulation)", fontsize=9)
+    source = "simulation of the binary GLMM" if assumptions.glmm else "closed form; points: simulation"
+    ax.set_title(title or f"Power to detect {s.levels[1]} - {s.levels[0]} = {assumptions.effect:.3g} ({test} test, "
+                          f"{source})", fontsize=9)
     return figure
 
 

@@ -6,14 +6,14 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..errors import BayesreproError
-from .assumptions import GAUSSIAN, Assumptions
-from .closed_form import NORMAL_REFERENCE, T_REFERENCE, ContrastModel, rejection_probability
-from .refit import DEFAULT_TEST
-from .simulation import check_test, simulate_power
+from .assumptions import LINEAR_PROBABILITY, Assumptions
+from .binary import binary_test, latent_residual_note
+from .planned_test import AUTO, LRT, PlannedTest, carried_by_few_levels, check_test_name, resolve_test
+from .refit import TESTS
+from .simulation import simulate_power
 from .structure import REPLICATE
 
 
@@ -68,66 +68,111 @@ def design_grid(vary: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
 
 
 def plan_power(assumptions: Assumptions, vary: Mapping[str, Sequence[int]], simulations: int = 500, alpha: float = 0.05,
-               seed: int = 0, test=DEFAULT_TEST, workers: int | None = None) -> PowerPlan:
+               seed: int = 0, test: str = AUTO, workers: int | None = None) -> PowerPlan:
     """Power at every combination of the counts in ``vary`` (e.g. ``{"item": [100, 400], "seed": [3, 10]}``).
 
-    Facets not varied keep the assumptions' counts. Each row holds the
-    closed-form power of the t test with the design's Satterthwaite df
-    (``power_t``), the closed form of the simulated test's reference
-    (``power_closed_form``; for the normal-reference Wald and χ² tests,
-    P(|T_ν| > z) with its actual size under no effect in ``size``), and with
-    ``simulations`` > 0 the simulated rejection rate (``power``, ``mc_se``).
-    Without simulations ``power`` is the t test's closed form.
+    Facets not varied keep the assumptions' counts. ``test`` is the test
+    whose power is planned (``planned_test``: wald, kenward-roger, lrt, or
+    auto, which takes Kenward–Roger where fewer than 50 levels carry the
+    contrast, as ``glrt`` does); each row names the one it used. Each row
+    holds the closed form of that test's power on the balanced design, the
+    boundary of the components included (``power_closed_form``; for the LRT,
+    its Wald counterpart) and its actual level under no effect (``size``),
+    and with ``simulations`` > 0 the simulated rejection rate (``power``,
+    ``mc_se``). Without simulations ``power`` is the closed form. Binary
+    scores modelled by the GLMM have no closed form: they are simulated
+    (``binary``).
     """
     check_alpha(alpha)
-    test = check_test(test)
+    check_test_name(test)
     if int(simulations) != simulations or simulations < 0:
         raise BayesreproError(f"--simulations must be a whole number of at least 0, not {simulations}")
+    structure = assumptions.structure
     designs = [assumptions.design(d) for d in design_grid(vary)]
-    model = ContrastModel(assumptions.structure)
-    variances = assumptions.model_variances()
-    null_variances = assumptions.model_variances(effect=0.0)
+    for counts in designs:
+        facets = structure.untestable_facets(counts)
+        if facets:
+            where = f"--vary {facets[0]}=1" if facets[0] in vary else \
+                f"the pilot's count of {facets[0]} (1, used where --vary does not set it)"
+            raise BayesreproError(
+                f"{where}: with one level of {facets[0]} the variance of {structure.factor} "
+                f"{structure.levels[1]} - {structure.levels[0]} has no degrees of freedom and no test exists; "
+                f"plan at least 2 with --vary {facets[0]}=N")
     rows = []
     for counts in designs:
-        precision = model.precision(counts, variances)
-        null_precision = model.precision(counts, null_variances)
         row = {name: counts[name] for name in vary}
         if counts[REPLICATE] > 1 and REPLICATE not in vary:
             row["replicates"] = counts[REPLICATE]
-        row["observations"] = assumptions.structure.n_obs(counts)
-        row["se"] = precision.se
-        row["df"] = precision.df
-        row["power_t"] = rejection_probability(assumptions.effect, precision, alpha, T_REFERENCE)
-        row["power_closed_form"] = rejection_probability(assumptions.effect, precision, alpha, NORMAL_REFERENCE)
-        row["size"] = rejection_probability(0.0, null_precision, alpha, NORMAL_REFERENCE)
+        row["observations"] = structure.n_obs(counts)
         rows.append(row)
     notes = [f"{name} not varied: {count}" for name, count in designs[0].items()
              if name not in vary and name != REPLICATE] if designs else []
-    if any(row["df"] == 0 for row in rows):
-        notes.append("df 0: a component of the contrast's variance has no level to be estimated from "
-                     "(one level per system of a nested facet); power is undefined there")
+    if assumptions.glmm:
+        method = _binary_rows(assumptions, designs, rows, notes, simulations, alpha, seed, test)
+    else:
+        method = _closed_form_rows(assumptions, designs, rows, notes, alpha, test)
+        if simulations:
+            method = (f"simulation: {simulations} data sets per design drawn from the assumed model as sufficient "
+                      f"statistics (no rows), each refitted with the package's engine from the assumed components and "
+                      f"tested; alpha {alpha}, seed {seed}. Alongside, the {method}")
     if simulations:
         simulated = simulate_power(assumptions, designs, simulations, alpha, seed, test, workers)
         for row, result in zip(rows, simulated):
-            row["power"] = result.power
-            row["mc_se"] = result.mc_se
-            row["not_converged"] = result.not_converged
-        method = (f"simulation: {simulations} data sets per design drawn from the assumed model as sufficient statistics "
-                  f"(no rows), each refitted with the package's engine from the assumed components; "
-                  f"{test.description}, alpha {alpha}, seed {seed}. Closed form alongside (balanced design): "
-                  f"power_t for the t test with Satterthwaite's df, power_closed_form for the simulated test's "
-                  f"normal reference, size its actual level under no effect")
+            row.update(power=result.power, mc_se=result.mc_se, not_converged=result.not_converged)
     else:
         for row in rows:
-            row["power"] = row["power_t"]
-            row["mc_se"] = 0.0
-        method = ("closed form (balanced design): Var(B - A) from the variance components, t reference with "
-                  "Satterthwaite's df of the design (power_t = power); power_closed_form and size for the "
-                  "normal-reference Wald test the package prints")
-    if assumptions.family != GAUSSIAN:
-        method += ("; binomial family: 0/1 scores on the score scale, residual from the Bernoulli variances "
-                   "of the two systems (Miller 2024 for items x two systems)")
+            row.update(power=row["power_closed_form"], mc_se=0.0)
     return PowerPlan(assumptions, alpha, rows, method, notes)
+
+
+def _closed_form_rows(assumptions, designs, rows, notes, alpha, test) -> str:
+    """The closed-form columns of every row; returns the description of the method."""
+    structure = assumptions.structure
+    planned = PlannedTest(structure)
+    variances = assumptions.model_variances()
+    null_variances = assumptions.model_variances(effect=0.0)
+    approximate = False
+    for counts, row in zip(designs, rows):
+        name = resolve_test(test, structure, counts)
+        precision = planned.precision(counts, variances)
+        power, exact = planned.power(assumptions.effect, counts, variances, alpha, name)
+        size, _ = planned.power(0.0, counts, null_variances, alpha, name)
+        approximate |= not exact
+        row.update(test=name, se=precision.se, df=precision.df, power_closed_form=power, size=size)
+    if approximate:
+        notes.append("a smaller model of this design is not saturated: its closed form is the noncentral t with "
+                     "Satterthwaite's df, which ignores components estimated at zero")
+    used = sorted({row["test"] for row in rows})
+    method = ("closed form (balanced design): Var(B - A) from the variance components, the power of "
+              f"{' / '.join(TESTS[name].description for name in used)} integrated over the exact distribution of "
+              "the REML components, those estimated at zero included; size: its level under no effect")
+    if LRT in used:
+        method += " (the LRT's closed form is that of the Wald z test, its large-sample equivalent)"
+    if test == AUTO:
+        method += "; test auto: Kenward-Roger where fewer than 50 levels carry the contrast (as glrt), else Wald z"
+    if assumptions.family == LINEAR_PROBABILITY:
+        method += ("; 0/1 scores as a linear probability model: residual from the Bernoulli variances of the two "
+                   "systems (Miller 2024 for items x two systems)")
+    return method
+
+
+def _binary_rows(assumptions, designs, rows, notes, simulations, alpha, seed, test) -> str:
+    """The columns of binary scores (simulation only); returns the description of the method."""
+    if not simulations:
+        raise BayesreproError(
+            "--simulations 0: binary scores modelled by the GLMM have no closed form; simulate them (--simulations N), "
+            "or plan them in closed form as a linear probability model with --family gaussian")
+    chosen = binary_test(test)
+    for row in rows:
+        row["test"] = chosen.name
+    notes.append(latent_residual_note(assumptions))
+    if any(carried_by_few_levels(assumptions.structure, counts) for counts in designs):
+        notes.append("fewer than 50 levels carry the contrast: the normal or chi2 reference of the binary test "
+                     "rejects more often than alpha there (glrt calibrates it by the bootstrap); these powers are "
+                     "those of the uncalibrated test")
+    return (f"simulation: {simulations} sets of binomial cells per design ({assumptions.counts[REPLICATE]} "
+            f"trial(s) per cell) drawn from the {assumptions.family} GLMM with {assumptions.link} link, each refitted "
+            f"by ML; {chosen.description}; alpha {alpha}, seed {seed}")
 
 
 def check_alpha(alpha: float) -> float:

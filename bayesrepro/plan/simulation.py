@@ -1,10 +1,11 @@
 """Power by simulation: data sets drawn from the assumed model in each planned design, refitted and tested.
 
-Each data set is drawn as its sufficient statistics (``statistics``), never
-as rows; the fixed Gram parts of a design are built once per worker and the
-refit starts at the assumed relative SDs. Replicate r of design d draws from
-the generator seeded by (seed, d, r), so results do not depend on how the
-replicates are shared among worker processes.
+Each Gaussian data set is drawn as its sufficient statistics
+(``statistics``), never as rows; the fixed Gram parts of a design are built
+once per worker and the refit starts at the assumed relative SDs. Binary
+scores are drawn as the binomial cells of the GLMM (``binary``). Replicate
+r of design d draws from the generator seeded by (seed, d, r), so results do
+not depend on how the replicates are shared among worker processes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from ..errors import BayesreproError
 from ..reliability import RESIDUAL
 from ..runtime import numerical_work
 from .assumptions import GAUSSIAN, Assumptions
-from .refit import DEFAULT_TEST, TESTS
+from .binary import binary_test, simulate_binary_chunk
+from .closed_form import ContrastModel
+from .planned_test import AUTO, check_test_name, resolve_test
+from .refit import TESTS
 from .statistics import ResponseSimulator, planned_statistics
 
 # Relative SDs below this start the optimiser here instead: its Newton search needs a start inside the bounds.
@@ -49,33 +53,50 @@ class SimulatedPower:
 
 
 def check_test(test):
-    """A test by name ('wald', 'lrt') or any object with name, description and __call__(stats, start)."""
+    """A test by name (see ``planned_test.TESTS``) or any object with name, description and __call__(stats, start,
+    strata)."""
     if isinstance(test, str):
-        if test not in TESTS:
-            raise BayesreproError(f"--test '{test}' is unknown; choose one of: {', '.join(TESTS)}")
-        return TESTS[test]
+        return check_test_name(test)
     if not (callable(test) and hasattr(test, "name") and hasattr(test, "description")):
-        raise BayesreproError("a test must have a name, a description and be callable as test(stats, start)")
+        raise BayesreproError("a test must have a name, a description and be callable as test(stats, start, strata)")
     return test
 
 
-def simulate_power(assumptions: Assumptions, designs: Sequence[Mapping[str, int]], simulations: int = 500,
-                   alpha: float = 0.05, seed: int = 0, test=DEFAULT_TEST, workers: int | None = None) -> list[SimulatedPower]:
-    """The rejection rate of ``test`` at ``alpha`` over ``simulations`` data sets in each design (counts per facet)."""
-    if assumptions.family != GAUSSIAN:
-        raise BayesreproError(
-            f"simulation for the {assumptions.family} family needs its engine; use the closed form (--simulations 0)"
-        )
+def design_test(test, assumptions: Assumptions, counts: Mapping[str, int]):
+    """The test object run in one design (``auto`` resolved by the design's counts)."""
     test = check_test(test)
+    return TESTS[resolve_test(test, assumptions.structure, counts)] if isinstance(test, str) else test
+
+
+def simulate_power(assumptions: Assumptions, designs: Sequence[Mapping[str, int]], simulations: int = 500,
+                   alpha: float = 0.05, seed: int = 0, test=AUTO, workers: int | None = None) -> list[SimulatedPower]:
+    """The rejection rate of ``test`` at ``alpha`` over ``simulations`` data sets in each design (counts per facet).
+
+    Gaussian scores are drawn as sufficient statistics and refitted by REML
+    (or ML for the LRT); binary scores as the cells of the binary GLMM
+    (``binary``), refitted by ML.
+    """
     designs = [assumptions.design(d) for d in designs]
-    tasks = [(assumptions, counts, test, seed, index, first, min(first + CHUNK, simulations))
-             for index, counts in enumerate(designs) for first in range(0, simulations, CHUNK)]
+    if assumptions.glmm:
+        if not isinstance(test, str):
+            raise BayesreproError("a test object applies to Gaussian scores; binary scores take wald or lrt")
+        chunk = simulate_binary_chunk
+        tests = [binary_test(check_test(test))] * len(designs)
+    elif assumptions.family == GAUSSIAN:
+        chunk = _simulate_chunk
+        tests = [design_test(test, assumptions, counts) for counts in designs]
+    else:
+        raise BayesreproError(
+            "0/1 scores planned as a linear probability model have a closed form only (--simulations 0); "
+            "--family auto or bernoulli simulates them from the binary GLMM")
+    tasks = [(assumptions, counts, test_, seed, index, first, min(first + CHUNK, simulations))
+             for index, (counts, test_) in enumerate(zip(designs, tests)) for first in range(0, simulations, CHUNK)]
     workers = min(workers or os.cpu_count() or 1, len(tasks))
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(_simulate_chunk, tasks))
+            results = list(pool.map(chunk, tasks))
     else:
-        results = [_simulate_chunk(task) for task in tasks]
+        results = [chunk(task) for task in tasks]
     out = []
     for index in range(len(designs)):
         parts = [r for task, r in zip(tasks, results) if task[4] == index]
@@ -92,12 +113,13 @@ def _simulate_chunk(task) -> tuple[np.ndarray, int]:
     residual_sd = np.sqrt(variances[RESIDUAL])
     simulator = ResponseSimulator(template, sd, residual_sd, np.array([0.0, assumptions.effect]))
     start = np.maximum([sd[name] / residual_sd for name in template.group_names], SMALLEST_START)
+    strata = ContrastModel(assumptions.structure).design_strata(counts)
     p_values = np.empty(last - first)
     not_converged = 0
     with numerical_work():
         for k, replicate in enumerate(range(first, last)):
             rng = np.random.default_rng([seed, index, replicate])
-            outcome = test(simulator.draw(rng), start)
+            outcome = test(simulator.draw(rng), start, strata)
             p_values[k] = outcome.p
             not_converged += not outcome.converged
     return p_values, not_converged

@@ -81,8 +81,8 @@ class DesignStructure:
         return checked
 
     def sizes(self, counts: Mapping[str, int]) -> dict[str, int]:
-        """Levels of each factor per level of its parents (2 for the compared factor)."""
-        sizes = {self.factor: 2} if self.factor else {}
+        """Levels of each factor per level of its parents (the compared factor: its levels, 2 for a contrast)."""
+        sizes = {self.factor: len(self.levels)} if self.factor else {}
         return {**sizes, **{f: int(counts[f]) for f in self.facets}, REPLICATE: int(counts.get(REPLICATE, 1))}
 
     def levels_of(self, term, counts: Mapping[str, int]) -> int:
@@ -92,6 +92,11 @@ class DesignStructure:
 
     def n_obs(self, counts: Mapping[str, int]) -> int:
         return self.levels_of(self.factors, counts)
+
+    def untestable_facets(self, counts: Mapping[str, int]) -> list[str]:
+        """Facets whose single level leaves Var(B − A) without degrees of freedom (one seed per system, say)."""
+        return [f for f in self.facets if counts[f] == 1
+                and any(self.factor in t.term and f in t.term for t in self.terms[:-1])]
 
     def describe_nesting(self) -> list[str]:
         """How each nested facet is counted, in words."""
