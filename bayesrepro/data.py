@@ -128,13 +128,16 @@ def check_score(frame: pd.DataFrame, column: str) -> np.ndarray:
     """
     require_columns(frame, [column], "score column")
     values = frame[column]
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        raise BayesreproError(f"score column '{column}' holds categories (is it named by --categorical?), but a "
-                              "score is a number; leave it out of --categorical")
+    named_categorical = isinstance(values.dtype, pd.CategoricalDtype)
+    if named_categorical:
+        values = values.astype(object)
     if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         scores = values.to_numpy(dtype=float, na_value=np.nan)
     else:
         scores, bad = parse_numbers(values)
+        if named_categorical and not bad.any():
+            raise BayesreproError(f"score column '{column}' holds categories (is it named by --categorical?), but a "
+                                  "score is a number; leave it out of --categorical")
         if bad.any():
             row = int(np.argmax(bad))
             raise BayesreproError(

@@ -18,11 +18,10 @@ check the same ranges.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import re
 from dataclasses import dataclass
-
-import numpy as np
 
 from . import errors
 from .errors import BayesreproError
@@ -58,11 +57,12 @@ class Count:
 
 def whole_number(value) -> int | None:
     """An int from an int, a whole float, or a text written as one (``2000``, ``2e3``); None otherwise."""
-    if isinstance(value, (bool, np.bool_)):
+    # NumPy's scalars register as numbers.Integral and numbers.Real; its bool_ as neither
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
         return None
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, numbers.Integral):
         return int(value)
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, numbers.Real):
         return int(value) if math.isfinite(value) and float(value).is_integer() else None
     if isinstance(value, str):
         text = value.strip()

@@ -38,7 +38,7 @@ def test_malformed_binomial_responses_are_refused(formula, message):
 
 
 @pytest.mark.parametrize("hits, shots, message", [
-    ([1, 5, 2, 3], [4, 4, 4, 4], "successes 'hits' exceed the trials 'shots' \\(row 1: 5 of 4\\)"),
+    ([1, 5, 2, 3], [4, 4, 4, 4], "successes 'hits' exceed the trials 'shots' \\(the row with index label 1: 5 of 4\\)"),
     ([1, 1.5, 2, 3], [4, 4, 4, 4], "successes 'hits' must be whole numbers"),
     ([0, 1, 2, 3], [4, 0, 4, 4], "trials 'shots' must be whole numbers of at least 1"),
 ])

@@ -314,7 +314,7 @@ PLAN = ["--formula", "score ~ system + (1|item) + (1|system:seed)", "--contrast"
     (["vca", "{grid}", "--formula", "score ~ system + (1|item)", "--categorical", "score"],
      "--categorical names the score column 'score'"),
     (["compare", "{grid}", "--formula", "score ~ system + (1|item)", "--categorical", "seed,score"],
-     "score column 'score' holds categories (is it named by --categorical?)"),
+     "--categorical names the score column 'score'"),
     (["budget", "{grid}", "--score", "score", "--config", "seed", "--categorical", "score"],
      "score column 'score' holds categories"),
     (["baselines", "{grid}", "--score", "score", "--item", "item", "--system", "system"],

@@ -3,11 +3,11 @@ never silenced."""
 
 import warnings
 
-import arviz as az
 import numpy as np
 import pytest
 
 from bayesrepro.bayes.diagnostics import diagnose, require_convergence
+from bayesrepro.bayes.draws import Draws
 from bayesrepro.bayes.priors import default_priors
 from bayesrepro.design import model_frame
 from bayesrepro.errors import BayesreproError, NotConvergedError
@@ -19,7 +19,7 @@ def posterior(constant: str | None = None, chains: int = 4, draws: int = 1000):
     values = {name: rng.normal(1, 0.1, (chains, draws)) for name in ("sigma", "1|item_sigma", "phi")}
     if constant:
         values[constant] = np.full((chains, draws), 1e-300)   # a sampler that never moved
-    return az.from_dict(posterior=values, sample_stats={"diverging": np.zeros((chains, draws), bool)})
+    return Draws(values, stats={"diverging": np.zeros((chains, draws), bool)})
 
 
 def test_a_well_mixed_posterior_converges():
@@ -39,11 +39,11 @@ def test_an_undefined_r_hat_is_not_converged_and_names_its_component():
 
 
 def test_a_vector_variable_with_one_undefined_element_is_not_converged():
-    idata = posterior()
+    draws = posterior()
     values = np.random.default_rng(2).normal(size=(4, 1000, 3))
     values[:, :, 1] = 0.5
-    idata.posterior["variance"] = (("chain", "draw", "component"), values)
-    assert not diagnose(idata, ["sigma", "variance"]).converged
+    draws.add("variance", values, ("component",), {"component": ["a", "b", "c"]})
+    assert not diagnose(draws, ["sigma", "variance"]).converged
 
 
 def test_prior_scales_far_from_the_scores_are_refused():

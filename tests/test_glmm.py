@@ -104,7 +104,7 @@ def test_separated_outcomes_are_refused_in_one_line(grid):
 
 
 def test_quadrature_needs_a_single_grouping_factor(grid):
-    with pytest.raises(BayesreproError, match="one grouping factor; this model has 2"):
+    with pytest.raises(BayesreproError, match="one grouping factor and this model has 2"):
         fit_glmm("correct ~ system + (1|item) + (1|prompt)", grid, nagq=5)
 
 

@@ -59,7 +59,7 @@ def test_ctrl_c_during_the_report_exits_130_and_keeps_the_previous_report(tmp_pa
     out = tmp_path / "report.html"
     out.write_text(PREVIOUS)
     command = [sys.executable, "-m", "bayesrepro", "report", "kreutzer_ter", "--spec", "system_comparison",
-               "--out", str(out), "--bootstrap", "100", "--draws", "200000", "--tune", "1000", "--chains", "2"]
+               "--out", str(out), "--bootstrap", "100", "--draws", "40000", "--tune", "100000", "--chains", "2"]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
     time.sleep(12)   # past reading, the REML fit and its bootstrap: into sampling

@@ -493,7 +493,7 @@ def test_cli_allocation_and_figure(capsys, tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (["--vary", "item=100"], "--vary: 'item' is not a facet of the formula"),
-    (["--vary", "sentence_id=0"], "--vary sentence_id must be at least 1"),
+    (["--vary", "sentence_id=0"], "--vary sentence_id must be a whole number from 1 to"),
     (["--vary", "sentence_id=100", "--alpha", "1.5"], "--alpha must be strictly between"),
     (["--vary", "sentence_id=100", "--simulations", "many"], "--simulations must be a whole number"),
     (["--cost", "sentence_id=1"], "nothing to plan"),
@@ -503,8 +503,8 @@ def test_cli_allocation_and_figure(capsys, tmp_path):
     (["--vary", "sentence_id=100", "--test", "t"], "--test 't' is unknown"),
     (["--target-power", "0.8", "--criterion", "phi", "--cost", "sentence_id=1"], "--criterion phi contradicts"),
     (["--target-phi", "0.9", "--cost", "sentence_id=1", "--assurance"], "--assurance concerns the contrast"),
-    (["--vary", "sentence_id=100", "--assurance", "--draws", "5"], "--draws must be a whole number of at least 100"),
-    (["--vary", "sentence_id=100", "--assurance", "--tune", "-1"], "--tune must be at least 0"),
+    (["--vary", "sentence_id=100", "--assurance", "--draws", "5"], "--draws must be a whole number from 100 to"),
+    (["--vary", "sentence_id=100", "--assurance", "--tune", "-1"], "--tune must be a whole number from 1 to"),
     (["--vary", "replication=1", "--simulations", "0"], "--vary replication=1: with one level of replication"),
     ([], "nothing to plan"),
 ])

@@ -191,7 +191,7 @@ def test_cli_reference_options(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--reference", "wald"), "--reference 'wald' is not known; use one of: auto, chi2"),
     (("--bootstrap-samples", "10"), "--bootstrap-samples must be a whole number from 20"),
-    (("--seed", "x1"), "--seed must be a non-negative whole number"),
+    (("--seed", "x1"), "--seed must be a whole number from 0 to"),
 ])
 def test_cli_bad_reference_options_are_one_line_errors(args, message):
     run = _cli("no_such_file.csv", "--h0", H0, "--h1", H1, *args)   # checked before the data are read

@@ -40,7 +40,7 @@ def select_pair(args):
     """The two systems' item scores (best instances) plus a description of the choice."""
     from ..instruments.systems import pick_systems, system_scores
 
-    columns = [args.item, args.system, args.score] + ([args.instance] if args.instance else [])
+    columns = [args.item, args.system, args.score] + ([args.instance] if args.instance is not None else [])
     frame = read_rows(args, columns)
     blocks = system_scores(frame, args.item, args.system, args.score, args.instance)
     a, b = pick_systems(blocks, args.a, args.b)
@@ -51,7 +51,7 @@ def best_instances(args, a, b):
     """Each system's best instance (by mean score), and which ones were chosen when instances exist."""
     name_a, scores_a = a.best_instance(args.lower_is_better)
     name_b, scores_b = b.best_instance(args.lower_is_better)
-    chosen = {"instance_a": name_a, "instance_b": name_b} if args.instance else {"instance_a": None, "instance_b": None}
+    chosen = {"instance_a": name_a, "instance_b": name_b} if args.instance is not None else {"instance_a": None, "instance_b": None}
     return scores_a, scores_b, chosen
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import read_table
-from ..design import ModelFrame, build_model_frame, parse_formula, resolve_family
+from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from ..design.cells import levels_of
 from ..errors import BayesreproError
 from ..frequentist.lmm import fit_model_frame
@@ -52,9 +52,9 @@ def parse_contrast(text: str) -> Contrast:
     return Contrast(factor.strip(), parts[0], parts[1])
 
 
-def check_formula_for_contrast(formula: str, factor: str) -> None:
+def check_formula_for_contrast(formula: str | FormulaSpec, factor: str) -> None:
     """Plans cover models whose fixed part is the compared factor alone, with at least one random intercept."""
-    spec = parse_formula(formula)
+    spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
     if spec.fixed_terms != (factor,) or not spec.intercept:
         raise BayesreproError(
             f"--formula: the fixed part must be the compared factor '{factor}' alone (with the intercept), "
@@ -99,7 +99,7 @@ def analyse_pilot(formula: str, data, contrast: str | Contrast, effect: float | 
     link scale for the GLMM), else the pilot's estimate of the contrast.
     """
     contrast = contrast if isinstance(contrast, Contrast) else parse_contrast(contrast)
-    check_formula_for_contrast(formula, contrast.factor)
+    check_formula_for_contrast(data.spec if isinstance(data, ModelFrame) else formula, contrast.factor)
     frame = data if isinstance(data, ModelFrame) else build_model_frame(formula, read_table(data, where=where),
                                                                         drop_missing=drop_missing)
     check_contrast_levels(frame, contrast)
