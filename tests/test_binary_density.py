@@ -22,12 +22,7 @@ def log_integral(eta, trials, successes, sigma):
     def log_f(u):
         return successes * u - np.sum(trials * np.logaddexp(0.0, eta + u)) - 0.5 * (u / sigma) ** 2
 
-    grid = np.linspace(-12 * sigma - 10, 12 * sigma + 10, 4001)
-    values = np.array([log_f(u) for u in grid])
-    peak, top = grid[np.argmax(values)], values.max()
-    area, _ = integrate.quad(lambda u: np.exp(log_f(u) - top), grid[0], grid[-1], points=[peak], limit=2000,
-                             epsabs=0, epsrel=1e-13)
-    return np.log(area) + top - np.log(sigma * np.sqrt(2 * np.pi))
+    return _log_quadrature(log_f, sigma)
 
 
 def log_integral_probit(eta, trials, successes, sigma):
@@ -36,6 +31,11 @@ def log_integral_probit(eta, trials, successes, sigma):
     def log_f(u):
         return np.sum(successes * log_ndtr(eta + u) + (trials - successes) * log_ndtr(-eta - u)) - 0.5 * (u / sigma) ** 2
 
+    return _log_quadrature(log_f, sigma)
+
+
+def _log_quadrature(log_f, sigma):
+    """log ∫ exp(log_f(u)) du − log(σ√(2π)), by adaptive quadrature around the peak of a fine grid."""
     grid = np.linspace(-12 * sigma - 10, 12 * sigma + 10, 4001)
     values = np.array([log_f(u) for u in grid])
     peak, top = grid[np.argmax(values)], values.max()

@@ -24,7 +24,7 @@ from ..design import BinomialCells, ModelFrame
 from ..design.binomial import row_cells
 from ..links import get_link
 from ..runtime import numerical_work
-from .bootstrap_test import BATCH, SimulatedReference, observed_statistic
+from .bootstrap_test import SimulatedReference, observed_statistic, run_in_chunks
 from .glmm import GlmmFit
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
@@ -95,16 +95,5 @@ def binary_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, 
 
     Replicates are drawn in chunks with seeds spawned from ``seed``, so the result does not depend on ``workers``.
     """
-    job = binary_bootstrap_job(frame0, frame1, fit0, fit1)
-    sizes = [min(BATCH, samples - start) for start in range(0, samples, BATCH)]
-    seeds = np.random.SeedSequence(seed).spawn(len(sizes))
-    if workers > 1 and len(sizes) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(job.run, sizes, seeds))
-    else:
-        parts = [job.run(size, chunk_seed) for size, chunk_seed in zip(sizes, seeds)]
-    sample = np.concatenate([part[0] for part in parts])
-    return SimulatedReference("bootstrap", observed_statistic(fit0.deviance, fit1.deviance), sample,
-                              sum(part[1] for part in parts))
+    sample, unconverged = run_in_chunks(binary_bootstrap_job(frame0, frame1, fit0, fit1), samples, seed, workers)
+    return SimulatedReference("bootstrap", observed_statistic(fit0.deviance, fit1.deviance), sample, unconverged)

@@ -280,7 +280,15 @@ def bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: Lm
     Replicates are drawn in chunks with seeds spawned from ``seed``, so the
     result does not depend on ``workers`` (processes sharing the chunks).
     """
-    job = bootstrap_job(frame0, frame1, fit0, fit1, x0_on_h1_cells)
+    sample, unconverged = run_in_chunks(bootstrap_job(frame0, frame1, fit0, fit1, x0_on_h1_cells), samples, seed,
+                                        workers)
+    return SimulatedReference("bootstrap", observed_statistic(fit0.criterion, fit1.criterion), sample, unconverged)
+
+
+def run_in_chunks(job, samples: int, seed, workers: int) -> tuple[np.ndarray, int]:
+    """``job.run(size, seed)`` over chunks of at most BATCH replicates, in ``workers`` processes: the statistics of
+    every replicate and how many refits did not converge. Each chunk's seed is spawned from ``seed``, so the
+    replicates do not depend on ``workers``."""
     sizes = [min(BATCH, samples - start) for start in range(0, samples, BATCH)]
     seeds = np.random.SeedSequence(seed).spawn(len(sizes))
     if workers > 1 and len(sizes) > 1:
@@ -290,9 +298,7 @@ def bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: Lm
             parts = list(pool.map(job.run, sizes, seeds))
     else:
         parts = [job.run(size, chunk_seed) for size, chunk_seed in zip(sizes, seeds)]
-    sample = np.concatenate([part[0] for part in parts])
-    statistic = observed_statistic(fit0.criterion, fit1.criterion)
-    return SimulatedReference("bootstrap", statistic, sample, sum(part[1] for part in parts))
+    return np.concatenate([part[0] for part in parts]), sum(part[1] for part in parts)
 
 
 def sequential_p(job, statistic: float, samples: int, seed, enough: int = 10, step: int = 10) -> float:
