@@ -337,3 +337,12 @@ def test_bad_values_that_need_the_data_are_refused_before_any_fit(argv, expected
     assert cli.main(argv) == EXIT_BAD_INPUT
     line = one_error_line(capsys)
     assert expected in line and "np.float64" not in line, line
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly_with_status_141():
+    # `bayesrepro vca ... | head`: the reader closes the pipe before the result is printed
+    child = subprocess.Popen([sys.executable, "-m", "bayesrepro", "vca", "kreutzer_ter", "--formula",
+                              "ter ~ system + (1|sentence_id)"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()
+    err = child.stderr.read()
+    assert child.wait(timeout=300) == 141 and err == b""

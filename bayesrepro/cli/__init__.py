@@ -9,12 +9,13 @@ converge; 130 interrupted (Ctrl-C), nothing written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import sys
 
-from ..errors import EXIT_INTERRUPTED, BayesreproError, first_line
+from ..errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, BayesreproError, first_line
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bayesrepro",
         description="Inferential reproducibility for ML evaluations: LMMs, GLRTs, variance components, reliability.",
-        epilog="Exit status: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130 interrupted.",
+        epilog="Exit status: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130 interrupted, "
+               "141 output closed by its reader.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
@@ -66,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bayesrepro: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader stopped reading (bayesrepro ... | head): nothing more to say, and the interpreter's own flush
+        # of stdout at exit must not fail again
+        with contextlib.suppress(OSError, ValueError):   # ValueError: a stdout without a file descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except SystemExit:   # argparse's --help
         raise
     except BaseException as exc:  # a bug (or a native library's panic, a BaseException): one line, the traceback on request
