@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -90,12 +92,17 @@ def run_ours(items: int, seed: int):
 def run_bambi(items: int, sampler: str, draws: int, chains: int, limit: float, seed: int) -> dict:
     row = {"rows": items * 60, "model": f"Bambi ({sampler})", "chains_x_draws": f"{chains}x{draws}"}
     start = time.perf_counter()
+    # a session of its own, so that stopping it at the limit also stops PyMC's chain processes
+    child = subprocess.Popen([sys.executable, "-c", BAMBI_CHILD, str(items), str(draws), str(chains), sampler, str(seed)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        done = subprocess.run([sys.executable, "-c", BAMBI_CHILD, str(items), str(draws), str(chains), sampler, str(seed)],
-                              capture_output=True, text=True, timeout=limit)
+        stdout, stderr = child.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
         row.update(seconds=f"> {limit:.0f}", ess_per_second=draws * chains / limit, bound="upper")
         return row
+    done = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
     if done.returncode != 0:
         row.update(seconds=round(time.perf_counter() - start, 1), error=done.stderr.strip().splitlines()[-1])
         return row
