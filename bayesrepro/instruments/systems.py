@@ -37,7 +37,15 @@ def system_scores(frame: pd.DataFrame, item: str, system: str, score: str,
     Every (system, instance, item) must occur exactly once, and every
     instance of every system must score the same items.
     """
-    columns = [item, system] + ([instance] if instance else [])
+    roles = {"--item": item, "--system": system, "--score": score}
+    if instance is not None:
+        roles["--instance"] = instance
+    for first, (option, column) in enumerate(roles.items()):
+        others = [other for other, name in list(roles.items())[first + 1:] if name == column]
+        if others:
+            raise BayesreproError(f"{option} and {others[0]} both name the column '{column}'; each role needs a "
+                                  "column of its own")
+    columns = [item, system] + ([instance] if instance is not None else [])
     require_columns(frame, columns, "column")
     values = check_score(frame, score)
     keys = pd.DataFrame({name: np.asarray(as_factor(frame, name).astype(str)) for name in columns})

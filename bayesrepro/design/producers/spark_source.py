@@ -118,12 +118,15 @@ def _read_files(path: str, master: str | None):
         raise BayesreproError(f"Spark could not start (--spark-master {master or DEFAULT_MASTER}; Spark needs Java "
                               f"17+): {first_line(exc)}") from None
     session.sparkContext.setLogLevel("ERROR")
+    # Spark resolves a relative path against the directory its JVM started in, which a long-lived process (a
+    # notebook that changed directory since) has left
+    location = path if "://" in path else os.path.abspath(path)
     if lower.endswith((".csv", ".csv.gz")):
-        return session.read.csv(path, header=True, inferSchema=False)
+        return session.read.csv(location, header=True, inferSchema=False)
     if lower.endswith((".tsv", ".tsv.gz")):
-        return session.read.csv(path, header=True, inferSchema=False, sep="\t")
+        return session.read.csv(location, header=True, inferSchema=False, sep="\t")
     if lower.endswith(".parquet") or Path(path).is_dir():
-        return session.read.parquet(path)
+        return session.read.parquet(location)
     if lower.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-        return session.read.json(path)
+        return session.read.json(location)
     raise BayesreproError(f"data file '{path}' has an unknown type for Spark; use CSV, TSV, Parquet or JSON Lines")
