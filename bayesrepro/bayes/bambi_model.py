@@ -8,7 +8,7 @@ from ..design import ModelFrame
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from .priors import PriorSpec, bambi_priors
-from .sampling import SamplingSettings, interrupts_raised, require_complete, sampled_shape
+from .sampling import SamplingSettings, interrupts_raised, library_progress, require_complete, sampled_shape
 
 FAMILIES = ("gaussian", "bernoulli", "binomial")
 
@@ -63,12 +63,12 @@ def fit_bambi(model, settings: SamplingSettings):
     sampler = settings.sampler_or("pymc")
     kwargs = dict(
         draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=settings.seed,
-        inference_method=sampler, progressbar=settings.show_progress,
+        inference_method=sampler,
     )
     if sampler == "pymc":
         kwargs.update(cores=settings.n_cores, target_accept=settings.target_accept, compute_convergence_checks=False)
-    with numerical_work(), interrupts_raised():
-        idata = model.fit(**kwargs)
+    with numerical_work(), interrupts_raised(), library_progress(settings) as progressbar:
+        idata = model.fit(progressbar=progressbar, **kwargs)
     require_complete(sampled_shape(idata), settings)
     return idata
 

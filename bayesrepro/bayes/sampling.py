@@ -83,7 +83,7 @@ def run_nuts(model, settings: SamplingSettings):
     """Sample a PyMC model with NUTS; returns an ``arviz.InferenceData`` with every draw asked for."""
     import pymc as pm
 
-    with numerical_work(), interrupts_raised():
+    with numerical_work(), interrupts_raised(), library_progress(settings) as progressbar:
         idata = pm.sample(
             draws=settings.draws,
             tune=settings.tune,
@@ -93,12 +93,33 @@ def run_nuts(model, settings: SamplingSettings):
             model=model,
             nuts_sampler=settings.sampler_or("pymc"),
             target_accept=settings.target_accept,
-            progressbar=settings.show_progress,
+            progressbar=progressbar,
             compute_convergence_checks=False,
             mp_ctx="fork",  # children inherit the BLAS thread limit and warning filters
         )
     require_complete(sampled_shape(idata), settings)
     return idata
+
+
+@contextlib.contextmanager
+def library_progress(settings: SamplingSettings):
+    """The ``progressbar`` flag for PyMC's and Bambi's samplers inside the block: their own bar where someone
+    watches (a terminal, a notebook); on a pipe, asked for with --progress, the package's lines instead, as the
+    compiled sampler prints them (a library's redrawn table would fill a log with its frames)."""
+    import sys
+    import time
+
+    from ..progress import in_notebook
+
+    watched = sys.stderr.isatty() or in_notebook()
+    if not settings.show_progress or watched:
+        yield settings.show_progress
+        return
+    total, start = settings.chains * (settings.tune + settings.draws), time.perf_counter()
+    print(f"bayesrepro: sampling: 0/{total} draws, 0 s", file=sys.stderr, flush=True)
+    yield False
+    print(f"bayesrepro: sampling: {total}/{total} draws, {time.perf_counter() - start:.0f} s", file=sys.stderr,
+          flush=True)
 
 
 @contextlib.contextmanager
