@@ -4,6 +4,7 @@ Exit statuses: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130
 """
 
 import argparse
+import importlib
 import re
 import subprocess
 import sys
@@ -14,7 +15,6 @@ import pytest
 
 import bayesrepro.cli as cli
 import bayesrepro.data
-from bayesrepro import limits
 from bayesrepro.errors import EXIT_BAD_INPUT, EXIT_NOT_CONVERGED
 
 TER = ("kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)")
@@ -43,12 +43,20 @@ def test_argparse_errors_are_one_line_with_status_2(argv, names, capsys):
     assert names in line and "usage:" not in line
 
 
+READING_MODULES = ("bayesrepro.data", "bayesrepro.design.frame", "bayesrepro.report", "bayesrepro.frequentist.analyses",
+                   "bayesrepro.frequentist.glrt", "bayesrepro.plan.pilot")
+
+
 @pytest.fixture
 def no_data_reading(monkeypatch):
     """Fail the test if a command reads its data: its options must be refused before."""
     def refuse(*args, **kwargs):
         raise AssertionError("the data were read before the options were checked")
-    monkeypatch.setattr(bayesrepro.data, "read_table", refuse)
+    # every module that binds read_table at import, all imported before any is patched: one first imported while
+    # the patch is on would keep `refuse` for the rest of the session
+    modules = [importlib.import_module(name) for name in READING_MODULES]
+    for module in modules:
+        monkeypatch.setattr(module, "read_table", refuse)
 
 
 @pytest.mark.parametrize("argv, expected", [
