@@ -18,6 +18,17 @@ def shown_by_default() -> bool:
     return sys.stderr.isatty() or in_notebook()
 
 
+def sampling_lines():
+    """A writer of the sampler's progress as lines of their own (``write("400/1600")``), for stderr that is not a
+    terminal: a log keeps each line."""
+    start = time.perf_counter()
+
+    def write(draws: str) -> None:
+        print(f"bayesrepro: sampling: {draws} draws, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+
+    return write
+
+
 class Progress:
     """``with Progress("scanning") as bar: bar.update(0.42)`` redraws one stderr line at most every 0.2 s."""
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..progress import in_notebook
+from ..progress import in_notebook, sampling_lines
 from ..runtime import numerical_work
 from .draws import Draws
 from .sampling import SamplingSettings, interrupts_raised, require_complete
@@ -161,16 +161,7 @@ def _progress(lib, settings: SamplingSettings, cores: int):
     template = "{{ total_finished_draws }}/{{ total_draws }}"
     if in_notebook():
         return lib.ProgressType.template_callback(PROGRESS_BAR_EVERY_MS * 5, template, cores, _notebook_line())
-    return lib.ProgressType.template_callback(PROGRESS_LINE_EVERY_MS, template, cores, _progress_line())
-
-
-def _progress_line():
-    start = time.perf_counter()
-
-    def write(draws: str) -> None:
-        print(f"bayesrepro: sampling: {draws} draws, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-
-    return write
+    return lib.ProgressType.template_callback(PROGRESS_LINE_EVERY_MS, template, cores, sampling_lines())
 
 
 def _notebook_line():

@@ -106,20 +106,15 @@ def library_progress(settings: SamplingSettings):
     """The ``progressbar`` flag for PyMC's and Bambi's samplers inside the block: their own bar where someone
     watches (a terminal, a notebook); on a pipe, asked for with --progress, the package's lines instead, as the
     compiled sampler prints them (a library's redrawn table would fill a log with its frames)."""
-    import sys
-    import time
+    from ..progress import sampling_lines, shown_by_default
 
-    from ..progress import in_notebook
-
-    watched = sys.stderr.isatty() or in_notebook()
-    if not settings.show_progress or watched:
+    if not settings.show_progress or shown_by_default():
         yield settings.show_progress
         return
-    total, start = settings.chains * (settings.tune + settings.draws), time.perf_counter()
-    print(f"bayesrepro: sampling: 0/{total} draws, 0 s", file=sys.stderr, flush=True)
+    total, write = settings.chains * (settings.tune + settings.draws), sampling_lines()
+    write(f"0/{total}")
     yield False
-    print(f"bayesrepro: sampling: {total}/{total} draws, {time.perf_counter() - start:.0f} s", file=sys.stderr,
-          flush=True)
+    write(f"{total}/{total}")
 
 
 @contextlib.contextmanager

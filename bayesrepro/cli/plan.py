@@ -263,12 +263,11 @@ def _contrast_plan(args, options, frame):
 
 def _add_assurance(plan, pilot, options, args) -> int:
     """Adds the assurance of every row; returns the exit status (3 if the sampler did not converge but was allowed)."""
-    import sys
     from dataclasses import replace
 
     from ..plan import assurance, pilot_posterior
 
-    sampling = replace(options.sampling, progress=args.progress or sys.stderr.isatty())
+    sampling = replace(options.sampling, progress=args.progress or None)
     posterior = pilot_posterior(pilot, sampling=sampling)
     for row in plan.rows:
         counts = plan.assumptions.design({name: row[name] for name in plan.assumptions.structure.facets if name in row})
