@@ -27,7 +27,7 @@ import pandas as pd
 from . import limits
 from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
-from .choices import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
+from .choices import DEFAULT_BOOTSTRAP
 from .errors import BayesreproError
 from .design import ModelFrame, model_frame, resolve_family
 from .design.cells import mean_of
@@ -38,7 +38,7 @@ from .frequentist.glmm import fit_glmm_frame
 from .frequentist.lmm import LmmFit, fit_model_frame
 from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .progress import Progress
-from .reliability import RESIDUAL, koo_li_label, koo_li_probabilities, object_of_measurement
+from .reliability import koo_li_label, koo_li_probabilities, object_of_measurement
 from .runtime import numerical_work
 
 ALPHA = 0.05

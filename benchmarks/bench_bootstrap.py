@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_frequentist import CACHE, DATASETS, LMER_SCRIPT, REPO, bayesrepro_command, last_json_line, run_command
+from bench_frequentist import CACHE, DATASETS, LMER_SCRIPT, bayesrepro_command, last_json_line, run_command
 
 HERE = Path(__file__).resolve().parent
 PB_SCRIPT = HERE / "pbmodcomp.R"

@@ -7,7 +7,6 @@ from scipy.stats import multivariate_normal
 from bayesrepro.bayes.effects import draw_effects
 from bayesrepro.bayes.marginal import marginal_loglik_np, marginal_loglik_pt, marginal_stats
 from bayesrepro.bayes.priors import default_priors
-from bayesrepro.datasets import load_dataset
 from bayesrepro.design import build_model_frame
 from conftest import gaussian_cases
 

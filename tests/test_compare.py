@@ -1,7 +1,6 @@
 """Frequentist and Bayesian side by side: bootstrap against closed forms, published figures, flags in words."""
 
 import json
-import sys
 from types import SimpleNamespace
 
 import numpy as np

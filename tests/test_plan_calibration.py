@@ -26,7 +26,6 @@ Nine of ten differences are negative (mean −0.004): the refits reject a
 little more often than the closed form, within 0.01 everywhere.
 """
 
-import numpy as np
 import pytest
 
 from bayesrepro.plan import assume, simulate_power

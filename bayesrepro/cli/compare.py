@@ -22,8 +22,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import sys
-
     from ..compare import check_bootstrap, compare
 
     spec = formula_of(args.formula, object=args.object)

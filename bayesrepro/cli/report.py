@@ -22,8 +22,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import sys
-
     from ..report import ReportOptions, write_report
     from ..specs import load_spec, parse_column_options
     from .common import sampling_settings

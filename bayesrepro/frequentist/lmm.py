@@ -10,7 +10,7 @@ import pandas as pd
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from ..design import ModelFrame, model_frame
-from .deviance import ProfiledDeviance, Solution
+from .deviance import ProfiledDeviance
 from .optimise import BOUNDARY_THETA, optimise
 
 METHODS = ("reml", "ml")
