@@ -57,8 +57,8 @@ class Count:
 
 def whole_number(value) -> int | None:
     """An int from an int, a whole float, or a text written as one (``2000``, ``2e3``); None otherwise."""
-    # NumPy's scalars register as numbers.Integral and numbers.Real; its bool_ as neither
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    # NumPy's integer and float scalars register as numbers.Integral and numbers.Real; its bool as neither
+    if isinstance(value, bool):
         return None
     if isinstance(value, numbers.Integral):
         return int(value)

@@ -30,7 +30,7 @@ def add_observed_phi(draws, cells: BinomialCells, link: str, object: str) -> Non
     per_draw = eta.shape[1] * NODES * NODES
     size = max(1, CHUNK_VALUES // per_draw)
     values = np.concatenate([
-        phi_observed({name: values[start : start + size] for name, values in components.items()}, object, link,
+        phi_observed({name: draws_of[start : start + size] for name, draws_of in components.items()}, object, link,
                      eta[start : start + size], weights, NODES)
         for start in range(0, len(eta), size)
     ])

@@ -40,11 +40,12 @@ def system_scores(frame: pd.DataFrame, item: str, system: str, score: str,
     roles = {"--item": item, "--system": system, "--score": score}
     if instance is not None:
         roles["--instance"] = instance
-    for first, (option, column) in enumerate(roles.items()):
-        others = [other for other, name in list(roles.items())[first + 1:] if name == column]
-        if others:
-            raise BayesreproError(f"{option} and {others[0]} both name the column '{column}'; each role needs a "
-                                  "column of its own")
+    named_by = {}
+    for option, column in roles.items():
+        if column in named_by:
+            raise BayesreproError(f"{named_by[column]} and {option} both name the column '{column}'; each role "
+                                  "needs a column of its own")
+        named_by[column] = option
     columns = [item, system] + ([instance] if instance is not None else [])
     require_columns(frame, columns, "column")
     values = check_score(frame, score)
