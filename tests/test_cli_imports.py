@@ -62,6 +62,18 @@ def test_reml_commands_import_no_bayesian_library_numba_or_engine(argv):
     assert not top_level(modules) & {"numba", "nutpie", *BAYESIAN, *ENGINES}
 
 
+@pytest.mark.parametrize("argv", [
+    ["vca", DYESTUFF, *ONE_FACTOR, "--json"],
+    ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
+     "--categorical", "plate,sample", "--json"],
+], ids=["vca", "glrt"])
+def test_reml_commands_import_none_of_scipys_slow_packages(argv):
+    # scipy.interpolate (formulae's splines), scipy.optimize and scipy.stats cost ~0.4 s of a start-up under 1 s
+    status, modules = modules_of(*argv)
+    assert status == 0
+    assert not modules & {"scipy.interpolate", "scipy.optimize", "scipy.stats", "scipy.spatial"}
+
+
 def test_the_posterior_of_the_fast_path_needs_numba_and_nutpies_core_alone():
     status, modules = modules_of("phi", DYESTUFF, *ONE_FACTOR, "--json", "--seed", "1", "--draws", "100",
                                  "--tune", "100", "--chains", "2", "--allow-unconverged")

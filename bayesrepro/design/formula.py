@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-import formulae
 import numpy as np
 
 from ..errors import BayesreproError, first_line
+from .formulae_loader import load_formulae
+
+formulae = load_formulae()
 
 # The functions a formula may call. formulae evaluates calls by looking their
 # names up in an environment, so any reachable function (numpy's file

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import formulae
-from formulae.environment import Environment
 import numpy as np
 import pandas as pd
 
@@ -19,6 +17,7 @@ from ..data import as_factor, check_score, is_categorical, read_table, remove_mi
 from ..errors import BayesreproError, first_line
 from .cells import fixed_cells
 from .checks import confounded_pairs, require_estimable, require_levels
+from .formulae_loader import load_formulae
 from .formula import FORMULA_NAMESPACE, FormulaSpec, parse_formula
 from .gaussian import stats_from_sums
 from .sums import GroupedSums, sums_from_rows
@@ -275,9 +274,10 @@ def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
     fixed_data = pd.DataFrame(
         {name: _text_as_category(values) for name, values in columns.items()}
     )
+    formulae = load_formulae()
     try:
         return formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error",
-                                        env=Environment([FORMULA_NAMESPACE])).common
+                                        env=formulae.environment.Environment([FORMULA_NAMESPACE])).common
     except Exception as exc:  # formulae surfaces pandas/numpy errors from inside term evaluation
         raise BayesreproError(f"could not build the fixed effects of {spec.formula!r}: {first_line(exc)}") from None
 
