@@ -117,7 +117,7 @@ def test_level_labels_tell_numbers_apart_and_keep_missing():
     ("latin1_late.csv", ("item,score\n" + "a,1\n" * 30000 + "\xe9,1\n").encode("latin-1"), "not UTF-8 text"),
     ("nul.csv", b"item,score\na\x00,1\n", "NUL bytes"),
     ("binary.csv", bytes(range(256)) * 4, "NUL bytes"),
-    ("gzipped.csv", gzip.compress(b"item,score\na,1\n"), "is gzip-compressed"),
+    ("gzipped.csv", gzip.compress(b"item,score\na,1\n", mtime=0), "is gzip-compressed"),
     ("plain.csv.gz", b"item,score\na,1\n", "not a valid gzip file"),
     ("dup.jsonl", '{"a": 1, "a": 2}\n', "key 'a' more than once"),
     ("list.jsonl", '{"a": 1}\n[1, 2]\n', "line 2 is a JSON list"),
