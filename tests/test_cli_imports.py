@@ -51,26 +51,20 @@ def test_help_imports_no_numerical_library(command):
     assert not top_level(modules) & {"numpy", "pandas", "scipy", "numba", "nutpie", *BAYESIAN, *ENGINES}
 
 
+PENICILLIN_GLRT = ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)",
+                   "--h1", "diameter ~ 1 + (1|plate) + (1|sample)", "--categorical", "plate,sample", "--json"]
+
+
 @pytest.mark.parametrize("argv", [
     ["vca", DYESTUFF, *ONE_FACTOR, "--json"],
-    ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
-     "--categorical", "plate,sample", "--reference", "chi2", "--json"],
-], ids=["vca", "glrt"])
-def test_reml_commands_import_no_bayesian_library_numba_or_engine(argv):
+    [*PENICILLIN_GLRT, "--reference", "chi2"],
+    PENICILLIN_GLRT,
+], ids=["vca", "glrt-chi2", "glrt-auto"])
+def test_reml_commands_import_no_bayesian_library_numba_engine_or_slow_scipy_package(argv):
     status, modules = modules_of(*argv)
     assert status == 0
     assert not top_level(modules) & {"numba", "nutpie", *BAYESIAN, *ENGINES}
-
-
-@pytest.mark.parametrize("argv", [
-    ["vca", DYESTUFF, *ONE_FACTOR, "--json"],
-    ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
-     "--categorical", "plate,sample", "--json"],
-], ids=["vca", "glrt"])
-def test_reml_commands_import_none_of_scipys_slow_packages(argv):
-    # scipy.interpolate (formulae's splines), scipy.optimize and scipy.stats cost ~0.4 s of a start-up under 1 s
-    status, modules = modules_of(*argv)
-    assert status == 0
+    # scipy.interpolate (formulae's splines), scipy.optimize and scipy.stats cost ~0.4 s of the start-up
     assert not modules & {"scipy.interpolate", "scipy.optimize", "scipy.stats", "scipy.spatial"}
 
 

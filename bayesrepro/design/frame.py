@@ -22,6 +22,8 @@ from .formula import FORMULA_NAMESPACE, FormulaSpec, parse_formula
 from .gaussian import stats_from_sums
 from .sums import GroupedSums, sums_from_rows
 
+formulae = load_formulae()
+
 
 @dataclass(frozen=True)
 class GroupingFactor:
@@ -274,7 +276,6 @@ def _fixed_design(spec: FormulaSpec, frame: pd.DataFrame):
     fixed_data = pd.DataFrame(
         {name: _text_as_category(values) for name, values in columns.items()}
     )
-    formulae = load_formulae()
     try:
         return formulae.design_matrices(spec.fixed_formula, fixed_data, na_action="error",
                                         env=formulae.environment.Environment([FORMULA_NAMESPACE])).common

@@ -75,5 +75,5 @@ def _tetrachoric(share: float, rate: float) -> float:
         return 0.0
     if excess(LARGEST_CORRELATION) <= 0:
         return LARGEST_CORRELATION
-    from scipy.optimize import brentq  # 0.15 s to import: only binary fits reach it, and a command starts in < 1 s
+    from scipy.optimize import brentq  # 0.15 s to import: only binary fits reach it, not every command's start-up
     return float(brentq(excess, 0.0, LARGEST_CORRELATION, xtol=1e-8))
