@@ -11,7 +11,7 @@ import difflib
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,9 @@ import pandas as pd
 from .datasets import DATASETS, load_dataset
 from .errors import BayesreproError, shown
 from .readers import SUPPORTED_SUFFIXES, parse_numbers, read_file
-from .where import Where, as_where
+
+if TYPE_CHECKING:
+    from .where import Where
 
 # "lm-eval:runs/" or "inspect:logs/": harness logs read into the long table (bayesrepro.harness)
 HARNESS_PREFIXES = ("lm-eval:", "inspect:")
@@ -42,7 +44,11 @@ def read_table(source, where: str | Where | None = None, categorical: Iterable[s
     ``categorical`` become categories of their text as written.
     """
     categorical = list(categorical)
-    condition = as_where(where)
+    condition = None
+    if where is not None:
+        from .where import as_where   # the condition language, imported only for a condition (13 ms)
+
+        condition = as_where(where)
     frame = _read_source(source, categorical)
     if not isinstance(source, pd.DataFrame):
         frame.index = pd.RangeIndex(1, len(frame) + 1, name=FILE_ROWS)

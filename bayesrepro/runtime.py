@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import warnings
 
 # modules other than the package's own
@@ -43,13 +44,18 @@ _SILENCED = (
 _QUIET_LOGGERS = ("pymc", "pytensor", "arviz", "bambi", "nutpie", "py4j", "numba")
 
 
+# len(sys.modules) when the innermost enclosing numerical_work limited BLAS; None outside every such block
+_limited_with_modules: int | None = None
+
+
 @contextlib.contextmanager
 def numerical_work():
     """BLAS limited to one thread and the libraries' warnings and log chatter silenced, for the block."""
-    from threadpoolctl import threadpool_limits
-
+    global _limited_with_modules
+    enclosing = _limited_with_modules
     levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
-    with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+    with _one_blas_thread(enclosing), warnings.catch_warnings():
+        _limited_with_modules = len(sys.modules)
         for message, category, module in _SILENCED:
             warnings.filterwarnings("ignore", message=message, category=category, module=module)
         for name in _QUIET_LOGGERS:
@@ -57,8 +63,25 @@ def numerical_work():
         try:
             yield
         finally:
+            _limited_with_modules = enclosing
             for name, level in levels.items():
                 logging.getLogger(name).setLevel(level)
+
+
+def _one_blas_thread(enclosing: int | None):
+    """threadpoolctl's limit to one BLAS thread; nothing where an enclosing block set it and no module was imported since.
+
+    Finding the loaded BLAS libraries takes threadpoolctl ~8 ms (it inspects
+    every shared library of the process), and a command enters this block
+    once for itself and again in every fit. A library loaded since the
+    enclosing block could bring a BLAS of its own, so then the search runs
+    again.
+    """
+    if enclosing is not None and enclosing == len(sys.modules):
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 _controller = None   # threadpoolctl's view of the loaded BLAS libraries, found once (0.4 ms each time otherwise)
@@ -83,13 +106,18 @@ def idle_core_threads(limit: int):
     if threads <= 1:
         yield
         return
-    global _controller
+    global _controller, _limited_with_modules
     if _controller is None:
         from threadpoolctl import ThreadpoolController
 
         _controller = ThreadpoolController()
+    enclosing = _limited_with_modules
     with _controller.limit(limits=threads, user_api="blas"):
-        yield
+        _limited_with_modules = None   # BLAS is not at one thread here: a numerical_work inside must set it again
+        try:
+            yield
+        finally:
+            _limited_with_modules = enclosing
 
 
 def _idle_cores() -> int:

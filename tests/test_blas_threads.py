@@ -1,6 +1,7 @@
 """BLAS threads: one per process, more only for a large dense system and only on cores idle at that moment."""
 
 import os
+import sys
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,47 @@ def test_threads_follow_the_idle_cores_at_each_call(monkeypatch, idle, limit, ex
             inside = blas_threads()
         assert blas_threads() == 1
     assert inside == expected
+
+
+def count_searches(monkeypatch) -> list:
+    import threadpoolctl
+
+    searches = []
+    real = threadpoolctl.threadpool_limits
+
+    def counted(*args, **kwargs):
+        searches.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", counted)
+    return searches
+
+
+def test_a_nested_block_searches_the_blas_libraries_again_only_after_an_import(monkeypatch):
+    searches = count_searches(monkeypatch)
+    with runtime.numerical_work():
+        with runtime.numerical_work():
+            assert blas_threads() == 1
+        assert len(searches) == 1
+        monkeypatch.delitem(sys.modules, "colorsys", raising=False)
+        import colorsys  # noqa: F401  any module imported since the enclosing block could bring a BLAS
+        with runtime.numerical_work():
+            assert blas_threads() == 1
+        assert len(searches) == 2
+    with runtime.numerical_work():
+        pass
+    assert len(searches) == 3
+
+
+def test_a_block_inside_more_threads_sets_one_thread_again(monkeypatch):
+    monkeypatch.setattr(runtime, "_idle_cores", lambda: 3)
+    with runtime.numerical_work():
+        with runtime.idle_core_threads(4):
+            assert blas_threads() == 4
+            with runtime.numerical_work():
+                assert blas_threads() == 1
+            assert blas_threads() == 4
+        assert blas_threads() == 1
 
 
 def test_idle_cores_are_counted_from_the_kernels_running_tasks():

@@ -1,5 +1,5 @@
 import sys
 
-from . import main
+from . import console_main
 
-sys.exit(main())
+sys.exit(console_main())
