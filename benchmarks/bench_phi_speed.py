@@ -247,6 +247,8 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} at start (figures are wall times: run on a quiet machine)", flush=True)
     started = startup(args.repeats)
     if args.startup_only:
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps({"startup": started, "load_average": os.getloadavg()}, indent=1))
         return
     compilation = one_off_compilation()
     commands = whole_commands(names, args.repeats)
