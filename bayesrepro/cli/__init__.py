@@ -85,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-
 def console_main() -> int:
     """``main`` as the ``bayesrepro`` script and ``python -m bayesrepro`` run it: the process ends when it returns.
 
