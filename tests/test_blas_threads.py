@@ -2,6 +2,7 @@
 
 import os
 import sys
+import types
 
 import numpy as np
 import pandas as pd
@@ -48,8 +49,8 @@ def test_a_nested_block_searches_the_blas_libraries_again_only_after_an_import(m
         with runtime.numerical_work():
             assert blas_threads() == 1
         assert len(searches) == 1
-        monkeypatch.delitem(sys.modules, "colorsys", raising=False)
-        import colorsys  # noqa: F401  any module imported since the enclosing block could bring a BLAS
+        # a module imported since the enclosing block (it could have brought a BLAS of its own)
+        monkeypatch.setitem(sys.modules, "bayesrepro_test_imported_since", types.ModuleType("imported_since"))
         with runtime.numerical_work():
             assert blas_threads() == 1
         assert len(searches) == 2
