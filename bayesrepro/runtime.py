@@ -74,8 +74,10 @@ def _one_blas_thread(enclosing: int | None):
     Finding the loaded BLAS libraries takes threadpoolctl ~8 ms (it inspects
     every shared library of the process), and a command enters this block
     once for itself and again in every fit. A library loaded since the
-    enclosing block could bring a BLAS of its own, so then the search runs
-    again.
+    enclosing block could bring a BLAS of its own, so the search runs again
+    whenever the number of loaded modules has changed. At worst (a module
+    unloaded and another loaded in between) a new BLAS keeps its own threads,
+    which costs speed, never a result.
     """
     if enclosing is not None and enclosing == len(sys.modules):
         return contextlib.nullcontext()
