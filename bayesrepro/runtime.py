@@ -44,18 +44,11 @@ _SILENCED = (
 _QUIET_LOGGERS = ("pymc", "pytensor", "arviz", "bambi", "nutpie", "py4j", "numba")
 
 
-# len(sys.modules) when the innermost enclosing numerical_work limited BLAS; None outside every such block
-_limited_with_modules: int | None = None
-
-
 @contextlib.contextmanager
 def numerical_work():
     """BLAS limited to one thread and the libraries' warnings and log chatter silenced, for the block."""
-    global _limited_with_modules
-    enclosing = _limited_with_modules
     levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
-    with _one_blas_thread(enclosing), warnings.catch_warnings():
-        _limited_with_modules = len(sys.modules)
+    with _blas_controller().limit(limits=1, user_api="blas"), warnings.catch_warnings():
         for message, category, module in _SILENCED:
             warnings.filterwarnings("ignore", message=message, category=category, module=module)
         for name in _QUIET_LOGGERS:
@@ -63,30 +56,8 @@ def numerical_work():
         try:
             yield
         finally:
-            _limited_with_modules = enclosing
             for name, level in levels.items():
                 logging.getLogger(name).setLevel(level)
-
-
-def _one_blas_thread(enclosing: int | None):
-    """threadpoolctl's limit to one BLAS thread; nothing where an enclosing block set it and no module was imported since.
-
-    Finding the loaded BLAS libraries takes threadpoolctl ~8 ms (it inspects
-    every shared library of the process), and a command enters this block
-    once for itself and again in every fit. A library loaded since the
-    enclosing block could bring a BLAS of its own, so the search runs again
-    whenever the number of loaded modules has changed. At worst (a module
-    unloaded and another loaded in between) a new BLAS keeps its own threads,
-    which costs speed, never a result.
-    """
-    if enclosing is not None and enclosing == len(sys.modules):
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-_controller = None   # threadpoolctl's view of the loaded BLAS libraries, found once (0.4 ms each time otherwise)
 
 
 @contextlib.contextmanager
@@ -108,18 +79,33 @@ def idle_core_threads(limit: int):
     if threads <= 1:
         yield
         return
-    global _controller, _limited_with_modules
-    if _controller is None:
+    with _blas_controller().limit(limits=threads, user_api="blas"):
+        yield
+
+
+# threadpoolctl's view of the process's BLAS libraries, and len(sys.modules) when it was taken
+_controller = None
+_controller_modules = -1
+
+
+def _blas_controller():
+    """threadpoolctl's controller of the loaded BLAS libraries, searched for again only after an import.
+
+    The search takes ~8 ms (threadpoolctl inspects every shared library of the
+    process), and threads are limited once for a command and again in every
+    fit; setting a limit through a controller already found takes 0.4 ms. A
+    library loaded since the last search could bring a BLAS of its own, so the
+    search runs again whenever the number of loaded modules has changed. At
+    worst (a module unloaded and another loaded in between) a new BLAS keeps
+    its own threads, which costs speed, never a result.
+    """
+    global _controller, _controller_modules
+    if _controller is None or _controller_modules != len(sys.modules):
         from threadpoolctl import ThreadpoolController
 
         _controller = ThreadpoolController()
-    enclosing = _limited_with_modules
-    with _controller.limit(limits=threads, user_api="blas"):
-        _limited_with_modules = None   # BLAS is not at one thread here: a numerical_work inside must set it again
-        try:
-            yield
-        finally:
-            _limited_with_modules = enclosing
+        _controller_modules = len(sys.modules)
+    return _controller
 
 
 def _idle_cores() -> int:
