@@ -120,6 +120,8 @@ def test_a_unit_of_several_columns_and_units_with_one_value():
     (lambda f: krippendorff_alpha(pd.concat([f, f.head(1)]), unit="unit", coder="coder", value="value"),
      r"coder 'c0' rated the unit \(unit 'u0'\) 2 times"),
     (lambda f: krippendorff_alpha(PAPER_C.T, unit="unit"), "unit= name"),
+    (lambda f: krippendorff_alpha(f.assign(coder=f["coder"].where(f.index > 0)), unit="unit", coder="coder",
+                                  value="value"), "coder column 'coder' has 1 missing value"),
     (lambda f: krippendorff_alpha([["a", "b"], ["a", "a"]], level="ordinal"),
      "the ratings hold text, but the ordinal level needs numbers"),
 ])

@@ -109,10 +109,6 @@ def krippendorff_alpha(data, *, unit: str | Sequence[str] | None = None, coder: 
         assigned a unit two values, no unit with two values, or values that
         are all the same.
 
-    See Also
-    --------
-    agreement : Alpha next to Cohen's kappa and Scott's pi.
-
     Examples
     --------
     >>> import pandas as pd
@@ -207,14 +203,16 @@ def _long_ratings(frame: pd.DataFrame, unit, coder: str, value: str, level: str,
         raise BayesreproError(
             f"{coder_role} column '{coder}' is also a {unit_role} column; the unit and the {coder_role} must differ"
         )
-    for column in [*units, coder]:
+    for column, role in [*((column, unit_role) for column in units), (coder, coder_role)]:
         missing = int(frame[column].isna().sum())
         if missing:
-            raise BayesreproError(f"column '{column}' has {missing} missing value(s); drop those rows or fill them in")
+            raise BayesreproError(
+                f"{role} column '{column}' has {missing} missing value(s); drop those rows or fill them in"
+            )
     values = _values(frame, value, level, value_role)
     present = ~pd.isna(values)
     rows = frame.loc[present]
-    coder_codes, coder_names = pd.factorize(level_labels(rows[coder]))
+    coder_codes, coder_names = pd.factorize(rows[coder])
     if len(coder_names) < 2:
         raise BayesreproError(
             f"{coder_role} column '{coder}' has {len(coder_names)} {coder_role}(s) with a value; "
@@ -229,13 +227,15 @@ def _long_ratings(frame: pd.DataFrame, unit, coder: str, value: str, level: str,
 
 def _refuse_repeated_ratings(frame: pd.DataFrame, units: list[str], coder: str, roles: tuple[str, str, str]) -> None:
     """One rating per (unit, coder): a repeated one would be counted as another coder's."""
-    keys = pd.DataFrame({column: level_labels(frame[column]) for column in [*units, coder]})
-    repeated = keys.duplicated(keep=False)
+    keys = frame[[*units, coder]]
+    repeated = keys.duplicated(keep=False).to_numpy()
     if repeated.any():
-        first = keys[repeated].iloc[0]
-        unit = ", ".join(f"{column} {first[column]!r}" for column in units)
+        first = keys.iloc[int(np.argmax(repeated))]
+        times = int((keys == first).all(axis=1).sum())
+        shown = keys[repeated].apply(level_labels).iloc[0]   # as the user wrote them, for the repeated rows only
+        unit = ", ".join(f"{column} {shown[column]!r}" for column in units)
         raise BayesreproError(
-            f"{roles[1]} {first[coder]!r} rated the unit ({unit}) {int((keys == first).all(axis=1).sum())} times; "
+            f"{roles[1]} {shown[coder]!r} rated the unit ({unit}) {times} times; "
             f"each {roles[1]} may rate each unit once: add the column that tells the ratings apart (an occasion) "
             f"to the {roles[0]} columns"
         )
