@@ -338,20 +338,27 @@ def _joint_table(rater_a, rater_b, level: str, name: str):
 
 
 def _ratings_table(ratings, level: str) -> np.ndarray:
-    table = np.asarray(ratings, dtype=object)
+    table = np.asarray(ratings)
     if table.ndim != 2 or table.shape[1] < 2:
         raise BayesreproError(
             f"ratings must be a units x coders table with at least 2 coders, not shape {table.shape}"
         )
-    if level == "nominal":
-        return table
+    if table.dtype.kind in "biuf":
+        numbers = table.astype(float)
+    elif level == "nominal":
+        return table.astype(object)
+    else:
+        numbers = _table_numbers(table.astype(object), level)
+    _refuse_for_level(numbers, level, "the ratings")
+    return numbers
+
+
+def _table_numbers(table: np.ndarray, level: str) -> np.ndarray:
     try:
-        numbers = np.where(pd.isna(table), np.nan, table).astype(float)
+        return np.where(pd.isna(table), np.nan, table).astype(float)
     except (TypeError, ValueError):
         raise BayesreproError(f"the ratings hold text, but the {level} level needs numbers; "
                               "code them as numbers or use level 'nominal'") from None
-    _refuse_for_level(numbers, level, "the ratings")
-    return numbers
 
 
 def _one_minus_ratio(observed: float, expected: float, name: str) -> float:
