@@ -36,12 +36,30 @@ SCORE_SCALE = 1e100
 def read_table(source, where: str | Where | None = None, categorical: Iterable[str] = ()) -> pd.DataFrame:
     """Read evaluation data and apply an optional row filter.
 
-    ``source`` is a pandas DataFrame, a file path (CSV/TSV, optionally
-    gzipped, Parquet, JSON Lines; see ``readers`` for how columns are typed),
-    harness logs (``"lm-eval:PATH"``, ``"inspect:PATH"``) or the name of a
-    bundled dataset. ``where`` is a condition in the language of
-    ``bayesrepro.where`` (``"mode == 'Marking'"``). Columns named in
-    ``categorical`` become categories of their text as written.
+    Parameters
+    ----------
+    source : pandas.DataFrame, str or pathlib.Path
+        A DataFrame (copied, its index kept); a file path (CSV/TSV, optionally
+        gzipped, Parquet, JSON Lines), whose rows are then numbered from 1 at
+        the first row of data; harness logs (``"lm-eval:PATH"``,
+        ``"inspect:PATH"``); or the name of a bundled dataset.
+    where : str or Where, optional
+        A condition that keeps rows, in the package's own condition language
+        (``"mode == 'Marking'"``); it is parsed, never run as code.
+    categorical : iterable of str, default ()
+        Columns that become categories of their text as written (a seed
+        written ``3`` is the level ``'3'``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows, with categories that no kept row uses removed.
+
+    Raises
+    ------
+    BayesreproError
+        For a source that cannot be read, a condition that is not valid or
+        keeps no rows, or a categorical column that is not in the data.
     """
     categorical = list(categorical)
     condition = None

@@ -19,6 +19,12 @@ class BayesreproError(ValueError):
     The message is a single line that names the column, option or diagnostic
     at fault and says what to do about it. The command line prints it to
     stderr and exits with ``exit_status``; Python callers can catch it.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and how to fix it; line breaks and runs of spaces
+        become single spaces.
     """
 
     exit_status = EXIT_BAD_INPUT

@@ -29,17 +29,17 @@ WIKIPEDIA = np.array([[nan, nan, nan, nan, nan, 3, 4, 1, 2, 1, 1, 3, 3, nan, 3],
 
 
 def test_krippendorff_binary_two_observers_example():
-    alpha = krippendorff_alpha(KRIPPENDORFF_A)
+    alpha = krippendorff_alpha(KRIPPENDORFF_A, level="nominal")
     assert round(alpha, 3) == 0.095
     # coincidences: o_01 = 4, n_0 = 14, n_1 = 6, n = 20
     assert alpha == pytest.approx(1 - 19 * 4 / (14 * 6))
 
 
 def test_krippendorff_missing_data_examples():
-    assert round(krippendorff_alpha(KRIPPENDORFF_C, "nominal"), 3) == 0.743
-    assert round(krippendorff_alpha(KRIPPENDORFF_C, "interval"), 3) == 0.849
-    assert round(krippendorff_alpha(WIKIPEDIA, "nominal"), 3) == 0.691
-    assert round(krippendorff_alpha(WIKIPEDIA, "interval"), 3) == 0.811
+    assert round(krippendorff_alpha(KRIPPENDORFF_C, level="nominal"), 3) == 0.743
+    assert round(krippendorff_alpha(KRIPPENDORFF_C, level="interval"), 3) == 0.849
+    assert round(krippendorff_alpha(WIKIPEDIA, level="nominal"), 3) == 0.691
+    assert round(krippendorff_alpha(WIKIPEDIA, level="interval"), 3) == 0.811
 
 
 def test_high_agreement_with_skewed_values_gives_negative_alpha():
@@ -47,7 +47,7 @@ def test_high_agreement_with_skewed_values_gives_negative_alpha():
     # o_01 = 2, n_0 = 14, n_1 = 2, n = 16, so alpha = 1 - 15 * 2 / (14 * 2) = -1/14.
     ratings = np.array([[0, 0, 0, 0, 0, 0, 1, 0],
                         [0, 0, 0, 0, 0, 0, 0, 1]]).T
-    assert krippendorff_alpha(ratings) == pytest.approx(-1 / 14)
+    assert krippendorff_alpha(ratings, level="nominal") == pytest.approx(-1 / 14)
 
 
 @pytest.mark.parametrize("units, published, digits, compositions", [
@@ -68,7 +68,7 @@ def test_the_thesis_examples_fix_the_composition_of_a_binary_two_rater_table(uni
                 rows = [(0, 0)] * zeros + [(1, 1)] * ones + [(0, 1)] * split_01 + [(1, 0)] * split_10
                 if zeros == units or ones == units:
                     continue  # one value only: alpha undefined
-                if round(krippendorff_alpha(np.array(rows)), digits) == published:
+                if round(krippendorff_alpha(np.array(rows), level="nominal"), digits) == published:
                     found.add((zeros, ones, split_01 + split_10))
     assert found == compositions
 
@@ -94,14 +94,14 @@ def test_alpha_is_pi_with_the_small_sample_correction():
     a = rng.integers(0, 4, 30)
     b = np.where(rng.random(30) < 0.6, a, rng.integers(0, 4, 30))
     for level in ("nominal", "interval"):
-        alpha = krippendorff_alpha(np.column_stack([a, b]), level)
+        alpha = krippendorff_alpha(np.column_stack([a, b]), level=level)
         pi = scott_pi(a, b, level)
         assert 1 - alpha == pytest.approx((1 - pi) * 59 / 60)
 
 
 def test_units_with_one_rating_do_not_count():
     extra = np.vstack([KRIPPENDORFF_A, [[1, nan]], [[nan, 0]]])
-    assert krippendorff_alpha(extra) == pytest.approx(krippendorff_alpha(KRIPPENDORFF_A))
+    assert krippendorff_alpha(extra, level="nominal") == pytest.approx(krippendorff_alpha(KRIPPENDORFF_A, level="nominal"))
 
 
 def long_frame(table):
@@ -112,7 +112,7 @@ def long_frame(table):
 
 def test_long_data_front_end():
     two = agreement(long_frame(KRIPPENDORFF_A), "unit", "coder", "value")
-    assert two.krippendorff_alpha == pytest.approx(krippendorff_alpha(KRIPPENDORFF_A))
+    assert two.krippendorff_alpha == pytest.approx(krippendorff_alpha(KRIPPENDORFF_A, level="nominal"))
     assert two.cohen_kappa == pytest.approx(cohen_kappa(KRIPPENDORFF_A[:, 0], KRIPPENDORFF_A[:, 1]))
     assert two.scott_pi == pytest.approx(scott_pi(KRIPPENDORFF_A[:, 0], KRIPPENDORFF_A[:, 1]))
     assert (two.n_items, two.n_raters) == (10, 2)
@@ -129,21 +129,22 @@ def test_long_data_with_units_made_of_several_columns(annotation):
     assert (by_occasion.n_items, by_occasion.n_raters) == (15, 10)
     wide = marking.pivot_table(index=["sentence", "occasion"], columns="rater", values="score",
                                observed=True)
-    assert by_occasion.krippendorff_alpha == pytest.approx(krippendorff_alpha(wide.to_numpy(), "interval"))
+    assert by_occasion.krippendorff_alpha == pytest.approx(krippendorff_alpha(wide.to_numpy(), level="interval"))
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda f: f.assign(value=f["value"].astype(str).replace("1.0", "yes")), "not numeric"),
-    (lambda f: f[f["coder"] == "c0"], "at least 2"),
-    (lambda f: f.rename(columns={"coder": "who"}), "rater column 'coder'"),
-    (lambda f: f.assign(value=1.0), "undefined"),
+@pytest.mark.parametrize("change, level, match", [
+    (lambda f: f.assign(value=f["value"].astype(str).replace("1.0", "yes")), "interval",
+     "score column 'value' is not numeric: .* holds 'yes'; the interval level needs numbers"),
+    (lambda f: f[f["coder"] == "c0"], "nominal", "at least 2"),
+    (lambda f: f.rename(columns={"coder": "who"}), "nominal", "rater column 'coder'"),
+    (lambda f: f.assign(value=1.0), "nominal", "undefined"),
 ])
-def test_bad_input_is_one_line_error(change, match):
+def test_bad_input_is_one_line_error(change, level, match):
     frame = change(long_frame(KRIPPENDORFF_A))
     with pytest.raises(BayesreproError, match=match):
-        agreement(frame, "unit", "coder", "value")
+        agreement(frame, "unit", "coder", "value", level)
 
 
 def test_unknown_level_is_refused():
-    with pytest.raises(BayesreproError, match="level"):
-        krippendorff_alpha(KRIPPENDORFF_A, "ordinal")
+    with pytest.raises(BayesreproError, match="level must be one of nominal, ordinal, interval, ratio, not 'cardinal'"):
+        krippendorff_alpha(KRIPPENDORFF_A, level="cardinal")

@@ -97,8 +97,8 @@ def test_circularity_json(tmp_path, capsys):
 @pytest.mark.parametrize("argv, match", [
     (["agreement", "kreutzer_annotation", "--item", "sentence", "--rater", "rater", "--score", "scor"],
      "score column 'scor'"),
-    (["agreement", "kreutzer_annotation", "--item", "sentence", "--rater", "rater", "--score", "mode"],
-     "not numeric"),
+    (["agreement", "kreutzer_annotation", "--item", "sentence", "--rater", "rater", "--score", "mode",
+      "--level", "interval"], "score column 'mode' is not numeric: .*; the interval level needs numbers"),
     (["agreement", "kreutzer_annotation", "--item", "sentence", "--rater", "rater", "--score", "score",
       "--where", "rater == '1'"], "at least 2"),
     (["permutation", "kreutzer_ter", "--item", "sentence_id", "--system", "system", "--score", "ter",

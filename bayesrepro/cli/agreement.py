@@ -13,9 +13,11 @@ def register(subparsers) -> None:
     parser.add_argument("--item", required=True, nargs="+", metavar="COL",
                         help="column(s) whose combination is the rated unit")
     parser.add_argument("--rater", required=True, help="column identifying the rater")
-    parser.add_argument("--score", required=True, help="column with the rating (numeric codes)")
-    parser.add_argument("--level", choices=("nominal", "interval"), default="nominal",
-                        help="level of measurement (default nominal)")
+    parser.add_argument("--score", required=True,
+                        help="column with the rating (numbers; text is allowed at the nominal level)")
+    parser.add_argument("--level", choices=("nominal", "ordinal", "interval", "ratio"), default="nominal",
+                        help="level of measurement, which sets the distance between two ratings in alpha "
+                             "(default nominal); kappa and pi are given at the nominal and interval levels")
     parser.set_defaults(func=run)
 
 

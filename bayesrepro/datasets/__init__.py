@@ -31,10 +31,29 @@ def dataset_path(name: str):
 
 
 def load_dataset(name: str) -> pd.DataFrame:
-    """A bundled dataset, read by the same rule as any CSV file; identifier columns become categories.
+    """Load a bundled dataset, read by the same rule as any CSV file.
 
     The measurement columns must come out numeric under that rule; every other
-    column keeps its text as written, with its levels sorted as text.
+    column keeps its text as written and becomes a category, with its levels
+    sorted as text.
+
+    Parameters
+    ----------
+    name : str
+        One of ``kreutzer_ter``, ``kreutzer_annotation``,
+        ``kreutzer_marking_full``, ``kreutzer_marking_partial`` and
+        ``sofa_mlp_grid`` (their sources are in the package's NOTICE.md).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per row of the bundled file.
+
+    Raises
+    ------
+    BayesreproError
+        For a name that is not a bundled dataset, or a bundled file whose
+        measurement columns are not numeric (a damaged installation).
     """
     from ..readers import read_delimited, read_header
 

@@ -1,0 +1,6 @@
+#!/bin/sh
+# The API reference as HTML in build/docs; any warning (an undocumented public name or parameter) fails the build.
+set -eu
+cd "$(dirname "$0")/.."
+.venv/bin/pip install -q '.[docs]'
+.venv/bin/python -m sphinx -W --keep-going -b html docs build/docs
