@@ -14,7 +14,6 @@ header's aggregates by ``inspect_aggregates.py``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import pyarrow as pa
 
 from ..errors import BayesreproError, first_line
 from .eval_zip import EvalArchive
+from .json_text import parse_json
 from .inspect_aggregates import ScoringPlan, check_scores, scoring_plan
 from .inspect_rows import Rows, rows_from_records, rows_from_summaries
 from .model_args import flatten_model_args
@@ -79,10 +79,10 @@ def _header(found: FoundFile) -> dict | None:
 
 def _json_log(path: Path):
     try:
-        with open(path, encoding="utf-8") as text:
-            return json.load(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BayesreproError(f"Inspect log '{path}' is not valid JSON ({first_line(exc)}); it may be cut short") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BayesreproError(f"Inspect log '{path}' cannot be read: {first_line(exc)}") from None
+    return parse_json(data, f"Inspect log '{path}'")
 
 
 def _checked(path: Path, header) -> dict:

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ..errors import BayesreproError
+from .json_text import parse_json
 from .inspect_scores import UnreadableScore, score_to_float
 
 # Summaries keep the first 5,120 characters of a sample's input; a shorter
@@ -49,10 +50,7 @@ def rows_from_summaries(data: bytes, source: Path, metrics: Sequence[str]) -> Ro
 
 
 def _parse(data: bytes, source: Path):
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BayesreproError(f"Inspect log '{source}': its sample summaries are not valid JSON ({exc})") from None
+    return parse_json(data, f"Inspect log '{source}': its sample summaries")
 
 
 def rows_from_records(records, source: Path, metrics: Sequence[str]) -> Rows:
@@ -146,7 +144,7 @@ def _schema_from_first(data: bytes, metrics: Sequence[str]) -> pa.Schema | None:
     start = data.find(b"{")
     try:
         first, _ = json.JSONDecoder().raw_decode(data[start:start + _FIRST_RECORD_BYTES].decode("utf-8", errors="ignore"))
-    except (ValueError, json.JSONDecodeError):
+    except (ValueError, RecursionError):
         return None
     scores = first.get("scores") or {}
     values = {name: (scores.get(name) or {}).get("value") if isinstance(scores.get(name), dict) else None for name in metrics}

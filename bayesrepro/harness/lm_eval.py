@@ -20,7 +20,6 @@ finish (or did not arrive) and are skipped, not refused.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BayesreproError, first_line
+from .json_text import parse_json
 from .jsonl import ID, NUMBER, TEXT, CutShort, read_fields
 from .lm_eval_aggregates import aggregation_of, check_column
 from .model_args import flatten_model_args
@@ -121,9 +121,10 @@ def _orphans(paths: list[Path]) -> list[Skipped]:
 def _read_results(found: FoundFile) -> Run | Skipped | None:
     path = found.path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_bytes()
+    except OSError as exc:
         raise BayesreproError(f"lm-eval results file '{path}' cannot be read: {first_line(exc)}") from None
+    data = parse_json(text, f"lm-eval results file '{path}'")
     if not (isinstance(data, dict) and isinstance(data.get("results"), dict) and isinstance(data.get("configs"), dict)):
         if found.named:
             raise BayesreproError(f"'{path}' is not an lm-eval results file: it has no 'results' and 'configs'")
