@@ -89,7 +89,11 @@ def _field(path: Path, number: int, record: dict, name: str, kind: str):
     value = record[name]
     if kind == NUMBER:
         if isinstance(value, (bool, int, float)):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an integer of more than 308 digits
+                raise BayesreproError(f"'{path}' line {number}: metric '{name}' holds {_describe(value)}, beyond "
+                                      "double precision; the file is damaged: rerun or re-copy it") from None
         raise BayesreproError(
             f"'{path}' line {number}: metric '{name}' holds {_describe(value)}, not a number per document "
             "(a corpus-level metric); choose per-document metrics with --metric"
