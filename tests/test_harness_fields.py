@@ -174,7 +174,7 @@ def test_an_infinite_inspect_score_is_refused(tmp_path):
 @pytest.mark.parametrize("other_line, message", [
     # read by pyarrow, the number is infinite; read line by line (a line pyarrow refuses), it is too large
     ("1.0", r"1 score\(s\) of task 'qa' are infinite \(the first: metric 'acc' of item 1\)"),
-    ('"x"', "line 2: metric 'acc' holds 1000.* beyond double precision"),
+    ('"x"', "line 2: metric 'acc' holds a number of 401 digits, beyond double precision"),
 ])
 def test_a_score_of_400_digits_is_refused_in_one_line(tmp_path, other_line, message):
     lm_eval_run(tmp_path)

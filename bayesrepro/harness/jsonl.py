@@ -92,8 +92,8 @@ def _field(path: Path, number: int, record: dict, name: str, kind: str):
             try:
                 return float(value)
             except OverflowError:  # an integer of more than 308 digits
-                raise BayesreproError(f"'{path}' line {number}: metric '{name}' holds {_describe(value)}, beyond "
-                                      "double precision; the file is damaged: rerun or re-copy it") from None
+                raise BayesreproError(f"'{path}' line {number}: metric '{name}' holds a number of {len(str(value))} "
+                                      "digits, beyond double precision; the file is damaged: rerun or re-copy it") from None
         raise BayesreproError(
             f"'{path}' line {number}: metric '{name}' holds {_describe(value)}, not a number per document "
             "(a corpus-level metric); choose per-document metrics with --metric"
