@@ -41,8 +41,9 @@ _LOCAL_SIGNATURE = b"PK\x03\x04"
 _ZIP64_EXTRA = 0x0001
 _FULL32, _FULL16 = 0xFFFFFFFF, 0xFFFF
 # The sample summaries of a run of 100,000 samples take about 300 MB; parsing a member takes about
-# three times its size in memory, so this bound keeps a read under 4 GB.
-MAX_MEMBER_BYTES = 768 * 2**20
+# three times its size in memory (the bytes, a copy for the parser, its columns): this bound keeps a read
+# well under 4 GB.
+MAX_MEMBER_BYTES = 512 * 2**20
 # Inspect's JSON compresses about tenfold; a member that inflates more than this is a ZIP bomb
 # (checked beyond RATIO_FLOOR, where the memory matters).
 MAX_RATIO = 200
