@@ -90,11 +90,11 @@ def test_inspect_seeds_epochs_and_counts_that_are_no_whole_number_are_refused_wi
     (("plan",), "plan", "an object"), (("plan", "config"), "plan.config", "an object"),
     (("eval", "model_args"), "eval.model_args", "an object"), (("eval", "config"), "eval.config", "an object"),
     (("results", "scores"), "results.scores", "a list"), (("results", "scores", 0), r"results.scores\[0\]", "an object"),
-    (("eval", "dataset", "sample_ids"), "eval.dataset.sample_ids", "a list"),
+    (("eval", "dataset", "sample_ids"), "eval.dataset.sample_ids", "a list"), (("status",), "status", "text"),
 ])
 def test_inspect_plans_and_configs_of_the_wrong_type_are_refused_with_their_path(tmp_path, keys, shown, expected):
     path = inspect_log(tmp_path / "a.json")
-    set_field(path, keys, '"text"' if expected != "an object" or keys[-1] == 0 else "[1]")
+    set_field(path, keys, '"text"' if expected == "a list" or keys[-1] == 0 else "[1]")
     with pytest.raises(BayesreproError, match=rf"field {shown} must be {expected}"):
         read_logs("inspect", [path])
 

@@ -49,7 +49,7 @@ def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
         header = _header(found)
         if header is None:
             continue
-        status = header.get("status")
+        status = LogFields(found.path, "Inspect log").text(header, "status", "status")
         if status == "success":
             runs.append(_run(found.path, header))
         else:
