@@ -252,3 +252,11 @@ def test_plain_frames_are_read_as_before():
     frame = pd.DataFrame({"score": [1.0, 2.0], "item": ["a", "b"], "flag": [True, False], "n": [1, 2],
                           "mixed": [1, "x"], "when": pd.to_datetime(["2020-01-01", "2021-01-01"])})
     assert read_table(frame).equals(frame)
+
+
+def test_the_model_frame_of_a_dataframe_refuses_what_it_cannot_read():
+    from bayesrepro.design import build_model_frame
+
+    frame = pd.DataFrame({"score": [1.0 + 1j, 2.0, 3.0, 4.0], "item": ["a", "b", "a", "b"]})
+    with pytest.raises(BayesreproError, match="column 'score' holds complex numbers"):
+        build_model_frame("score ~ 1 + (1|item)", frame)
