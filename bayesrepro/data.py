@@ -18,6 +18,7 @@ import pandas as pd
 
 from .datasets import DATASETS, load_dataset
 from .errors import BayesreproError, shown
+from .frame_types import check_frame
 from .readers import SUPPORTED_SUFFIXES, parse_numbers, read_file
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def read_table(source, where: str | Where | None = None, categorical: Iterable[s
 
 def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
+        check_frame(source)
         repeated = source.columns[source.columns.duplicated()]
         if len(repeated):
             raise BayesreproError(f"the data have the column '{repeated[0]}' more than once; rename one of them")

@@ -119,6 +119,8 @@ def load_spec(name_or_path: str | Path, **columns: str) -> Spec:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BayesreproError(f"spec file '{shown}' is not valid TOML: {first_line(exc)}") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise BayesreproError(f"spec file '{shown}' is nested too deeply to read; a spec nests a few levels") from None
     return _build(path, raw, columns, shown)
 
 

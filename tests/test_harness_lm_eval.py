@@ -291,7 +291,7 @@ def test_runs_that_did_not_finish_are_skipped_with_one_line_each_and_strict_refu
     ("repeat a line", "holds doc_id 4 twice"),
     ("list metric", r"metric 'acc' holds a list .*corpus-level.*--metric"),
     ("missing metric", "line 2 has no 'acc'"),
-    ("not json", "results file .* cannot be read"),
+    ("not json", "results file .* is not valid JSON"),
 ])
 def test_damaged_logs_fail_in_one_line_naming_the_file(tmp_path, how, message):
     results = write_run(tmp_path)

@@ -57,7 +57,8 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False, p
     if engines:
         parser.add_argument("--engine", default="auto", choices=("auto", "memory", "duckdb", "spark"),
                             help="what sums the data: memory; duckdb (files and globs, out of core); spark; "
-                                 "auto (default): duckdb for globs, directories and files over 256 MB, memory otherwise")
+                                 "auto (default): duckdb for globs, directories and files that would take over 512 MB in "
+                                 "memory, memory otherwise")
         parser.add_argument("--spark-master", metavar="URL", type=spark_master,
                             help="Spark master for --engine spark: local, local[N], local[*], spark://HOST:PORT, yarn "
                                  "or k8s://URL (default local[*])")

@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     parser.add_argument("--replications", action="store_true",
                         help="keep runs of a task with the same model, arguments and settings (refused by default), "
                              "numbered 1, 2, ... in the order they started in a column 'replication'")
+    parser.add_argument("--drop-infinite", action="store_true",
+                        help="leave out samples with an infinite score (counted in the summary) instead of refusing "
+                             "the logs")
     parser.add_argument("--json", action="store_true",
                         help="print a JSON summary: rows, runs, items, tasks, metrics, skipped files, and the checks of "
                              "each run's means against the harness's own aggregates")
@@ -34,7 +37,7 @@ def run(args) -> int:
 
     metrics = [name.strip() for option in args.metric for name in option.split(",") if name.strip()]
     summary = import_logs(args.harness, args.paths, args.out, metrics=metrics or None, strict=args.strict,
-                          replications=args.replications)
+                          replications=args.replications, drop_infinite=args.drop_infinite)
     if args.json:
         print_json(summary.to_dict() | {"out": args.out})
     else:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..data import as_factor, check_score, is_categorical, read_table, remove_missing, require_columns
 from ..errors import BayesreproError, first_line
+from ..frame_types import check_frame
 from .cells import fixed_cells
 from .checks import confounded_pairs, require_estimable, require_levels
 from .formulae_loader import load_formulae
@@ -206,7 +207,9 @@ def _data_path(data) -> str:
 def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing: bool = False) -> ModelFrame:
     """Evaluate a formula on validated data."""
     spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
-    if not isinstance(data, pd.DataFrame):
+    if isinstance(data, pd.DataFrame):
+        check_frame(data)
+    else:
         data = read_table(data)
     require_columns(data, [spec.response], "response (left of '~')")
     require_columns(data, spec.variables[1:], f"formula term in {spec.formula!r},")

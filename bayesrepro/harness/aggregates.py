@@ -21,7 +21,10 @@ A mean of floats depends on the order and the algorithm of its sum, so
 
 An aggregate that is not a plain mean (another aggregation or epoch reducer,
 a metric with its own conversion) is **not applicable** and says why; it is
-never compared with a mean.
+never compared with a mean. Where the harness's aggregate is a mean, anything
+but a finite number in its place (text, a list, true/false, null, Infinity)
+is a mismatch, and so is an infinite score among the values: its mean is not
+a number two sums could agree on, and the rounding bound would be infinite.
 """
 
 from __future__ import annotations
@@ -60,9 +63,12 @@ def compare_mean(task: str, metric: str, values: np.ndarray, theirs, ways: Seque
     ``ways`` are the sums the harness may have used, tried in turn; ``count``
     is the number of scored values the harness reports, when it reports one.
     """
-    if not isinstance(theirs, (int, float)) or isinstance(theirs, bool):
-        return not_applicable(task, metric, "the harness reports no number for it")
+    if not _finite_number(theirs):
+        return AggregateCheck(task, metric, MISMATCH, theirs=theirs, reason="the harness's mean is no finite number")
     theirs = float(theirs)
+    if np.isinf(values).any():
+        return AggregateCheck(task, metric, MISMATCH, theirs=theirs,
+                              reason=f"{int(np.isinf(values).sum())} of its scores are infinite")
     n = len(values)
     if count is not None and count != n:
         return AggregateCheck(task, metric, MISMATCH, theirs=theirs,
@@ -79,6 +85,16 @@ def compare_mean(task: str, metric: str, values: np.ndarray, theirs, ways: Seque
     if abs(ours - theirs) <= rounding_bound(values, theirs):
         return AggregateCheck(task, metric, TO_ROUNDING, ours, theirs)
     return AggregateCheck(task, metric, MISMATCH, ours, theirs)
+
+
+def _finite_number(value) -> bool:
+    """A JSON number that is finite as a double; NaN counts, as a mean of values that are all NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return not math.isinf(float(value))
+    except OverflowError:
+        return False
 
 
 def _whole_numbers(values: np.ndarray) -> bool:

@@ -4,7 +4,8 @@
 ``group``, ``seed``, ``num_fewshot``; Inspect: ``seed``, ``epoch``); one text
 column per model argument and per task argument (Inspect); one float column
 per metric under the harness's own name. An argument whose name is taken is
-written as ``model_arg_<name>`` or ``task_arg_<name>``.
+written as ``model_arg_<name>`` or ``task_arg_<name>`` (prefixed again while
+that name is taken too): an argument never overwrites another column.
 """
 
 from __future__ import annotations
@@ -63,8 +64,21 @@ def plan_columns(settings: dict[str, pa.DataType], runs: list[Run]) -> Columns:
 
 
 def _argument_columns(arguments: list[dict[str, str]], prefix: str, taken: set[str]) -> dict[str, str]:
-    keys = dict.fromkeys(key for run_arguments in arguments for key in run_arguments)
-    return {key: (f"{prefix}{key}" if key in taken else key) for key in keys}
+    """Each argument's column: its own name, or when another column has that name, the name prefixed (again, until
+    no column and no other argument has it)."""
+    keys = list(dict.fromkeys(key for run_arguments in arguments for key in run_arguments))
+    reserved = taken | set(keys)
+    used = set(taken)
+    columns = {}
+    for key in keys:
+        column = key
+        if column in used:
+            column = f"{prefix}{key}"
+            while column in reserved or column in used:
+                column = f"{prefix}{column}"
+        used.add(column)
+        columns[key] = column
+    return columns
 
 
 def _repeat(value: str | None, rows: int) -> pa.Array:

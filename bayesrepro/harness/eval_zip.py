@@ -8,11 +8,16 @@ Each member's bytes are taken from behind its local header and inflated
 (Zstandard through pyarrow's codec, Deflate through zlib for logs of older
 Inspect versions), then checked against the CRC the archive records. The
 last entry under a name wins, as Inspect reads superseded members.
+
+A member is inflated only when the size its directory entry declares is
+within bounds (``MAX_MEMBER_BYTES``; ``MAX_RATIO`` times its compressed size
+for members beyond ``RATIO_FLOOR``), and never to more bytes than it
+declares: a small archive that would inflate to gigabytes, or whose ZIP64
+sizes are forged, is refused before memory is spent on it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import zlib
@@ -22,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import BayesreproError, first_line
+from .json_text import parse_json
 
 STORED, DEFLATED, ZSTANDARD = 0, 8, 93
 _END = struct.Struct("<4sHHHHIIH")
@@ -34,6 +40,17 @@ _LOCAL = struct.Struct("<4s22xHH")
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _ZIP64_EXTRA = 0x0001
 _FULL32, _FULL16 = 0xFFFFFFFF, 0xFFFF
+# The sample summaries of a run of 100,000 samples take about 300 MB; parsing a member takes about
+# three times its size in memory (the bytes, a copy for the parser, its columns): this bound keeps a read
+# well under 4 GB.
+MAX_MEMBER_BYTES = 512 * 2**20
+# Inspect's JSON compresses about tenfold; a member that inflates more than this is a ZIP bomb
+# (checked beyond RATIO_FLOOR, where the memory matters).
+MAX_RATIO = 200
+RATIO_FLOOR = 16 * 2**20
+# Members parsed into Python objects (header, journal) are small; a summaries member is parsed by pyarrow.
+MAX_PARSED_BYTES = 128 * 2**20
+_INFLATE_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -85,11 +102,8 @@ class EvalArchive:
         return [entry for entry in found if entry is not None]
 
     def read_json(self, member: Member):
-        data = self.read_raw(member)
-        try:
-            return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BayesreproError(f"'{self.path}': member '{member.name}' is not valid JSON ({first_line(exc)})") from None
+        data = self.read_raw(member, limit=MAX_PARSED_BYTES)
+        return parse_json(data, f"'{self.path}': member '{member.name}'")
 
     def _read_directory(self) -> bytes:
         self._file.seek(0, 2)
@@ -142,26 +156,37 @@ class EvalArchive:
                 raise self._unreadable(f"the ZIP64 sizes of member '{name}' are damaged") from None
         return Member(name, method, crc, packed, size, offset)
 
-    def read_raw(self, member: Member) -> bytes:
-        """The member's content, inflated and checked against its CRC."""
+    def read_raw(self, member: Member, limit: int = MAX_MEMBER_BYTES) -> bytes:
+        """The member's content, inflated to at most the size it declares and checked against its CRC."""
+        self._check_size(member, limit)
+        if member.method not in (ZSTANDARD, DEFLATED, STORED):
+            raise BayesreproError(
+                f"'{self.path}': member '{member.name}' uses ZIP compression method {member.method}, "
+                "which .eval logs do not use"
+            )
         raw = self._raw_bytes(member)
         try:
-            if member.method == ZSTANDARD:
-                data = pa.Codec("zstd").decompress(raw, decompressed_size=member.size, asbytes=True)
-            elif member.method == DEFLATED:
-                data = zlib.decompress(raw, -15)
-            elif member.method == STORED:
-                data = raw
-            else:
-                raise BayesreproError(
-                    f"'{self.path}': member '{member.name}' uses ZIP compression method {member.method}, "
-                    "which .eval logs do not use"
-                )
+            data = raw if member.method == STORED else _inflate(raw, member.method, member.size)
         except (OSError, zlib.error, pa.ArrowException) as exc:
             raise self._corrupt(member, first_line(exc)) from None
+        if len(data) != member.size:
+            raise self._corrupt(member, f"it inflates to more or fewer than the {member.size:,} bytes it declares")
         if zlib.crc32(data) != member.crc:
             raise self._corrupt(member, "its checksum does not match")
         return data
+
+    def _check_size(self, member: Member, limit: int) -> None:
+        if member.size > limit:
+            raise BayesreproError(
+                f"'{self.path}': member '{member.name}' declares {member.size:,} bytes inflated, more than the "
+                f"{limit:,} a .eval member is read up to; the archive is damaged or not an Inspect log"
+            )
+        if member.size > RATIO_FLOOR and member.size > MAX_RATIO * member.packed_size:
+            raise BayesreproError(
+                f"'{self.path}': member '{member.name}' would inflate {member.packed_size:,} bytes to "
+                f"{member.size:,}, more than {MAX_RATIO} times; Inspect's logs do not compress so far: the archive "
+                "is damaged or built to exhaust memory"
+            )
 
     def _raw_bytes(self, member: Member) -> bytes:
         self._file.seek(member.offset)
@@ -185,6 +210,22 @@ class EvalArchive:
             f"'{self.path}' is a corrupt .eval archive: member '{member.name}' cannot be read ({what}); "
             "rerun or re-copy the log"
         )
+
+
+def _inflate(raw: bytes, method: int, size: int) -> bytes:
+    """``raw`` inflated, stopping one byte past ``size``: a member that holds more than it declares is not read whole."""
+    if method == DEFLATED:
+        inflater = zlib.decompressobj(-15)
+        return inflater.decompress(raw, size + 1)
+    stream = pa.CompressedInputStream(pa.BufferReader(raw), "zstd")
+    parts, read = [], 0
+    while read <= size:
+        part = stream.read(min(_INFLATE_CHUNK, size + 1 - read))
+        if not part:
+            break
+        parts.append(part)
+        read += len(part)
+    return b"".join(parts)
 
 
 def _zip64_values(extra: bytes, size: int, packed: int, offset: int) -> tuple[int, int, int]:

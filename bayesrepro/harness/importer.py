@@ -23,6 +23,8 @@ from ..errors import BayesreproError
 from ..output import atomic_path, check_writable
 from .aggregates import MISMATCH, AggregateCheck, CheckSummary
 from .columns import Columns, plan_columns
+from .fields import describe
+from .infinite import infinite_rows, refuse_infinite, without_rows
 from .inspect_log import INSPECT
 from .integrity import (DocumentRegistry, refuse_duplicate_runs, refuse_repeated_configurations, repeated_configurations,
                         replication_numbers)
@@ -53,6 +55,7 @@ class ImportSummary:
     metrics: tuple[str, ...] = ()
     skipped: list[Skipped] = field(default_factory=list)
     dropped_samples: int = 0
+    infinite_scores: int = 0
     aggregates: CheckSummary = field(default_factory=CheckSummary)
 
     def to_dict(self) -> dict:
@@ -60,33 +63,36 @@ class ImportSummary:
             "harness": self.harness, "rows": self.rows, "runs": self.runs, "items": self.items,
             "tasks": self.tasks, "metrics": list(self.metrics),
             "skipped": [s.to_dict() for s in self.skipped], "dropped_samples": self.dropped_samples,
+            "infinite_scores_dropped": self.infinite_scores,
             "aggregates": self.aggregates.to_dict(),
         }
 
 
 def import_logs(harness: str, paths: Iterable[str | Path], out: str | Path, *, metrics: Sequence[str] | None = None,
-                strict: bool = False, replications: bool = False,
+                strict: bool = False, replications: bool = False, drop_infinite: bool = False,
                 notify: Callable[[str], None] = print_note) -> ImportSummary:
     """Write the long table of the logs under ``paths`` to ``out`` (.parquet or .csv); return what was imported.
 
-    ``replications`` keeps runs with the same model, arguments and settings, numbered in a ``replication`` column.
+    ``replications`` keeps runs with the same model, arguments and settings, numbered in a ``replication`` column;
+    ``drop_infinite`` leaves out samples with an infinite score (counted), which are refused otherwise.
     """
     out = check_writable(out, OUTPUT_SUFFIXES)
     with atomic_path(out) as temporary:
         return _stream(harness, paths, lambda schema: FileSink(temporary, out.name, schema), metrics, strict,
-                       replications, notify)[0]
+                       replications, drop_infinite, notify)[0]
 
 
 def read_logs(harness: str, paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
-              strict: bool = False, replications: bool = False,
+              strict: bool = False, replications: bool = False, drop_infinite: bool = False,
               notify: Callable[[str], None] = print_note) -> pd.DataFrame:
     """The long table of the logs under ``paths`` as a DataFrame."""
-    _, sink = _stream(harness, paths, MemorySink, metrics, strict, replications, notify)
+    _, sink = _stream(harness, paths, MemorySink, metrics, strict, replications, drop_infinite, notify)
     return sink.frame()
 
 
 def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics: Sequence[str] | None,
-            strict: bool, replications: bool, notify: Callable[[str], None]) -> tuple[ImportSummary, FileSink | MemorySink]:
+            strict: bool, replications: bool, drop_infinite: bool,
+            notify: Callable[[str], None]) -> tuple[ImportSummary, FileSink | MemorySink]:
     harness = _harness(name)
     paths = list(paths)
     runs, skipped = harness.find_runs(expand_paths(paths))
@@ -108,7 +114,7 @@ def _stream(name: str, paths: Iterable[str | Path], open_sink: Callable, metrics
     undecided = bool(repeated)
     sink = open_sink(columns.schema)
     try:
-        writer = _RunWriter(columns, sink, numbers, summary, lambda line: _note(line, strict, notify))
+        writer = _RunWriter(columns, sink, numbers, summary, lambda line: _note(line, strict, notify), drop_infinite)
         for run, blocks in _read_ahead(harness, runs):
             repeated.discard(run.name)
             if isinstance(blocks, UnfinishedRun):
@@ -138,22 +144,36 @@ class _RunWriter:
     replications: dict[tuple[str, str], int] | None
     summary: ImportSummary
     note: Callable[[str], None]
+    drop_infinite: bool = False
     documents: DocumentRegistry = field(default_factory=DocumentRegistry)
 
     def write(self, run: Run, blocks: list[Block]) -> None:
+        blocks = [self._finite(block) for block in blocks]
         for block in blocks:
             _refuse_mismatch(run, block.checks)
         for block in blocks:
             self.documents.check(run, block)
-            if block.dropped:
-                self.note(f"left out {block.dropped} sample(s) of '{block.source}' that ended in an error")
+            if block.infinite:
+                self.note(f"left out {block.infinite} sample(s) of '{block.source}' with an infinite score")
+            if block.dropped - block.infinite:
+                self.note(f"left out {block.dropped - block.infinite} sample(s) of '{block.source}' that ended in an "
+                          "error")
             if self.replications is not None:
                 block.values[REPLICATION] = self.replications[(run.name, block.task)]
             self.sink.write(self.columns.table(run, block))
             self.summary.rows += len(block)
             self.summary.dropped_samples += block.dropped
+            self.summary.infinite_scores += block.infinite
         self.summary.runs += 1
         self.summary.aggregates.add(run.name, (check for block in blocks for check in block.checks))
+
+    def _finite(self, block: Block) -> Block:
+        rows, metric = infinite_rows(block, self.columns.metrics)
+        if metric is None:
+            return block
+        if not self.drop_infinite:
+            refuse_infinite(block, rows, metric)
+        return without_rows(block, rows)
 
 
 def _nothing_finished(harness: Harness, paths: list) -> BayesreproError:
@@ -166,7 +186,7 @@ def _refuse_mismatch(run: Run, checks: list[AggregateCheck]) -> None:
             found = check.reason or f"the mean of its rows is {check.ours!r}"
             raise BayesreproError(
                 f"run '{run.name}', task '{check.task}', metric '{check.metric}': {found}, but the harness's own "
-                f"aggregate in '{run.source}' is {check.theirs!r}; the samples are not those the harness scored "
+                f"aggregate in '{run.source}' is {describe(check.theirs)}; the samples are not those the harness scored "
                 "(an edited or mixed-up file): re-copy the run or leave it out"
             )
 

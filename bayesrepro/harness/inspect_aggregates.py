@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregates import AggregateCheck, compare_mean, not_applicable, numpy_sum, plain_sum
+from .fields import LogFields
 
 CHECKED_METRICS = {"accuracy": plain_sum, "mean": numpy_sum}
 
@@ -49,19 +50,35 @@ class ScoringPlan:
     scored_errors: bool
 
 
-def scoring_plan(header: dict) -> ScoringPlan:
-    spec = header.get("eval") or {}
-    config = spec.get("config") or {}
-    entries = (header.get("results") or {}).get("scores") or []
-    scores = tuple(
-        HeaderScore(entry["name"], entry.get("reducer"), entry.get("scored_samples"),
-                    {key: (metric.get("value"), metric.get("params") or {})
-                     for key, metric in (entry.get("metrics") or {}).items() if isinstance(metric, dict)})
-        for entry in entries if isinstance(entry, dict) and isinstance(entry.get("name"), str)
-    )
-    ids = (spec.get("dataset") or {}).get("sample_ids")
-    return ScoringPlan(scores, config.get("epochs_reducer") != [],
-                       tuple(map(str, ids)) if isinstance(ids, list) else None, bool(config.get("score_on_error")))
+def scoring_plan(fields: LogFields, header: dict) -> ScoringPlan:
+    spec = fields.object(header, "eval", "eval")
+    config = fields.object(spec, "config", "eval.config")
+    entries = fields.listing(fields.object(header, "results", "results"), "scores", "results.scores") or []
+    scores = tuple(_header_score(fields, entry, f"results.scores[{k}]") for k, entry in enumerate(entries))
+    ids = fields.listing(fields.object(spec, "dataset", "eval.dataset"), "sample_ids", "eval.dataset.sample_ids")
+    ids = None if ids is None else tuple(fields.identifier(sample, f"eval.dataset.sample_ids[{k}]")
+                                         for k, sample in enumerate(ids))
+    score_on_error = config.get("score_on_error")
+    if score_on_error is not None and not isinstance(score_on_error, bool):
+        raise fields.refusal("eval.config.score_on_error", score_on_error, "true or false")
+    return ScoringPlan(scores, fields.listing(config, "epochs_reducer", "eval.config.epochs_reducer") != [],
+                       ids, bool(score_on_error))
+
+
+def _header_score(fields: LogFields, entry, path: str) -> HeaderScore:
+    if not isinstance(entry, dict):
+        raise fields.refusal(path, entry, "an object")
+    name = fields.text(entry, "name", f"{path}.name")
+    if name is None:
+        raise fields.refusal(f"{path}.name", None, "the scorer's name")
+    metrics = {}
+    for key, metric in fields.object(entry, "metrics", f"{path}.metrics").items():
+        if not isinstance(metric, dict):
+            raise fields.refusal(f"{path}.metrics.{key}", metric, "an object")
+        # the value is checked against the rows' mean, whatever it holds (aggregates.compare_mean)
+        metrics[key] = (metric.get("value"), fields.object(metric, "params", f"{path}.metrics.{key}.params"))
+    return HeaderScore(name, fields.text(entry, "reducer", f"{path}.reducer"),
+                       fields.whole(entry, "scored_samples", f"{path}.scored_samples"), metrics)
 
 
 def check_scores(plan: ScoringPlan, task: str, items: np.ndarray, epochs: np.ndarray, values: dict[str, np.ndarray],

@@ -14,7 +14,6 @@ header's aggregates by ``inspect_aggregates.py``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,8 @@ import pyarrow as pa
 
 from ..errors import BayesreproError, first_line
 from .eval_zip import EvalArchive
+from .fields import INT64, LogFields
+from .json_text import parse_json
 from .inspect_aggregates import ScoringPlan, check_scores, scoring_plan
 from .inspect_rows import Rows, rows_from_records, rows_from_summaries
 from .model_args import flatten_model_args
@@ -48,7 +49,7 @@ def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
         header = _header(found)
         if header is None:
             continue
-        status = header.get("status")
+        status = LogFields(found.path, "Inspect log").text(header, "status", "status")
         if status == "success":
             runs.append(_run(found.path, header))
         else:
@@ -79,10 +80,10 @@ def _header(found: FoundFile) -> dict | None:
 
 def _json_log(path: Path):
     try:
-        with open(path, encoding="utf-8") as text:
-            return json.load(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BayesreproError(f"Inspect log '{path}' is not valid JSON ({first_line(exc)}); it may be cut short") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BayesreproError(f"Inspect log '{path}' cannot be read: {first_line(exc)}") from None
+    return parse_json(data, f"Inspect log '{path}'")
 
 
 def _checked(path: Path, header) -> dict:
@@ -99,25 +100,32 @@ def _unfinished(header: dict) -> str:
     if status == "started":
         return "the run did not finish (status 'started': no header.json; interrupted or still running)"
     if status == "error":
-        message = ((header.get("error") or {}).get("message") or "").strip().splitlines()
+        error = header.get("error")
+        message = (error.get("message") if isinstance(error, dict) else None) or ""
+        message = str(message).strip().splitlines()
         return "the run ended in an error" + (f": {message[0]}" if message else "")
     return f"the run did not finish (status '{status}')"
 
 
 def _run(path: Path, header: dict) -> Run:
+    fields = LogFields(path, "Inspect log")
     spec = header["eval"]
-    plan_config = (header.get("plan") or {}).get("config") or {}
-    seed = plan_config.get("seed", (spec.get("model_generate_config") or {}).get("seed"))
-    names = [score.get("name") for score in (header.get("results") or {}).get("scores") or [] if isinstance(score, dict)]
-    names = list(dict.fromkeys(name for name in names if isinstance(name, str)))
+    plan_config = fields.object(fields.object(header, "plan", "plan"), "config", "plan.config")
+    seed = fields.whole(plan_config, "seed", "plan.config.seed", INT64)
+    if "seed" not in plan_config:
+        generate = fields.object(spec, "model_generate_config", "eval.model_generate_config")
+        seed = fields.whole(generate, "seed", "eval.model_generate_config.seed", INT64)
+    scoring = scoring_plan(fields, header)
+    names = list(dict.fromkeys(score.name for score in scoring.scores))
     if not names:
         raise BayesreproError(f"Inspect log '{path}' has no scores in its results; score it (inspect score) first")
-    identity = spec.get("eval_id") or f"{spec.get('run_id')}/{spec.get('task_id')}"
-    seed = seed if isinstance(seed, int) else None
-    detail = LogDetail(spec["task"], seed, scoring_plan(header))
-    return Run(path, path.stem, identity, spec["model"], flatten_model_args(spec.get("model_args")),
-               flatten_model_args(spec.get("task_args")), tuple(names), {spec["task"]: (("seed", seed),)},
-               str(spec.get("created") or ""), detail)
+    identity = (fields.text(spec, "eval_id", "eval.eval_id")
+                or f"{fields.text(spec, 'run_id', 'eval.run_id')}/{fields.text(spec, 'task_id', 'eval.task_id')}")
+    detail = LogDetail(spec["task"], seed, scoring)
+    return Run(path, path.stem, identity, spec["model"],
+               flatten_model_args(fields.object(spec, "model_args", "eval.model_args"), f"Inspect log '{path}': eval.model_args"),
+               flatten_model_args(fields.object(spec, "task_args", "eval.task_args"), f"Inspect log '{path}': eval.task_args"), tuple(names),
+               {spec["task"]: (("seed", seed),)}, fields.text(spec, "created", "eval.created") or "", detail)
 
 
 def read_blocks(run: Run) -> Iterator[Block]:

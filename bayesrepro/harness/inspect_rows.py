@@ -23,6 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ..errors import BayesreproError
+from .fields import LogFields
+from .json_text import parse_json
 from .inspect_scores import UnreadableScore, score_to_float
 
 # Summaries keep the first 5,120 characters of a sample's input; a shorter
@@ -49,25 +51,25 @@ def rows_from_summaries(data: bytes, source: Path, metrics: Sequence[str]) -> Ro
 
 
 def _parse(data: bytes, source: Path):
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BayesreproError(f"Inspect log '{source}': its sample summaries are not valid JSON ({exc})") from None
+    return parse_json(data, f"Inspect log '{source}': its sample summaries")
 
 
 def rows_from_records(records, source: Path, metrics: Sequence[str]) -> Rows:
     """Rows from summaries or samples already parsed; a re-run sample's last record wins, as in Inspect."""
     if not isinstance(records, list) or not all(isinstance(r, dict) and "id" in r and "epoch" in r for r in records):
         raise BayesreproError(f"Inspect log '{source}': its samples are not a list of objects with 'id' and 'epoch'")
+    fields = LogFields(source, "Inspect log")
+    keyed = {(fields.identifier(r["id"], f"samples[{k}].id"), fields.whole_value(r["epoch"], f"samples[{k}].epoch")): r
+             for k, r in enumerate(records)}
     items, epochs, documents, dropped = [], [], [], 0
     values: dict[str, list] = {name: [] for name in metrics}
-    for record in {(str(r["id"]), r["epoch"]): r for r in records}.values():
+    for (item, epoch), record in keyed.items():
         if record.get("error"):
             dropped += 1
             continue
         scores = _scores(source, record, metrics)
-        items.append(str(record["id"]))
-        epochs.append(record["epoch"])
+        items.append(item)
+        epochs.append(epoch)
         documents.append(_document(record.get("input"), record.get("target")))
         for name, column in values.items():
             column.append(scores.get(name))
@@ -78,7 +80,10 @@ def rows_from_records(records, source: Path, metrics: Sequence[str]) -> Rows:
 def _scores(source: Path, record: dict, metrics: Sequence[str]) -> dict[str, float | None]:
     """The record's scores by column: a scorer's value, or one column per key of a dictionary value."""
     row = {}
-    for scorer, score in (record.get("scores") or {}).items():
+    scores = record.get("scores") or {}
+    if not isinstance(scores, dict):
+        raise LogFields(source, "Inspect log").refusal(f"scores of sample {record['id']}", scores, "an object")
+    for scorer, score in scores.items():
         value = score.get("value") if isinstance(score, dict) else None
         for name, entry in (value.items() if isinstance(value, dict) else [(scorer, value)]):
             if name in metrics:
@@ -146,7 +151,7 @@ def _schema_from_first(data: bytes, metrics: Sequence[str]) -> pa.Schema | None:
     start = data.find(b"{")
     try:
         first, _ = json.JSONDecoder().raw_decode(data[start:start + _FIRST_RECORD_BYTES].decode("utf-8", errors="ignore"))
-    except (ValueError, json.JSONDecodeError):
+    except (ValueError, RecursionError):
         return None
     scores = first.get("scores") or {}
     values = {name: (scores.get(name) or {}).get("value") if isinstance(scores.get(name), dict) else None for name in metrics}

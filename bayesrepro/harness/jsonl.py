@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ..errors import BayesreproError, first_line
+from .json_text import parse_json
 
 # Field kinds: an identifier (integer or text, kept as text), text, a number
 # (true/false read as 1/0, as the harnesses average them).
@@ -72,13 +73,11 @@ def _read_line_by_line(path: Path, fields: dict[str, str]) -> dict[str, pa.Array
 
 def _parse_line(path: Path, number: int, line: str) -> dict:
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
+        record = parse_json(line, f"'{path}' line {number}")
+    except BayesreproError as exc:
         if not line.endswith("\n"):
             raise CutShort(f"'{path}' ends inside line {number}: the file was cut short while it was written") from None
-        raise BayesreproError(
-            f"'{path}' line {number} is not valid JSON ({exc.msg}); the file may be damaged: rerun or re-copy it"
-        ) from None
+        raise BayesreproError(f"{exc}; the file may be damaged: rerun or re-copy it") from None
     if not isinstance(record, dict):
         raise BayesreproError(f"'{path}' line {number} is not a JSON object")
     return record
@@ -90,7 +89,11 @@ def _field(path: Path, number: int, record: dict, name: str, kind: str):
     value = record[name]
     if kind == NUMBER:
         if isinstance(value, (bool, int, float)):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an integer of more than 308 digits
+                raise BayesreproError(f"'{path}' line {number}: metric '{name}' holds a number of {len(str(value))} "
+                                      "digits, beyond double precision; the file is damaged: rerun or re-copy it") from None
         raise BayesreproError(
             f"'{path}' line {number}: metric '{name}' holds {_describe(value)}, not a number per document "
             "(a corpus-level metric); choose per-document metrics with --metric"

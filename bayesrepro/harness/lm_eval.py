@@ -20,7 +20,6 @@ finish (or did not arrive) and are skipped, not refused.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import BayesreproError, first_line
+from .fields import INT64, LogFields
+from .json_text import parse_json
 from .jsonl import ID, NUMBER, TEXT, CutShort, read_fields
 from .lm_eval_aggregates import aggregation_of, check_column
 from .model_args import flatten_model_args
@@ -121,23 +122,26 @@ def _orphans(paths: list[Path]) -> list[Skipped]:
 def _read_results(found: FoundFile) -> Run | Skipped | None:
     path = found.path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_bytes()
+    except OSError as exc:
         raise BayesreproError(f"lm-eval results file '{path}' cannot be read: {first_line(exc)}") from None
+    data = parse_json(text, f"lm-eval results file '{path}'")
     if not (isinstance(data, dict) and isinstance(data.get("results"), dict) and isinstance(data.get("configs"), dict)):
         if found.named:
             raise BayesreproError(f"'{path}' is not an lm-eval results file: it has no 'results' and 'configs'")
         return None
     date = RESULTS_FILE.match(path.name)["date"]
-    config = data.get("config") or {}
-    model_args = flatten_model_args(config.get("model_args"))
-    model = str(data.get("model_name") or _model_from_args(model_args) or config.get("model") or "")
+    fields = LogFields(path, "lm-eval results file")
+    config = fields.object(data, "config", "config")
+    model_args = flatten_model_args(_model_args(fields, config), f"lm-eval results file '{path}': config.model_args")
+    model = (fields.text(data, "model_name", "model_name") or _model_from_args(model_args)
+             or fields.text(config, "model", "config.model"))
     if not model:
         raise BayesreproError(f"lm-eval results file '{path}' names no model (no model_name, no config.model)")
-    folder = data.get("model_name_sanitized") or re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model)
+    folder = fields.text(data, "model_name_sanitized", "model_name_sanitized") or re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model)
     name = f"{folder}/{date}"
-    groups = _outer_groups(data.get("group_subtasks") or {})
-    tasks = tuple(_task_samples(path, data, task, date, groups) for task in data["configs"])
+    groups = _outer_groups(_group_subtasks(fields, data))
+    tasks = tuple(_task_samples(fields, data, task, date, groups) for task in data["configs"])
     if not tasks:
         raise BayesreproError(f"lm-eval results file '{path}' lists no tasks under 'configs'")
     missing = next((task for task in tasks if not task.path.is_file()), None)
@@ -145,7 +149,7 @@ def _read_results(found: FoundFile) -> Run | Skipped | None:
         return Skipped(path, f"no samples file for task '{missing.task}' ({missing.path.name}): the run did not "
                              "finish writing its samples (or ran without --log_samples)")
     metrics = tuple(dict.fromkeys(column for task in tasks for column in task.columns))
-    seed = _integer(config.get("random_seed"))
+    seed = fields.whole(config, "random_seed", "config.random_seed", INT64)
     settings = {task.task: (("seed", seed), ("num_fewshot", task.num_fewshot)) for task in tasks}
     return Run(path, name, name, model, model_args, {}, metrics, settings, date, RunDetail(seed, tasks))
 
@@ -156,6 +160,24 @@ def _model_from_args(model_args: dict[str, str]) -> str | None:
         if key in model_args:
             return model_args[key]
     return None
+
+
+def _model_args(fields: LogFields, config: dict) -> str | dict | None:
+    """``config.model_args``: lm-eval's argument string, or an object of arguments."""
+    value = config.get("model_args")
+    if value is not None and not isinstance(value, (str, dict)):
+        raise fields.refusal("config.model_args", value, "an object or a text of name=value pairs")
+    return value
+
+
+def _group_subtasks(fields: LogFields, data: dict) -> dict[str, list[str]]:
+    groups = fields.object(data, "group_subtasks", "group_subtasks")
+    for group in groups:
+        children = fields.listing(groups, group, f"group_subtasks.{group}") or []
+        for k, child in enumerate(children):
+            if not isinstance(child, str):
+                raise fields.refusal(f"group_subtasks.{group}[{k}]", child, "a task's name")
+    return groups
 
 
 def _outer_groups(group_subtasks: dict) -> dict[str, str]:
@@ -171,7 +193,8 @@ def _outer_groups(group_subtasks: dict) -> dict[str, str]:
     return outer
 
 
-def _task_samples(path: Path, data: dict, task: str, date: str, groups: dict[str, str]) -> TaskSamples:
+def _task_samples(fields: LogFields, data: dict, task: str, date: str, groups: dict[str, str]) -> TaskSamples:
+    path = fields.source
     aggregates = data["results"].get(task)
     if not isinstance(aggregates, dict):
         raise BayesreproError(f"lm-eval results file '{path}' has no results for task '{task}'")
@@ -180,25 +203,21 @@ def _task_samples(path: Path, data: dict, task: str, date: str, groups: dict[str
         raise BayesreproError(f"lm-eval results file '{path}' has no metrics for task '{task}'")
     filters = list(dict.fromkeys(f for _, f in pairs))
     columns = {(metric if len(filters) == 1 else f"{metric}_{_slug(f)}"): (metric, f) for metric, f in pairs}
-    task_config = data["configs"][task] if isinstance(data["configs"][task], dict) else {}
+    task_config = fields.object(data["configs"], task, f"configs.{task}")
     checked = {column: (aggregates[f"{metric},{f}"], aggregation_of(task_config, metric))
                for column, (metric, f) in columns.items()}
     samples = path.parent / f"samples_{task}_{date}.jsonl"
-    shots = (data.get("n-shot") or {}).get(task, task_config.get("num_fewshot"))
-    documents = ((data.get("n-samples") or {}).get(task) or {}).get("effective")
-    return TaskSamples(task, samples, groups.get(task, task), _integer(shots), _integer(documents), columns, checked)
+    shots = fields.object(data, "n-shot", "n-shot")
+    shots = (fields.whole(shots, task, f"n-shot.{task}") if task in shots
+             else fields.whole(task_config, "num_fewshot", f"configs.{task}.num_fewshot"))
+    counts = fields.object(fields.object(data, "n-samples", "n-samples"), task, f"n-samples.{task}")
+    documents = fields.whole(counts, "effective", f"n-samples.{task}.effective")
+    return TaskSamples(task, samples, groups.get(task, task), shots, documents, columns, checked)
 
 
 def _slug(filter_name: str) -> str:
     """A filter's name as part of a column name that formulas can use (strict-match: strict_match)."""
     return re.sub(r"\W+", "_", filter_name).strip("_")
-
-
-def _integer(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def read_blocks(run: Run) -> Iterator[Block]:

@@ -4,25 +4,42 @@ from __future__ import annotations
 
 import json
 
+from ..errors import BayesreproError
 
-def flatten_model_args(args) -> dict[str, str]:
+
+def flatten_model_args(args: str | dict | None, where: str) -> dict[str, str]:
     """``{"pretrained": "gpt2", "dtype": "float16"}`` or lm-eval's ``"pretrained=gpt2,dtype=float16"`` as text values.
 
     Nested arguments are joined with ``_`` (``{"peft": {"r": 8}}`` gives
     ``peft_r``); values that are not text are written as JSON (``true``,
-    ``0.5``); arguments set to null are left out.
+    ``0.5``); arguments set to null are left out. Two arguments that would
+    give one name (``a=1,a=2``; ``peft_r`` beside ``peft.r``) are refused:
+    one of their values would be lost. ``where`` names the field in messages.
     """
     if not args:
         return {}
     if isinstance(args, str):
         pairs = (part.split("=", 1) for part in args.split(",") if part.strip())
-        return {key.strip(): value.strip() for key, value in (p if len(p) == 2 else (p[0], "") for p in pairs)}
-    if not isinstance(args, dict):
-        return {"model_args": json.dumps(args)}
-    flat: dict[str, str] = {}
+        return _unique(((key.strip(), value.strip()) for key, value in (p if len(p) == 2 else (p[0], "") for p in pairs)),
+                       where)
+    return _unique(_flat_pairs(args), where)
+
+
+def _flat_pairs(args: dict):
     for key, value in args.items():
         if isinstance(value, dict):
-            flat.update({f"{key}_{inner}": text for inner, text in flatten_model_args(value).items()})
+            yield from ((f"{key}_{inner}", text) for inner, text in _flat_pairs(value))
         elif value is not None:
-            flat[str(key)] = value if isinstance(value, str) else json.dumps(value)
+            yield str(key), value if isinstance(value, str) else json.dumps(value)
+
+
+def _unique(pairs, where: str) -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in pairs:
+        if not key:
+            raise BayesreproError(f"{where} holds an argument without a name; the log is damaged: rerun or re-copy it")
+        if key in flat:
+            raise BayesreproError(f"{where} gives the argument '{key}' twice (or as a nested argument of that name); "
+                                  "one of its values would be lost: rerun or re-copy the log")
+        flat[key] = value
     return flat

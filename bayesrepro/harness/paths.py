@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -24,12 +25,29 @@ def expand_paths(paths: Iterable[str | Path]) -> list[FoundFile]:
     if not paths:
         raise BayesreproError("no log path given; name log files or directories that hold them")
     for given in paths:
+        if not str(given).strip():
+            raise BayesreproError("a log path is empty; name log files or directories that hold them "
+                                  "(lm-eval:PATH, inspect:PATH)")
         path = Path(given)
         if path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 found.setdefault(child.resolve(), FoundFile(child, named=False))
         elif path.is_file():
             found[path.resolve()] = FoundFile(path, named=True)
+        elif path.exists():
+            raise BayesreproError(f"log path '{given}' is {_kind(path)}, not a log file or a directory; reading it "
+                                  "may never end: name the log files")
         else:
             raise BayesreproError(f"log path '{given}' does not exist")
     return list(found.values())
+
+
+def _kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"

@@ -60,7 +60,8 @@ class Block:
     value per row, or one Python value for the whole block. ``documents``
     says which document each item stands for (a hash), to be checked
     against the other runs. ``dropped`` counts the samples left out of the
-    rows (samples that ended in an error).
+    rows (samples that ended in an error, or had an infinite score: ``infinite``
+    of them).
     """
 
     source: Path
@@ -70,6 +71,7 @@ class Block:
     values: dict[str, Any]
     dropped: int = 0
     checks: list[AggregateCheck] = field(default_factory=list)
+    infinite: int = 0
 
     def __len__(self) -> int:
         return len(self.items)
