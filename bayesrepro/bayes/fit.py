@@ -160,6 +160,7 @@ def fit_bayes(
     drop_missing: bool = False,
     bambi_noncentered: bool = True,
     sampling: SamplingSettings | None = None,
+    max_memory=None,
     **settings,
 ) -> BayesFit:
     """Fit ``formula`` to ``data`` and return posterior draws of every variance component and of φ.
@@ -186,13 +187,15 @@ def fit_bayes(
     InferenceData of them on first use. Raises
     ``NotConvergedError`` if the run did not converge, unless the settings allow
     it. ``bambi_noncentered`` chooses the parameterisation of Bambi's own model
-    (centred mixes better with many observations per level).
+    (centred mixes better with many observations per level). ``max_memory`` (bytes or a size such as
+    ``'4G'``; default half the machine's memory) bounds the dense blocks of the fast path.
     """
     settings = SamplingSettings.of(sampling, **settings)
     start = time.perf_counter()
     if backend not in BACKENDS:
         raise BayesreproError(f"backend '{backend}' is unknown; choose one of: {', '.join(BACKENDS)}")
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
+    frame = frame.with_memory_limit(max_memory)
     resolved = resolve_family(frame, family, link)
     family = resolved.name
     if not frame.groups:
