@@ -33,11 +33,12 @@ BYTES_PER_NUMBER = 8
 DENSE_COPIES = {"gaussian": 4, "binomial": 4, "bayes": 4}
 # Work: a Cholesky factor (m³/3) and, for the gradient, its inverse (2m³/3) per evaluation of the criterion.
 FLOPS_PER_CUBE = 1.0
-# A conservative rate for the dense factorisations on a small machine (2 cores, OpenBLAS), and the number of
-# criterion evaluations a REML fit of a few variance components typically takes; both only set an order of
-# magnitude for the time estimate that chooses between paths.
+# The rate of the dense factorisations on a small machine (1.3e10 measured for a criterion and its gradient at
+# m = 5,428 on 2 cores, OpenBLAS) and the evaluations a REML fit takes per variance component beyond the
+# first (6 to 12 for two crossed factors, about 30 for three); they set the order of magnitude of a fit's time,
+# which decides between paths, not a promise.
 ASSUMED_FLOPS_PER_SECOND = 1e10
-TYPICAL_EVALUATIONS = 40
+EVALUATIONS_PER_COMPONENT = 10
 ENGINES = tuple(DENSE_COPIES)
 
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
@@ -52,11 +53,13 @@ class DenseEstimate:
     dense_size: int         # m: rows of the dense block (levels of the non-dominant factors + fixed effects)
     bytes: int              # peak bytes of the dense blocks alive at once
     flops_per_evaluation: float
+    n_factors: int = 1
 
     @property
     def seconds(self) -> float:
         """Order of magnitude of a fit's time: typical evaluations at an assumed rate (not a measurement)."""
-        return TYPICAL_EVALUATIONS * self.flops_per_evaluation / ASSUMED_FLOPS_PER_SECOND
+        evaluations = EVALUATIONS_PER_COMPONENT * max(1, self.n_factors - 1)
+        return evaluations * self.flops_per_evaluation / ASSUMED_FLOPS_PER_SECOND
 
     def describe(self) -> str:
         return (f"a dense {self.dense_size:,} x {self.dense_size:,} block, about {format_bytes(self.bytes)} "
@@ -76,7 +79,7 @@ def dense_estimate(level_counts: Sequence[int], n_fixed: int, engine: str = "gau
     m = sum(counts[1:]) + int(n_fixed)
     copies = DENSE_COPIES[engine] + (int(distinct_counts) if engine == "bayes" else 0)
     numbers = copies * m * m + (2 * int(dominant_coupling) if engine == "binomial" else 0)
-    return DenseEstimate(engine, m, BYTES_PER_NUMBER * numbers, FLOPS_PER_CUBE * float(m) ** 3)
+    return DenseEstimate(engine, m, BYTES_PER_NUMBER * numbers, FLOPS_PER_CUBE * float(m) ** 3, len(counts))
 
 
 def machine_memory() -> int:
@@ -128,8 +131,9 @@ def require_within(estimate: DenseEstimate, max_memory, remedy: str = "") -> Non
     limit = resolve_limit(max_memory)
     if estimate.bytes <= limit:
         return
-    advice = remedy or ("fit fewer levels (aggregate the smaller factors, or --where a subset), or raise --max-memory "
-                        "if the machine has the memory")
+    advice = remedy or ("fit fewer levels (aggregate the smaller factors, or --where a subset), raise --max-memory "
+                        "if the machine has the memory, or, for an intercept-only formula, let 'bayesrepro vca' "
+                        "estimate the components by moments")
     raise BayesreproError(
         f"this design needs {estimate.describe()} in the {estimate.engine} engine, past the memory limit of "
         f"{format_bytes(limit)} (--max-memory); {advice}"
