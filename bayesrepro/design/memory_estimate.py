@@ -25,12 +25,12 @@ from ..errors import BayesreproError
 
 BYTES_PER_NUMBER = 8
 # Dense m×m matrices alive at once in each engine (measured peaks of the current code, rounded up):
-#   gaussian: Z_r'Z_r in the statistics, the Schur complement factored in place, its inverse for the gradient
+#   gaussian: Z_r'Z_r in the statistics, the Schur complement factored in place, its inverse for the gradient,
 #             and the products subtracted from it;
 #   binomial: Z_r'WZ_r, the Schur complement, S⁻¹ and its symmetrised copy;
 #   bayes:    the statistics' Z_r'Z_r and the density's Schur complement, factor and inverse, plus one m×m
 #             matrix per distinct observation count of the dominant factor (the marginal's G).
-DENSE_COPIES = {"gaussian": 4, "binomial": 4, "bayes": 4}
+DENSE_COPIES = {"gaussian": 5, "binomial": 4, "bayes": 4}
 # Work: a Cholesky factor (m³/3) and, for the gradient, its inverse (2m³/3) per evaluation of the criterion.
 FLOPS_PER_CUBE = 1.0
 # The rate of the dense factorisations on a small machine (1.3e10 measured for a criterion and its gradient at
