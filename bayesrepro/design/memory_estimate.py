@@ -40,6 +40,9 @@ FLOPS_PER_CUBE = 1.0
 ASSUMED_FLOPS_PER_SECOND = 1e10
 EVALUATIONS_PER_COMPONENT = 10
 ENGINES = tuple(DENSE_COPIES)
+# Above this estimated time the exact dense path is not worth waiting for where a path linear in the rows exists
+# (issue 23 asks resource-hungry cases to finish within 120 s; the estimate is good to a factor of about 2).
+DENSE_SECONDS_LIMIT = 60.0
 
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
 _UNIT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -124,6 +127,11 @@ def format_bytes(size: float) -> str:
 def resolve_limit(max_memory) -> int:
     """``max_memory`` (bytes, a size text or None for the default) as bytes."""
     return default_max_memory() if max_memory is None else parse_memory(max_memory)
+
+
+def beyond_dense_path(estimate: DenseEstimate, max_memory) -> bool:
+    """Would the dense path pass the memory limit or take minutes? (Then a path linear in the rows is taken.)"""
+    return estimate.bytes > resolve_limit(max_memory) or estimate.seconds > DENSE_SECONDS_LIMIT
 
 
 def require_within(estimate: DenseEstimate, max_memory, remedy: str = "") -> None:

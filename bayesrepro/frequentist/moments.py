@@ -27,22 +27,19 @@ this one: the exact path when its dense block fits the memory limit.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..design import ModelFrame
 from ..design.gaussian import fixed_stats
-from ..design.memory_estimate import format_bytes, resolve_limit
+from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
 from ..errors import BayesreproError
+from ..progress import announce_path
 from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
-# Above this estimated time the exact dense path is not worth waiting for when the moments path is available
-# (issue-23 asks resource-hungry cases to finish within 120 s; the estimate is good to a factor of about 2).
-EXACT_SECONDS_LIMIT = 60.0
 
 
 @dataclass
@@ -169,30 +166,24 @@ def fit_moments(frame: ModelFrame, replicates: int = DEFAULT_REPLICATES, seed: i
     )
 
 
-def choose_fit(frame: ModelFrame, method: str, progress: bool = False) -> LmmFit:
+def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) -> LmmFit:
     """The exact REML/ML fit when its dense block fits the memory limit and its estimated time is moderate;
     else, for an intercept-only model with rows in memory, the moment estimates; else the exact path's refusal."""
     from .lmm import fit_model_frame
 
     estimate = frame.dense_estimate("gaussian")
     limit = resolve_limit(frame.max_memory)
-    too_large = estimate.bytes > limit or estimate.seconds > EXACT_SECONDS_LIMIT
-    if not too_large or not _moment_model(frame):
-        _announce(progress, f"exact {method.upper()} with {estimate.describe()}")
+    if not beyond_dense_path(estimate, frame.max_memory) or not _moment_model(frame):
+        announce_path(f"exact {method.upper()} with {estimate.describe()}", progress)
         return fit_model_frame(frame, method)
     reason = (f"the exact path would need {estimate.describe()} (memory limit {format_bytes(limit)}, "
               f"--max-memory)")
-    _announce(progress, f"{METHOD}: {reason}")
+    announce_path(f"{METHOD}: {reason}", progress)
     return fit_moments(frame, reason=reason)
 
 
-def _announce(progress: bool, text: str) -> None:
-    if progress:
-        print(f"bayesrepro: path: {text}", file=sys.stderr, flush=True)
-
-
 def _moment_model(frame: ModelFrame) -> bool:
-    return frame.has_rows and frame.fixed_names == ["Intercept"] and len(frame.groups) >= 1
+    return frame.has_rows and frame.fixed_names == ["Intercept"]
 
 
 def _require_moment_model(frame: ModelFrame) -> None:
