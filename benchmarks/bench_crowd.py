@@ -72,8 +72,8 @@ DESIGNS = {d.name: d for d in [
 ]}
 
 
-def run_ours(design: Design, command: str, timeout: float) -> dict:
-    args = [*bayesrepro_command(), command, str(design.path()), "--formula", FORMULA, "--json", "--progress"]
+def run_ours(design: Design, command: str, timeout: float, *extra: str) -> dict:
+    args = [*bayesrepro_command(), command, str(design.path()), "--formula", FORMULA, "--json", "--progress", *extra]
     run = run_command(args, timeout)
     result = {"status": run.status, "seconds": run.seconds, "cpu_seconds": run.cpu_seconds, "peak_mb": run.peak_mb,
               "stderr": [line for line in run.stderr.splitlines() if line.startswith("bayesrepro:")][-3:]}
@@ -84,7 +84,7 @@ def run_ours(design: Design, command: str, timeout: float) -> dict:
         if "variance_se" in payload:
             result["variance_se"] = payload["variance_se"]
     elif payload:
-        result["summary"] = {key: payload[key] for key in ("phi", "components", "diagnostics") if key in payload}
+        result["summary"] = {key: payload[key] for key in ("phi", "components", "diagnostics", "backend")}
     return result
 
 
@@ -132,6 +132,26 @@ def show(name: str, ours: dict, lme4: dict, binary: bool) -> None:
         print(f"  {line}")
 
 
+def run_phi(timeout: float, lme4: dict) -> dict:
+    """``bayesrepro phi`` with its default settings and 90 % intervals; do they cover lme4's REML estimates?"""
+    phi = run_ours(DESIGNS["skewed"], "phi", timeout, "--prob", "0.9")
+    phi["limit"] = timeout
+    peak = phi.get("peak_mb") or float("nan")
+    print(f"\nphi on skewed: {phi['status']} {phi['seconds']:.1f} s, {phi.get('cpu_seconds') or float('nan'):.1f} cpu-s, "
+          f"peak {peak:.0f} MB")
+    summary = phi.get("summary")
+    if summary:
+        print(f"  backend {summary['backend']}; diagnostics: {summary['diagnostics']}")
+        for row in summary["components"]:
+            reference = lme4.get("sd", {}).get(row["name"])
+            covered = "" if reference is None else \
+                f"; lme4 {reference ** 2:.4f} {'inside' if row['low'] <= reference ** 2 <= row['high'] else 'OUTSIDE'}"
+            print(f"  {row['name']}: median {row['median']:.4f}, 90 % [{row['low']:.4f}, {row['high']:.4f}]{covered}")
+    for line in phi.get("stderr", []):
+        print(f"  {line}")
+    return phi
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, from {', '.join(DESIGNS)}")
@@ -150,12 +170,7 @@ def main() -> int:
         results[name] = {"ours": ours, "lme4": lme4, "rows": design.rows, "items": design.items,
                          "raters": design.raters, "skew": design.skew, "binary": design.binary}
     if args.phi:
-        phi = run_ours(DESIGNS["skewed"], "phi", args.phi_timeout)
-        phi["limit"] = args.phi_timeout
-        print(f"\nphi on skewed: {phi['status']} {phi['seconds']:.1f} s, peak {phi.get('peak_mb') or float('nan'):.0f} MB")
-        for line in phi.get("stderr", []):
-            print(f"  {line}")
-        results["phi_skewed"] = phi
+        results["phi_skewed"] = run_phi(args.phi_timeout, results.get("skewed", {}).get("lme4", {}))
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=1))
     return 0

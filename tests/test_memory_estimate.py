@@ -79,8 +79,9 @@ def test_the_bayesian_fast_path_and_the_binomial_engine_check_their_own_blocks()
     from bayesrepro.bayes import fit_bayes
 
     table = _three_factors()
+    table["g"] = np.where(np.arange(len(table)) % 2, "x", "z")   # a fixed term: the crossed Gibbs sampler does not apply
     with pytest.raises(BayesreproError, match="in the bayes engine"):
-        fit_bayes("y ~ 1 + (1|a) + (1|b)", table, max_memory="180M", draws=100, tune=100, chains=2)
+        fit_bayes("y ~ g + (1|a) + (1|b)", table, max_memory="180M", draws=100, tune=100, chains=2)
     binary = table.assign(y=(table.y > 0).astype(int))
     frame = model_frame("y ~ 1 + (1|a) + (1|b)", binary, max_memory="64M")
     with pytest.raises(BayesreproError, match="in the binomial engine"):
