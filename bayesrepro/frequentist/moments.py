@@ -147,23 +147,13 @@ def fit_moments(frame: ModelFrame, replicates: int = DEFAULT_REPLICATES, seed: i
     clipped = [name for name, value in zip(names, raw) if value < 0]
     if clipped:
         notes.append(f"negative moment estimates set to 0: {', '.join(clipped)}")
-    return MomentFit(
-        formula=frame.formula,
-        method=METHOD,
-        n_obs=frame.n_obs,
-        variances=variances,
-        fixed_names=list(frame.fixed_names),
-        beta=np.array([mean]),
-        covariance=np.array([[mean_var]]),
-        criterion=float("nan"),
-        converged=True,
-        message="closed form",
-        theta=np.sqrt(variances_hat[:-1] / sigma2),
-        n_levels={g.name: g.n_levels for g in frame.groups},
-        notes=notes,
-        variance_se=dict(zip(names, map(float, se))),
-        replicates=replicates,
-    )
+    design_fields = {"formula": frame.formula, "n_obs": frame.n_obs, "fixed_names": list(frame.fixed_names),
+                     "n_levels": {g.name: g.n_levels for g in frame.groups}}
+    # no likelihood: the criterion is NaN (loglik null in JSON); θ = σ_k/σ as in the exact fits
+    return MomentFit(method=METHOD, variances=variances, beta=np.array([mean]), covariance=np.array([[mean_var]]),
+                     criterion=float("nan"), converged=True, message="closed form",
+                     theta=np.sqrt(variances_hat[:-1] / sigma2), notes=notes,
+                     variance_se=dict(zip(names, map(float, se))), replicates=replicates, **design_fields)
 
 
 def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) -> LmmFit:
