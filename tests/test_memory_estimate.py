@@ -150,3 +150,10 @@ def test_vca_json_of_the_moments_path_has_standard_errors_and_no_likelihood(tmp_
     assert payload["method"] == "moments" and payload["loglik"] is None
     assert set(payload["variance_se"]) == {"a", "b", "c", "Residual"}
     assert any(note.startswith("method: moments") for note in payload["notes"])
+
+
+def test_progress_names_the_exact_path_and_its_block_when_it_fits(capsys):
+    frame = model_frame("y ~ 1 + (1|a) + (1|b)", _three_factors(rows=400, levels=40))
+    fit = choose_fit(frame, "reml", progress=True)
+    assert fit.method == "reml"
+    assert "bayesrepro: path: exact REML with a dense 41 x 41 block" in capsys.readouterr().err

@@ -140,8 +140,8 @@ def require_within(estimate: DenseEstimate, max_memory, remedy: str = "") -> Non
     if estimate.bytes <= limit:
         return
     advice = remedy or ("fit fewer levels (aggregate the smaller factors, or --where a subset), raise --max-memory "
-                        "if the machine has the memory, or, for an intercept-only formula, let 'bayesrepro vca' "
-                        "estimate the components by moments")
+                        "if the machine has the memory, or, for an intercept-only formula with its rows in memory "
+                        "(--engine memory), let 'bayesrepro vca' estimate the components by moments")
     raise BayesreproError(
         f"this design needs {estimate.describe()} in the {estimate.engine} engine, past the memory limit of "
         f"{format_bytes(limit)} (--max-memory); {advice}"
