@@ -205,7 +205,8 @@ def fit_bayes(
     family = resolved.name
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
-    reason = _crossed_gibbs_reason(frame, family) if backend == "auto" else None
+    # an explicit --backend or --sampler is kept; only "auto" may turn to the crossed Gibbs sampler
+    reason = _crossed_gibbs_reason(frame, family) if backend == "auto" and settings.sampler == "auto" else None
     backend = CROSSED_GIBBS if reason else "fast" if backend == "auto" else backend
     spec = _prior_spec(frame, prior, prior_overrides, family, backend)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
