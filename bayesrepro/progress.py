@@ -18,6 +18,12 @@ def shown_by_default() -> bool:
     return sys.stderr.isatty() or in_notebook()
 
 
+def announce_path(text: str, enabled: bool | None = None) -> None:
+    """One stderr line saying which computational path a long fit takes, and why (``--progress``)."""
+    if enabled or (enabled is None and shown_by_default()):
+        print(f"bayesrepro: path: {text}", file=sys.stderr, flush=True)
+
+
 def sampling_lines():
     """A writer of the sampler's progress as lines of their own (``write("400/1600")``), for stderr that is not a
     terminal: a log keeps each line."""

@@ -17,7 +17,7 @@ import hashlib
 import html
 import io
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -64,13 +64,14 @@ class ReportOptions:
 
 def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None = None, where: str | None = None,
                  categorical=(), options: ReportOptions | None = None, engine: str = "auto",
-                 spark_master: str | None = None, progress: bool | None = None) -> dict:
+                 spark_master: str | None = None, progress: bool | None = None, max_memory=None) -> dict:
     """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns a summary.
 
     ``out`` is checked before any work and replaced only by a complete report: a
     failed or interrupted run leaves a previous report as it was. ``engine``
     (``spark_master``, ``progress``) says what reads the data, as for
-    ``design.model_frame``: rows in memory, or grouped sums from DuckDB or Spark.
+    ``design.model_frame``: rows in memory, or grouped sums from DuckDB or Spark. ``max_memory`` bounds the
+    dense blocks of every fit (``design.model_frame``).
     """
     from .design.producers import choose_engine
 
@@ -83,6 +84,7 @@ def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None
     else:
         portions = _grouped_portions(spec, grouped_source(source, engine, where, spark_master=spark_master,
                                                           categorical=categorical, progress=progress))
+    portions = [replace(p, frame=p.frame.with_memory_limit(max_memory)) for p in portions]
     page, summary = render(spec, portions, options or ReportOptions(), described, digest, where)
     try:
         write_atomic(out, page)

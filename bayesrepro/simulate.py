@@ -9,9 +9,18 @@ with several templates, from the logit (or probit) model
 with normal level effects of the given standard deviations; the score is 1
 with probability μ(η). Columns: ``item``, ``system``, ``seed`` (numbered
 within each system), ``prompt``, ``correct``.
+
+``simulate_crowd`` draws a crowd-annotation design: many items, each scored
+by at least two distinct raters out of thousands, rater activity uniform or
+skewed (a rater's share of the rows falls as a power of its rank, so a few
+raters score thousands of items), and scores
+
+    y = intercept + b_item + b_rater + ε   (or 0/1 with probability logistic(η) without ε).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -45,3 +54,58 @@ def binary_grid(items: int = 2000, systems: dict[str, float] | None = None, seed
         "prompt": pd.Categorical([f"p{k + 1}" for k in range(prompts)])[prompt],
         "correct": correct,
     })
+
+
+@dataclass(frozen=True)
+class CrowdTruth:
+    """The variance components a crowd design was drawn from."""
+
+    item_sd: float
+    rater_sd: float
+    residual_sd: float
+    intercept: float
+
+
+def simulate_crowd(rows: int, items: int, raters: int, skew: float = 1.0, item_sd: float = 1.0,
+                   rater_sd: float = 0.5, residual_sd: float = 1.0, intercept: float = 0.0, binary: bool = False,
+                   random_state=None) -> tuple[pd.DataFrame, CrowdTruth]:
+    """A crowd design of ``rows`` scores: every item scored by at least two distinct raters.
+
+    Each item gets two rows and the remaining rows fall on items uniformly at random; the rater of a row
+    is drawn with probability proportional to rank^−``skew`` (0: uniform activity). A rater drawn twice
+    for the same item is drawn again. Columns ``item``, ``rater``, ``score``.
+    """
+    if rows < 2 * items:
+        raise ValueError("rows must be at least twice the items: every item is scored by two raters")
+    rng = np.random.default_rng(random_state)
+    item = np.concatenate([np.repeat(np.arange(items), 2), rng.integers(0, items, rows - 2 * items)])
+    item.sort()
+    weights = np.arange(1, raters + 1, dtype=float) ** -float(skew)
+    cumulative = np.cumsum(weights / weights.sum())
+    rater = np.minimum(np.searchsorted(cumulative, rng.random(rows)), raters - 1)
+    for _ in range(100):
+        repeated = _repeated_pairs(item, rater)
+        if not repeated.any():
+            break
+        rater[repeated] = np.minimum(np.searchsorted(cumulative, rng.random(int(repeated.sum()))), raters - 1)
+    else:
+        repeated = _repeated_pairs(item, rater)
+        rater[repeated] = rng.integers(0, raters, int(repeated.sum()))   # the few left: any rater
+    eta = intercept + rng.normal(0.0, item_sd, items)[item] + rng.normal(0.0, rater_sd, raters)[rater]
+    if binary:
+        score = (rng.random(rows) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int8)
+    else:
+        score = eta + rng.normal(0.0, residual_sd, rows)
+    order = rng.permutation(rows)
+    table = pd.DataFrame({"item": np.char.add("i", item[order].astype(str)),
+                          "rater": np.char.add("r", rater[order].astype(str)), "score": score[order]})
+    return table, CrowdTruth(item_sd, rater_sd, 0.0 if binary else residual_sd, intercept)
+
+
+def _repeated_pairs(item: np.ndarray, rater: np.ndarray) -> np.ndarray:
+    """Rows whose (item, rater) pair occurred in an earlier row."""
+    keys = item.astype(np.int64) * (int(rater.max()) + 1) + rater
+    _, first = np.unique(keys, return_index=True)
+    repeated = np.ones(len(keys), dtype=bool)
+    repeated[first] = False
+    return repeated

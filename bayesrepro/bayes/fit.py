@@ -11,8 +11,10 @@ import pandas as pd
 from ..choices import BACKENDS
 from ..errors import BayesreproError
 from ..design import Family, ModelFrame, model_frame, resolve_family
+from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
+from ..progress import announce_path
 from ..links import get_link
-from ..reliability import RESIDUAL, object_of_measurement
+from ..reliability import object_of_measurement
 from .diagnostics import Diagnostics, diagnose, require_convergence
 from .draws import Draws
 from .posterior import (
@@ -23,8 +25,11 @@ from .posterior import (
     phi_summary,
     reliability_summary,
 )
-from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, PriorSpec, default_priors
+from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, RESIDUAL, PriorSpec, default_priors
 from .sampling import SamplingSettings, check_posterior_size
+
+
+CROSSED_GIBBS = "crossed-gibbs"   # chosen automatically, not a --backend
 
 
 @dataclass
@@ -160,6 +165,7 @@ def fit_bayes(
     drop_missing: bool = False,
     bambi_noncentered: bool = True,
     sampling: SamplingSettings | None = None,
+    max_memory=None,
     **settings,
 ) -> BayesFit:
     """Fit ``formula`` to ``data`` and return posterior draws of every variance component and of φ.
@@ -186,25 +192,37 @@ def fit_bayes(
     InferenceData of them on first use. Raises
     ``NotConvergedError`` if the run did not converge, unless the settings allow
     it. ``bambi_noncentered`` chooses the parameterisation of Bambi's own model
-    (centred mixes better with many observations per level).
+    (centred mixes better with many observations per level). ``max_memory`` (bytes or a size such as
+    ``'4G'``; default half the machine's memory) bounds the dense blocks of the fast path.
     """
     settings = SamplingSettings.of(sampling, **settings)
     start = time.perf_counter()
     if backend not in BACKENDS:
         raise BayesreproError(f"backend '{backend}' is unknown; choose one of: {', '.join(BACKENDS)}")
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
+    frame = frame.with_memory_limit(max_memory)
     resolved = resolve_family(frame, family, link)
     family = resolved.name
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
-    if backend == "auto":
-        backend = "fast"
+    # an explicit --backend or --sampler is kept; only "auto" may turn to the crossed Gibbs sampler
+    reason = _crossed_gibbs_reason(frame, family) if backend == "auto" and settings.sampler == "auto" else None
+    backend = CROSSED_GIBBS if reason else "fast" if backend == "auto" else backend
     spec = _prior_spec(frame, prior, prior_overrides, family, backend)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
     object = choice.name
     check_posterior_size(settings, _values_per_draw(frame, backend))
     notes = list(frame.notes) + [note for note in (resolved.note, choice.note) if note]
-    if backend == "fast" and family == "gaussian":
+    if backend == CROSSED_GIBBS:
+        from .crossed_gibbs import crossed_data, sample_crossed
+        from .fast_model import sd_name
+
+        notes.append(f"method: crossed Gibbs sampler, O(rows) per sweep; {reason}; level effects are not kept")
+        announce_path(f"crossed Gibbs sampler: {reason}", settings.progress)
+        draws = sample_crossed(crossed_data(frame), spec, settings.draws, settings.tune, settings.chains, settings.seed)
+        add_reliability(draws, {name: draws[sd_name(name)] ** 2 for name in [*frame.group_names, RESIDUAL]}, object)
+        prior_table = spec.table()
+    elif backend == "fast" and family == "gaussian":
         draws, prior_table = _fit_fast(frame, spec, object, settings, effects)
     elif backend == "fast":
         from .binary_fit import fit_binary
@@ -225,6 +243,18 @@ def fit_bayes(
                    time.perf_counter() - start, notes)
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
+
+
+def _crossed_gibbs_reason(frame: ModelFrame, family: str) -> str | None:
+    """Why the crossed Gibbs sampler replaces the fast path (its dense block too large, an intercept-only Gaussian
+    model with rows in memory), or None."""
+    if family != "gaussian" or frame.fixed_names != ["Intercept"] or not frame.has_rows or len(frame.groups) < 2:
+        return None
+    estimate = frame.dense_estimate("bayes")
+    if not beyond_dense_path(estimate, frame.max_memory):
+        return None
+    return (f"the fast path would need {estimate.describe()} (memory limit "
+            f"{format_bytes(resolve_limit(frame.max_memory))}, --max-memory)")
 
 
 def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
@@ -314,4 +344,6 @@ def _values_per_draw(frame: ModelFrame, backend: str) -> int:
     """What a posterior stores per draw: level and fixed effects (Bambi's model twice: its offsets too), and
     per component its SD, variance, share and their finite-population versions."""
     effects = sum(g.n_levels for g in frame.groups) + len(frame.fixed_names)
+    if backend == CROSSED_GIBBS:   # the intercept and the SDs, not the level effects
+        effects = 1
     return (2 if backend == "bambi" else 1) * effects + 6 * (len(frame.groups) + 1)

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from ..errors import BayesreproError
 from ..design import ModelFrame, gaussian_stats
+from ..design.memory_estimate import require_within
 from .priors import PriorSpec
 
 
@@ -73,6 +74,7 @@ def marginal_stats(frame: ModelFrame, priors: PriorSpec) -> MarginalStats:
         raise BayesreproError(
             f"formula {frame.formula!r} has no (1|g) term; a variance-component model needs at least one"
         )
+    require_within(frame.dense_estimate("bayes"), frame.max_memory)
     cp = gaussian_stats(frame)
     p = cp.n_fixed
     # Centring as Bambi does: X_c = X T, T = I − e_int x̄'.

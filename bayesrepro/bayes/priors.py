@@ -38,6 +38,7 @@ import pandas as pd
 from ..choices import DEFAULT_PRIOR, PRIOR_FAMILIES
 from ..errors import BayesreproError
 from ..design import ModelFrame
+from ..design.gaussian import fixed_stats
 
 RESIDUAL = "Residual"
 BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
@@ -205,9 +206,9 @@ class ResponseMoments:
 
 
 def response_moments(frame: ModelFrame) -> ResponseMoments:
-    """The moments the data-scaled priors need, from the frame's sufficient statistics."""
-    stats = frame.stats()
-    n = stats.n_obs
+    """The moments the data-scaled priors need, from the cross-products of the response and the fixed design."""
+    stats = fixed_stats(frame.sums(), frame.X_cells, frame.spec.intercept)
+    n = frame.n_obs
     x_means = stats.x_sum / n
     shifted_mean = stats.y_sum / n
     return ResponseMoments(

@@ -62,10 +62,24 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False, p
         parser.add_argument("--spark-master", metavar="URL", type=spark_master,
                             help="Spark master for --engine spark: local, local[N], local[*], spark://HOST:PORT, yarn "
                                  "or k8s://URL (default local[*])")
+    if engines:
+        parser.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                            help="largest dense block a fit may build, e.g. 4G or 500M (default: half of the "
+                                 "machine's memory); a design needing more is refused before any work")
     if engines or progress:
         parser.add_argument("--progress", action="store_true",
                             help="show the progress of long work (scans, sampling, bootstrap) on stderr (shown anyway "
                                  "when stderr is a terminal)")
+
+
+def memory_size(text: str) -> int:
+    """An argparse type: a size such as 4G or 500M, in bytes."""
+    from ..design.memory_estimate import parse_memory
+
+    try:
+        return parse_memory(text)
+    except BayesreproError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 SPARK_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)\])?|(spark|k8s|mesos)://\S+|yarn")
@@ -87,7 +101,7 @@ def frame_of(args, formula):
     if args.spark_master is not None and args.engine != "spark":
         raise BayesreproError("--spark-master applies to --engine spark; add --engine spark or drop --spark-master")
     return model_frame(formula, args.data, args.where, args.drop_missing, args.engine, args.spark_master,
-                       categorical_columns(args), progress=args.progress or None)
+                       categorical_columns(args), progress=args.progress or None, max_memory=args.max_memory)
 
 
 def add_formula_options(parser, object_help: str = "object of measurement of phi") -> None:

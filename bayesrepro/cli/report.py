@@ -31,7 +31,7 @@ def run(args) -> int:
                             prob=args.prob)
     summary = write_report(args.data, spec, args.out, where=args.where, categorical=categorical_columns(args),
                            options=options, engine=args.engine, spark_master=args.spark_master,
-                           progress=args.progress or None)
+                           progress=args.progress or None, max_memory=args.max_memory)
     if args.json:
         print_json(summary)
     else:

@@ -42,11 +42,11 @@ def run(args) -> int:
         fit = fit_glmm_frame(frame, family, args.nagq)
         variances = fit.latent_variances
     else:
-        from ..frequentist.lmm import fit_model_frame
+        from ..frequentist.moments import choose_fit
 
         if args.nagq != 1:
             raise BayesreproError("--nagq applies to binary scores; Gaussian models are fitted exactly: drop --nagq")
-        fit = fit_model_frame(frame, args.method or "reml")
+        fit = choose_fit(frame, args.method or "reml", args.progress)
         variances = fit.variances
     choice = object_of_measurement(fit.n_levels, args.object)
     object_name = choice.name
@@ -75,6 +75,8 @@ def run(args) -> int:
             "link": family.link,
             "scale": family.scale,
         }
+        if hasattr(fit, "variance_se"):   # the method of moments: no likelihood, bootstrap standard errors
+            payload.update(variance_se=fit.variance_se, replicates=fit.replicates)
         if family.binary:
             payload.update(phi_observed=observed, approximation=fit.approximation, n_cells=fit.n_cells)
         print_json(payload)

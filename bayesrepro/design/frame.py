@@ -21,6 +21,7 @@ from .checks import confounded_pairs, require_estimable, require_levels
 from .formulae_loader import load_formulae
 from .formula import FORMULA_NAMESPACE, FormulaSpec, parse_formula
 from .gaussian import stats_from_sums
+from .memory_estimate import DenseEstimate, dense_estimate, parse_memory, require_within
 from .sums import GroupedSums, sums_from_rows
 
 formulae = load_formulae()
@@ -66,6 +67,7 @@ class ModelFrame:
     n_rows: int | None = None            # observations, when the rows are not held
     source: object = None                # the producer that built a frame without rows: source.frame(formula)
     trials: np.ndarray | None = None     # the trials of p(successes, trials); y holds the successes
+    max_memory: int | str | None = None  # limit of any dense block built for it (None: half the machine's memory)
     # statistics computed once; not an init field, so dataclasses.replace gives a copy without them
     _computed: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -79,8 +81,10 @@ class ModelFrame:
         return rows[:, self.fixed_kept]
 
     def stats(self):
-        """The Gaussian sufficient statistics (``design.gaussian.GaussianStats``), computed once."""
+        """The Gaussian sufficient statistics (``design.gaussian.GaussianStats``), computed once; refused when its
+        dense block and the engine's would pass the memory limit."""
         if "gaussian" not in self._computed:
+            require_within(self.dense_estimate("gaussian"), self.max_memory)
             self._computed["gaussian"] = stats_from_sums(self.sums(), self.X_cells, self.group_names,
                                                          self.spec.intercept)
         return self._computed["gaussian"]
@@ -90,9 +94,31 @@ class ModelFrame:
         if "binomial" not in self._computed:
             from .binomial import binomial_cells
 
+            require_within(self.dense_estimate("binomial"), self.max_memory)
+
             producer = self.source is not None and not self.has_rows
             self._computed["binomial"] = self.source.binomial_cells(self) if producer else binomial_cells(self)
         return self._computed["binomial"]
+
+    def dense_estimate(self, engine: str = "gaussian") -> DenseEstimate:
+        """What the dense path of ``engine`` would allocate for this design (``memory_estimate``)."""
+        sizes = [g.n_levels for g in self.groups]
+        distinct = coupling = 0
+        if engine == "bayes" and sizes:
+            dominant = int(np.argmax(sizes))
+            part = self.sums().factors[dominant]
+            distinct = len(np.unique(np.bincount(part.level, weights=part.n, minlength=sizes[dominant])))
+        if engine == "binomial" and sizes:
+            coupling = max(sizes) * (sum(sizes) - max(sizes))
+        return dense_estimate(sizes, self.n_fixed, engine, distinct, coupling)
+
+    def with_memory_limit(self, max_memory) -> "ModelFrame":
+        """The same frame under another memory limit (what it computed so far is kept)."""
+        if max_memory is None or max_memory == self.max_memory:
+            return self
+        other = replace(self, max_memory=parse_memory(max_memory))
+        other._computed.update(self._computed)
+        return other
 
     def is_binary(self) -> bool:
         """Is every score 0 or 1? (From the rows, or from the producer's validation pass.)"""
@@ -118,9 +144,9 @@ class ModelFrame:
     def sibling(self, formula) -> "ModelFrame":
         """The frame of another formula on the same rows (the null model of a test, say)."""
         if self.source is not None:
-            return self.source.frame(formula)
+            return self.source.frame(formula).with_memory_limit(self.max_memory)
         self.require_rows("another model on the same rows")
-        return build_model_frame(formula, self.data)
+        return build_model_frame(formula, self.data).with_memory_limit(self.max_memory)
 
     def require_rows(self, purpose: str) -> None:
         if not self.has_rows:
@@ -154,12 +180,14 @@ class ModelFrame:
 
 
 def model_frame(formula, data, where: str | None = None, drop_missing: bool = False, engine: str = "auto",
-                spark_master: str | None = None, categorical=(), progress: bool | None = None) -> ModelFrame:
+                spark_master: str | None = None, categorical=(), progress: bool | None = None,
+                max_memory=None) -> ModelFrame:
     """The frame of ``formula`` over ``data`` (a DataFrame, a file path, a glob, a bundled dataset name or a
     Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names (see ``producers``).
 
     ``categorical`` columns are read as text whatever they hold; ``progress`` shows the scans of
-    DuckDB or Spark on stderr (default: when stderr is a terminal).
+    DuckDB or Spark on stderr (default: when stderr is a terminal); ``max_memory`` (bytes or a size such
+    as ``'4G'``; default half the machine's memory) bounds every dense block built for the frame.
     """
     from .producers import choose_engine
 
@@ -170,10 +198,12 @@ def model_frame(formula, data, where: str | None = None, drop_missing: bool = Fa
     if scores:
         raise BayesreproError(f"--categorical names the score column '{scores[0]}', but a score is a number; "
                               "leave it out of --categorical")
+    limit = None if max_memory is None else parse_memory(max_memory)
     if choose_engine(data, engine) == "memory":
         return build_model_frame(formula, read_table(data, where=where, categorical=categorical),
-                                 drop_missing=drop_missing)
-    return grouped_source(data, engine, where, drop_missing, spark_master, categorical, progress).frame(formula)
+                                 drop_missing=drop_missing).with_memory_limit(limit)
+    source = grouped_source(data, engine, where, drop_missing, spark_master, categorical, progress)
+    return source.frame(formula).with_memory_limit(limit)
 
 
 def grouped_source(data, engine: str, where: str | None = None, drop_missing: bool = False,

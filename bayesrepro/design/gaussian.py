@@ -58,6 +58,35 @@ def gaussian_stats(frame: ModelFrame) -> GaussianStats:
     return frame.stats()
 
 
+@dataclass(frozen=True)
+class FixedStats:
+    """The cross-products of the response and the fixed design alone: what model checks need, built in O(cells)."""
+
+    xtx: np.ndarray
+    xty: np.ndarray
+    yty: float
+    y_shift: float
+    y_sum: float                    # 1'y of the shifted response
+    x_sum: np.ndarray               # (p,) 1'X
+
+
+def fixed_stats(sums: GroupedSums, X_cells: np.ndarray, intercept: bool) -> FixedStats:
+    """X'X, X'y, y'y, 1'y and 1'X, with the response shifted by its mean when the intercept absorbs it."""
+    n = sums.n_obs
+    y_shift = float(sums.cell_total.sum() / n) if intercept else 0.0
+    cell_mean = sums.cell_total / np.maximum(sums.cell_n, 1.0)
+    shifted_total = sums.cell_total - sums.cell_n * y_shift
+    weighted = X_cells * sums.cell_n[:, None]
+    return FixedStats(
+        xtx=X_cells.T @ weighted,
+        xty=X_cells.T @ shifted_total,
+        yty=float(sums.cell_m2.sum() + sums.cell_n @ (cell_mean - y_shift) ** 2),
+        y_shift=y_shift,
+        y_sum=float(shifted_total.sum()),
+        x_sum=weighted.sum(axis=0),
+    )
+
+
 def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[str], intercept: bool) -> GaussianStats:
     """Every cross-product of the model from the grouped sums and the fixed design of each cell.
 
@@ -68,9 +97,8 @@ def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[st
     """
     n_cells, p = X_cells.shape
     n = sums.n_obs
-    y_shift = float(sums.cell_total.sum() / n) if intercept else 0.0
-    cell_mean = sums.cell_total / np.maximum(sums.cell_n, 1.0)
-    shifted_total = sums.cell_total - sums.cell_n * y_shift
+    fixed = fixed_stats(sums, X_cells, intercept)
+    y_shift = fixed.y_shift
     order = sorted(range(len(sums.sizes)), key=lambda k: -sums.sizes[k])
     level_sums = [_level_sums(part, size, X_cells, y_shift) for part, size in zip(sums.factors, sums.sizes)]
     if order:
@@ -94,7 +122,6 @@ def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[st
             gram[block, other] = table
             gram[other, block] = table.T
     cross = _dominant_cross(sums, order[0], rest, offsets) if rest else np.zeros((len(counts), 0))
-    weighted = X_cells * sums.cell_n[:, None]
     return GaussianStats(
         n_obs=n,
         group_names=list(group_names),
@@ -107,12 +134,12 @@ def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[st
         cross=cross,
         rest_zy=rest_zy,
         rest_zx=rest_zx,
-        xtx=X_cells.T @ weighted,
-        xty=X_cells.T @ shifted_total,
-        yty=float(sums.cell_m2.sum() + sums.cell_n @ (cell_mean - y_shift) ** 2),
+        xtx=fixed.xtx,
+        xty=fixed.xty,
+        yty=fixed.yty,
         y_shift=y_shift,
-        y_sum=float(shifted_total.sum()),
-        x_sum=weighted.sum(axis=0),
+        y_sum=fixed.y_sum,
+        x_sum=fixed.x_sum,
     )
 
 

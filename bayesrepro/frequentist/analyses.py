@@ -189,6 +189,7 @@ def _tested(h0, h1, data, where, drop_missing, reference, samples, seed):
     reference = ref.check_reference(reference)
     samples = check_samples(samples)
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
+    frame1.stats(), frame0.stats()   # the larger model's dense block is checked against the memory limit first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
     test = calibrate(compare_fits(fit0, fit1, variance_component_only=False), frame0, frame1, reference, samples, seed)
     small = None

@@ -126,6 +126,7 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     resolved = resolve_family(frame1, family, link)
     if resolved.binary:
         return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
+    frame1.stats(), frame0.stats()   # the larger model's dense block is checked against the memory limit first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
     test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)

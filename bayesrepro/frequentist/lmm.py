@@ -105,15 +105,17 @@ class LmmFit:
         return "\n".join(lines)
 
 
-def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, drop_missing: bool = False) -> LmmFit:
+def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, drop_missing: bool = False,
+            max_memory=None) -> LmmFit:
     """Fit ``formula`` to ``data`` by REML (default) or ML.
 
     ``formula`` is a formula string (then ``data`` is a DataFrame, a path or a
-    bundled dataset name) or an already built ModelFrame.
+    bundled dataset name) or an already built ModelFrame. ``max_memory`` (bytes or a size such as ``'4G'``;
+    default half the machine's memory) bounds the dense blocks of the fit: past it the fit is refused.
     """
     method = _check_method(method)
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
-    return fit_model_frame(frame, method)
+    return fit_model_frame(frame.with_memory_limit(max_memory), method)
 
 
 def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
