@@ -6,7 +6,7 @@ import math
 import os
 
 from .. import limits
-from .common import add_count, add_data_options, add_family_options, add_seed, convergence_status, frame_of, print_json
+from .common import add_count, add_data_options, add_family_options, add_seed, convergence_status, model_of, print_json
 
 HELP = "power of the next evaluation per number of items, seeds, ...; the cheapest allocation for a target"
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
@@ -189,7 +189,7 @@ def _check_grid(vary: dict, simulations: int) -> None:
 
 def run(args) -> int:
     options = Options(args)
-    frame = frame_of(args, args.formula)
+    frame = model_of(args, args.formula).frame
     if options.criterion == "phi":
         payload, text, figure, status = _reliability_plan(args, options, frame)
     else:

@@ -1,0 +1,100 @@
+"""The results of ``Model.glrt`` and ``Model.compare``."""
+
+from __future__ import annotations
+
+from .display import Result, json_ready
+
+
+class GlrtTest(Result):
+    """A generalized likelihood-ratio test of two nested models fitted by ML.
+
+    Returned by ``Model.glrt``.
+
+    Parameters
+    ----------
+    result : GlrtResult
+        The engine's test.
+
+    Attributes
+    ----------
+    chi2 : float
+        Twice the difference of the maximised log-likelihoods.
+    df : int
+        Parameters H1 adds to H0.
+    p : float
+        The p-value read against ``reference``.
+    reference : str
+        What ``p`` was read against, in words.
+    """
+
+    def __init__(self, result):
+        self.result = result
+        self.chi2, self.df, self.p, self.reference = result.chi2, result.df, result.p, result.reference
+
+    def not_converged(self) -> list[str]:
+        """What did not converge, one phrase each; empty when both ML fits converged."""
+        return [f"the ML fit of {name} did not converge ({fit.message})"
+                for name, fit in (("H0", self.result.h0), ("H1", self.result.h1)) if not fit.converged]
+
+    def to_dict(self) -> dict:
+        """The test as ``bayesrepro glrt --json`` prints it."""
+        return json_ready(self.result.to_dict())
+
+    def summary(self) -> str:
+        """The text ``bayesrepro glrt`` prints."""
+        return str(self.result)
+
+
+class Comparison(Result):
+    """The frequentist and the Bayesian answer to one model side by side, and the plan of the next evaluation.
+
+    Returned by ``Model.compare``.
+
+    Parameters
+    ----------
+    side : SideBySide
+        Both engines' estimates, contrasts, tests and the disagreements flagged.
+    planning : NextEvaluation or None
+        The next evaluation of the closest pair of levels; None without a compared factor or with ``by``.
+
+    Attributes
+    ----------
+    estimates : pandas.DataFrame
+        Every component's variance, percent and φ: the frequentist estimate with its bootstrap interval next to
+        the posterior median and interval.
+    contrasts : pandas.DataFrame or None
+        Pairwise contrasts of the factor's levels: Wald (or t) test next to the posterior.
+    means : pandas.DataFrame or None
+        Estimated means per level, both engines.
+    flags : list of str
+        Where the two engines disagree, one sentence each.
+    """
+
+    def __init__(self, side, planning=None):
+        self.side, self.planning = side, planning
+        self.estimates, self.contrasts, self.means, self.flags = side.estimates, side.contrasts, side.means, side.flags
+
+    def not_converged(self) -> list[str]:
+        """What did not converge, one phrase each; empty when both engines converged."""
+        return self.side.not_converged()
+
+    def to_dict(self) -> dict:
+        """The comparison as ``bayesrepro compare --json`` prints it."""
+        return json_ready({**self.side.to_dict(),
+                           **({"planning": self.planning.to_dict()} if self.planning else {})})
+
+    def summary(self) -> str:
+        """The text ``bayesrepro compare`` prints."""
+        return str(self.side) if self.planning is None else f"{self.side}\n\n{self.planning}"
+
+    def plot(self, title: str | None = None):
+        """Percent of the total variance per component, both engines with their intervals; a matplotlib Figure.
+
+        Parameters
+        ----------
+        title : str, optional
+            The figure's title (default: the formula).
+        """
+        from ..plots import vca_bars
+
+        return vca_bars(self.side, title)
