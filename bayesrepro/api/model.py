@@ -284,6 +284,92 @@ class Model:
                                        side.method != "REML")
         return Comparison(side, planning)
 
+    @python_errors
+    def plan(self, contrast: str | None = None, vary: dict | None = None, *, effect: float | None = None,
+             replicates: int = 1, simulations: int = 500, seed: int = 0, workers: int | None = None,
+             alpha: float = 0.05, test: str = "auto", cost=None, budget: float | None = None,
+             target_power: float | None = None, target_phi: float | None = None, criterion: str | None = None,
+             object: str | None = None, maximum: dict | None = None, assurance: bool = False, rope: float = 0.0,
+             draws: int = 1000, tune: int = 1000, chains: int = 4, allow_unconverged: bool = False,
+             figure: bool = False):
+        """Power of the next evaluation per planned size, or the cheapest allocation of its facets, with this
+        model's data as the pilot.
+
+        Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
+        each system) is counted per level of it.
+
+        Parameters
+        ----------
+        contrast : str, optional
+            ``"FACTOR=B-A"``, the comparison to plan for (write ``" - "`` between levels that hold ``-``); without
+            it the plan is of φ (a D-study).
+        vary : dict, optional
+            Counts of facets to try, e.g. ``{"item": [200, 800]}``; every combination is a planned design.
+        effect : float, optional
+            True B - A to detect, on the score scale (binary GLMM: the link scale); default: the pilot's estimate.
+        replicates : int, default 1
+            Scores per cell of the planned design (trials per cell for ``p(successes, trials)``).
+        simulations : int, default 500
+            Simulated data sets per design (0: the closed form only).
+        seed : int, default 0
+            Seed of the simulation and of the assurance's sampler.
+        workers : int, optional
+            Processes the simulation runs in (default: 2, or the number of cores if fewer).
+        alpha : float, default 0.05
+            Level of the test.
+        test : {"auto", "wald", "kenward-roger", "lrt"}, default "auto"
+            The planned test: "auto" takes Kenward-Roger where fewer than 50 levels carry the contrast, else Wald.
+        cost : str or dict, optional
+            Cost per level, e.g. ``"item=1,system:seed=200"`` or ``{"item": 1, "system:seed": 200}``
+            (``"a:b"`` per combination, ``"observation"`` per score).
+        budget : float, optional
+            Largest total cost: the most powerful (or most reliable) allocation within it (needs ``cost``).
+        target_power : float, optional
+            The cheapest allocation with at least this power (needs ``cost``).
+        target_phi : float, optional
+            The cheapest allocation whose D-study φ reaches this (needs ``cost``).
+        criterion : {"power", "phi"}, optional
+            What ``budget`` maximises (default: power with a contrast, φ without).
+        object : str, optional
+            Object of measurement of φ, a facet (default: this model's ``object``, else the facet with most levels).
+        maximum : dict, optional
+            Upper bounds of the allocation search per facet (default 50; 10^6 for the facet with most levels).
+        assurance : bool, default False
+            Also the assurance: power averaged over the pilot's posterior (samples with NUTS).
+        rope : float, default 0.0
+            Half-width of the region the posterior interval must exclude, for the assurance.
+        draws : int, default 1000
+            Posterior draws per chain for the assurance.
+        tune : int, default 1000
+            Tuning steps per chain for the assurance.
+        chains : int, default 4
+            Chains for the assurance.
+        allow_unconverged : bool, default False
+            Use the assurance's draws even if the sampler did not converge.
+        figure : bool, default False
+            Draw the power curves (or the cost frontier) for ``PowerPlan.plot``.
+
+        Returns
+        -------
+        PowerPlan
+            ``to_dict()`` equals ``bayesrepro plan --json``.
+        """
+        import os
+        from types import SimpleNamespace
+
+        from .planning import power_plan
+
+        if isinstance(cost, dict):
+            cost = ",".join(f"{name}={value}" for name, value in cost.items())
+        request = SimpleNamespace(
+            formula=self.formula, spec=self.spec, family=self.family_name, link=self.link, progress=self.progress,
+            contrast=contrast, vary=dict(vary or {}), effect=effect, replicates=replicates, simulations=simulations,
+            seed=seed, workers=workers or min(2, os.cpu_count() or 1), alpha=alpha, test=test, cost=cost,
+            budget=budget, target_power=target_power, target_phi=target_phi, criterion=criterion,
+            object=object or self.object, maximum=dict(maximum or {}), assurance=assurance, rope=rope, draws=draws,
+            tune=tune, chains=chains, allow_unconverged=allow_unconverged, figure=figure)
+        return power_plan(self, request)
+
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
 METHODS = ("reml", "ml")
