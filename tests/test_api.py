@@ -1,0 +1,137 @@
+"""The public API (``import bayesrepro as br``): light to import, the same numbers as the commands, errors that
+name the Python argument."""
+
+import html
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bayesrepro as br
+from bayesrepro.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+DYESTUFF = str(DATA / "dyestuff.csv.gz")
+PENICILLIN = str(DATA / "penicillin.csv.gz")
+UNBALANCED = str(DATA / "small_sample_unbalanced.csv.gz")
+HEAVY = {"pymc", "pytensor", "arviz", "bambi", "numba", "duckdb", "pyspark", "nutpie", "matplotlib"}
+REFERENCE = json.loads((ROOT / "tests" / "reference" / "fixed_effects.json").read_text())
+
+
+def command_json(capsys, *argv) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_import_loads_no_numerical_library_and_every_name_resolves():
+    script = ("import sys, bayesrepro as br; before = set(sys.modules); "
+              "[getattr(br, name) for name in br.__all__]; "
+              "print(sorted({m.split('.')[0] for m in before}), sorted({m.split('.')[0] for m in sys.modules}))")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    at_import, after_names = (set(eval_list(part)) for part in out.strip().split("] [", 1))
+    assert not at_import & (HEAVY | {"numpy", "pandas", "scipy"})
+    assert not after_names & HEAVY
+
+
+def eval_list(text: str) -> list[str]:
+    return [name.strip(" '[]\n") for name in text.split(",")]
+
+
+def test_all_names_are_documented():
+    for name in br.__all__:
+        assert getattr(br, name).__doc__, name
+    assert {"read", "load_dataset", "Model", "Fit", "Posterior", "BayesreproError"} <= set(br.__all__)
+
+
+def test_fit_equals_vca_json_and_is_cached(capsys):
+    model = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"])
+    fit = model.fit()
+    assert fit.to_dict() == command_json(capsys, "vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)",
+                                         "--categorical", "Batch")
+    assert model.fit().engine_fit is fit.engine_fit
+    assert fit.components.loc["Residual", "variance"] == pytest.approx(fit.variances["Residual"])
+    assert fit._repr_html_() == f"<pre>{html.escape(fit.summary())}</pre>"
+
+
+def test_binary_fit_equals_vca_json(capsys):
+    formula = "p(incidence, size) ~ period + (1|herd)"
+    cbpp = str(DATA / "cbpp.csv.gz")
+    fit = br.Model(formula, cbpp, categorical=["herd", "period"]).fit()
+    assert fit.to_dict() == command_json(capsys, "vca", cbpp, "--formula", formula, "--categorical", "herd,period")
+    assert fit.phi_observed is not None and set(fit.fixed_effects.columns) == {"estimate", "std_error", "df", "t", "p"}
+
+
+@pytest.mark.parametrize("name", ["unbalanced", "penicillin"])
+def test_fixed_effects_as_lmertest(name):
+    reference = REFERENCE["designs"][name]
+    data = str(DATA / reference["data"])
+    factors = {"unbalanced": ["system", "item", "seed"], "penicillin": ["plate", "sample"]}[name]
+    table = br.Model(reference["formula"], data, categorical=factors).fit().fixed_effects
+    for column in ("estimate", "std_error", "df", "t", "p"):
+        # REML optimum to ~1e-6 relative in θ: df and p follow to about that
+        np.testing.assert_allclose(table[column], np.atleast_1d(reference[column]), rtol=2e-5, err_msg=column)
+
+
+def test_fixed_effects_of_an_ml_fit_are_wald_z():
+    table = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit("ml").fixed_effects
+    assert np.isinf(table["df"]).all()
+    assert table.loc["Intercept", "t"] == pytest.approx(table.loc["Intercept", "estimate"]
+                                                          / table.loc["Intercept", "std_error"])
+
+
+def test_glrt_equals_glrt_json(capsys):
+    h1, h0 = "diameter ~ 1 + (1|plate) + (1|sample)", "diameter ~ 1 + (1|plate)"
+    test = br.Model(h1, PENICILLIN, categorical=["plate", "sample"]).glrt(h0, reference="chi2")
+    assert test.to_dict() == command_json(capsys, "glrt", PENICILLIN, "--h0", h0, "--h1", h1,
+                                          "--categorical", "plate,sample", "--reference", "chi2")
+    assert test.summary().startswith("GLRT")
+
+
+def test_plan_equals_plan_json(capsys):
+    formula = "ter ~ system + (1|sentence_id) + (1|system:replication)"
+    plan = br.Model(formula, "kreutzer_ter").plan("system=Marking-Baseline", {"sentence_id": [100, 400],
+                                                                              "replication": [3]}, simulations=0)
+    assert plan.to_dict() == command_json(capsys, "plan", "kreutzer_ter", "--formula", formula, "--contrast",
+                                          "system=Marking-Baseline", "--vary", "sentence_id=100,400",
+                                          "--vary", "replication=3", "--simulations", "0")
+    assert list(plan.rows["sentence_id"]) == [100, 400]
+
+
+@pytest.mark.parametrize("call, argument, argv, flag", [
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, object="Plate"), "object=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--object", "Plate"], "--object"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).fit(nagq=3), "nagq=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--nagq", "3"], "--nagq"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).fit(method="mle"), "method=", None, None),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, spark_master="local"), "spark_master=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--spark-master", "local"], "--spark-master"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(prior_scale={"Plate": 1}), "prior_scale=",
+     ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--prior-scale", "Plate=1"], "--prior-scale"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(draws=5), "draws=",
+     ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--draws", "5"], "--draws"),
+    (lambda: br.Model("diameter ~ 1 + (1|plate) + (1|sample)", PENICILLIN).glrt("diameter ~ 1 + (1|plate)",
+                                                                                  reference="exact"), "reference=",
+     ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
+      "--reference", "exact"], "--reference"),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").compare(n_boot=0), "n_boot=",
+     ["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--bootstrap", "0"], "--bootstrap"),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan("system=Marking-Baseline",
+                                                                            {"seed": [3]}), "vary",
+     ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast", "system=Marking-Baseline",
+      "--vary", "seed=3"], "--vary"),
+    (lambda: br.read(DYESTUFF, categorical=["Plate"]), "categorical", None, None),
+])
+def test_errors_name_the_python_argument_and_the_flag(call, argument, argv, flag, capsys):
+    with pytest.raises(br.BayesreproError) as caught:
+        call()
+    assert argument in str(caught.value) and "--" not in str(caught.value)
+    if argv is not None:
+        assert main(argv) == 2
+        message = capsys.readouterr().err
+        assert flag in message and argument not in message.replace(flag, "")
