@@ -340,20 +340,14 @@ def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tup
 
 
 def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: str | None, seed):
-    """The GLRT and contrasts; a simulated reference (bootstrap, exact RLRT) draws from ``seed``."""
+    """The GLRT (of ``h0``, or of H1 without the factor's terms) and contrasts; a simulated reference (bootstrap,
+    exact RLRT) draws from ``seed``."""
     from .frequentist.analyses import compare_conditional, compare_levels
-    from .frequentist.glrt import calibrate, compare_fits, fixed_parts_equal, nested_frames
 
     stream = None if seed is None else [int(seed), 2]
-    comparison = (compare_conditional(frame, factor=factor, by=by, seed=stream) if by
-                  else compare_levels(frame, factor=factor, seed=stream))
-    if h0 is not None:
-        frame0, _ = nested_frames(h0, frame)
-        comparison.test = calibrate(compare_fits(fit_model_frame(frame0, "ml"), comparison.test.h1,
-                                                 variance_component_only=fixed_parts_equal(frame0, frame)), frame0, frame,
-                                    seed=stream)
-        comparison.null_frame = frame0
-    return comparison
+    if by:
+        return compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0)
+    return compare_levels(frame, factor=factor, seed=stream, h0=h0)
 
 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:

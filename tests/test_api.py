@@ -23,8 +23,8 @@ HEAVY = {"pymc", "pytensor", "arviz", "bambi", "numba", "duckdb", "pyspark", "nu
 REFERENCE = json.loads((ROOT / "tests" / "reference" / "fixed_effects.json").read_text())
 
 
-def command_json(capsys, *argv) -> dict:
-    assert main([*argv, "--json"]) == 0
+def command_json(capsys, *argv, status: int = 0) -> dict:
+    assert main([*argv, "--json"]) == status
     return json.loads(capsys.readouterr().out)
 
 
@@ -135,3 +135,27 @@ def test_errors_name_the_python_argument_and_the_flag(call, argument, argv, flag
         assert main(argv) == 2
         message = capsys.readouterr().err
         assert flag in message and argument not in message.replace(flag, "")
+
+
+@pytest.mark.parametrize("h0", [None, "score ~ 1 + (1|item)"])
+def test_compare_fits_each_model_once(h0, monkeypatch, capsys):
+    import collections
+
+    import bayesrepro.frequentist.lmm as lmm
+
+    fits = collections.Counter()
+    once = lmm.fit_frame_once
+
+    def counted(frame, method):
+        fits[frame.formula, method] += 1
+        return once(frame, method)
+
+    monkeypatch.setattr(lmm, "fit_frame_once", counted)
+    formula = "score ~ system + (1|item)"
+    model = br.Model(formula, UNBALANCED, categorical=["system", "item"])
+    # a short run: whether the sampler converged does not matter here
+    side = model.compare(h0=h0, n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+    assert fits == {(formula, "reml"): 1, (formula, "ml"): 1, ("score ~ 1 + (1|item)", "ml"): 1}
+    argv = ["compare", UNBALANCED, "--formula", formula, "--categorical", "system,item", "--bootstrap", "100",
+            "--draws", "100", "--tune", "100", "--chains", "2", "--allow-unconverged", *(["--h0", h0] if h0 else [])]
+    assert side.to_dict() == command_json(capsys, *argv, status=3 if side.not_converged() else 0)
