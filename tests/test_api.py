@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -153,9 +154,29 @@ def test_compare_fits_each_model_once(h0, monkeypatch, capsys):
     monkeypatch.setattr(lmm, "fit_frame_once", counted)
     formula = "score ~ system + (1|item)"
     model = br.Model(formula, UNBALANCED, categorical=["system", "item"])
-    # a short run: whether the sampler converged does not matter here
-    side = model.compare(h0=h0, n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+    # a short run: whether the sampler converged does not matter here, but a Python caller is told
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        side = model.compare(h0=h0, n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+    told = [w for w in caught if issubclass(w.category, br.ConvergenceWarning)]
+    assert len(told) == (1 if side.not_converged() else 0)
     assert fits == {(formula, "reml"): 1, (formula, "ml"): 1, ("score ~ 1 + (1|item)", "ml"): 1}
     argv = ["compare", UNBALANCED, "--formula", formula, "--categorical", "system,item", "--bootstrap", "100",
             "--draws", "100", "--tune", "100", "--chains", "2", "--allow-unconverged", *(["--h0", h0] if h0 else [])]
     assert side.to_dict() == command_json(capsys, *argv, status=3 if side.not_converged() else 0)
+
+
+def test_posterior_equals_phi_json(capsys):
+    settings = dict(draws=200, tune=200, chains=2, seed=3)
+    with warnings.catch_warnings():   # a short run may not converge: the equality is the point here
+        warnings.simplefilter("ignore", br.ConvergenceWarning)
+        posterior = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).sample(**settings,
+                                                                                              allow_unconverged=True)
+    argv = ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--categorical", "Batch", "--draws", "200",
+            "--tune", "200", "--chains", "2", "--seed", "3", "--allow-unconverged"]
+    expected = command_json(capsys, *argv, status=3 if posterior.not_converged() else 0)
+    ours = posterior.to_dict()
+    assert ours.pop("seconds") >= 0 and expected.pop("seconds") >= 0   # wall-clock time, not a result
+    assert ours == expected
+    assert set(posterior.components.columns) >= {"variance", "low", "high"}
+    assert 0 < posterior.phi["median"] < 1

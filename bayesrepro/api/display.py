@@ -26,16 +26,23 @@ def html_text(text: str) -> str:
     return f"<pre>{html.escape(text)}</pre>"
 
 
-def python_errors(function):
-    """The package's errors leaving ``function`` name the Python arguments, not the command-line options."""
-    from ..errors import BayesreproError
+def public(function):
+    """An entry of the public API: the numerical work runs as the package runs it (one BLAS thread, the libraries'
+    log chatter and warnings silenced), errors leaving it name the Python arguments, not the command-line
+    options, and a result that did not converge warns (``ConvergenceWarning``)."""
+    from ..errors import BayesreproError, warn_unconverged
+    from ..runtime import numerical_work
 
     @functools.wraps(function)
     def call(*args, **kwargs):
         try:
-            return function(*args, **kwargs)
+            with numerical_work():
+                result = function(*args, **kwargs)
         except BayesreproError as error:
             raise error.for_python() from None
+        if isinstance(result, Result):
+            warn_unconverged(result.not_converged())
+        return result
 
     return call
 
@@ -51,6 +58,10 @@ class Result(abc.ABC):
     @abc.abstractmethod
     def summary(self) -> str:
         """The result as the matching command prints it."""
+
+    @abc.abstractmethod
+    def not_converged(self) -> list[str]:
+        """What did not converge, one phrase each; empty when everything did."""
 
     def __str__(self) -> str:
         return self.summary()

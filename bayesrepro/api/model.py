@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..choices import DEFAULT_BOOTSTRAP
-from .display import python_errors
+from .display import public
 
 
 class Model:
@@ -51,7 +51,7 @@ class Model:
         read when first needed, and their errors are raised then.
     """
 
-    @python_errors
+    @public
     def __init__(self, formula: str, data, family: str = "auto", object: str | None = None, engine: str = "auto",
                  categorical=None, where: str | None = None, drop_missing: bool = False, link: str | None = None,
                  spark_master: str | None = None, progress: bool | None = None):
@@ -94,7 +94,7 @@ class Model:
             self._family = resolve_family(self.frame, self.family_name, self.link)
         return self._family
 
-    @python_errors
+    @public
     def fit(self, method: str | None = None, nagq: int = 1):
         """Fit the model by REML or ML (a binary GLMM by ML); the fit is kept on the model.
 
@@ -145,7 +145,7 @@ class Model:
             return None
         return self.frame.stats()
 
-    @python_errors
+    @public
     def sample(self, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int | None = 1,
                prior: str | None = None, prior_scale: dict | None = None, backend: str = "auto",
                sampler: str = "auto", allow_unconverged: bool = False, prob: float = 0.95):
@@ -197,7 +197,7 @@ class Model:
                           prior=prior, prior_overrides=overrides, sampling=settings)
         return Posterior(bayes, prob)
 
-    @python_errors
+    @public
     def glrt(self, h0: str, reference: str = "auto", bootstrap_samples: int = 1000, seed: int | None = None):
         """Generalized likelihood-ratio test of the smaller model ``h0`` against this one, both fitted by ML.
 
@@ -229,7 +229,7 @@ class Model:
         return GlrtTest(glrt(h0, self.frame, reference=reference, bootstrap_samples=bootstrap_samples, seed=seed,
                              family=self.family_name, link=self.link))
 
-    @python_errors
+    @public
     def compare(self, factor: str | None = None, by: str | None = None, h0: str | None = None, seed: int | None = 0,
                 n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
                 allow_unconverged: bool = False, prob: float = 0.95):
@@ -284,7 +284,7 @@ class Model:
                                        side.method != "REML")
         return Comparison(side, planning)
 
-    @python_errors
+    @public
     def plan(self, contrast: str | None = None, vary: dict | None = None, *, effect: float | None = None,
              replicates: int = 1, simulations: int = 500, seed: int = 0, workers: int | None = None,
              alpha: float = 0.05, test: str = "auto", cost=None, budget: float | None = None,

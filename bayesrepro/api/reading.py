@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .display import python_errors
+from .display import public
 
 
-@python_errors
+@public
 def read(source, where: str | None = None, categorical=None):
     """Read evaluation scores, optionally keeping only the rows a condition selects.
 
@@ -31,7 +31,7 @@ def read(source, where: str | None = None, categorical=None):
     return read_table(source, where=where, categorical=columns)
 
 
-@python_errors
+@public
 def load_dataset(name: str):
     """A dataset bundled with the package, its identifier columns as categories.
 
