@@ -159,11 +159,13 @@ def _fixed_effect_tests(fit, stats) -> pd.DataFrame:
     from scipy.special import ndtr
 
     from ..frequentist.ddf import SATTERTHWAITE, small_sample_inference, t_p_values
+    from ..runtime import numerical_work
 
     estimate = np.asarray(fit.beta, dtype=float)
     se, df = fit.se, np.full(len(estimate), np.inf)
     if stats is not None and fit.method == "reml":
-        se, df = small_sample_inference(stats, fit).contrasts(np.eye(len(estimate)), SATTERTHWAITE)
+        with numerical_work():   # computed when first asked for, perhaps outside any other numerical work
+            se, df = small_sample_inference(stats, fit).contrasts(np.eye(len(estimate)), SATTERTHWAITE)
     t = estimate / se
     p = np.where(np.isfinite(df), t_p_values(estimate, se, np.where(np.isfinite(df), df, 1.0)),
                  2.0 * ndtr(-np.abs(t)))
