@@ -87,14 +87,27 @@ class Comparison(Result):
         """The text ``bayesrepro compare`` prints."""
         return str(self.side) if self.planning is None else f"{self.side}\n\n{self.planning}"
 
-    def plot(self, title: str | None = None):
-        """Percent of the total variance per component, both engines with their intervals; a matplotlib Figure.
+    def plot(self, kind: str = "components", title: str | None = None):
+        """A figure of the comparison (matplotlib Figure).
 
         Parameters
         ----------
+        kind : {"components", "contrasts", "phi"}, default "components"
+            "components": percent of the total variance per component, both engines with their intervals;
+            "contrasts": every contrast, Wald (or t) interval next to the posterior interval; "phi": the
+            posterior density of φ over the Koo & Li bands, with the frequentist estimate.
         title : str, optional
-            The figure's title (default: the formula).
+            The figure's title.
         """
-        from ..plots import vca_bars
+        from .. import plots
+        from ..errors import BayesreproError
 
-        return vca_bars(self.side, title)
+        if kind == "components":
+            return plots.vca_bars(self.side, title)
+        if kind == "phi":
+            return plots.phi_figure(self.side, title)
+        if kind == "contrasts" and self.contrasts is not None:
+            return plots.forest_plot(self.contrasts, title, self.side.prob)
+        if kind == "contrasts":
+            raise BayesreproError("this comparison has no contrasts: compare a model with a categorical fixed factor")
+        raise BayesreproError(f"kind '{kind}' is unknown; choose one of: components, contrasts, phi")
