@@ -247,12 +247,8 @@ class Model:
             Seed of the bootstrap, the simulated references and the sampler; None draws a fresh one.
         n_boot : int, default 1000
             Parametric bootstrap replicates.
-        draws : int, default 1000
-            Posterior draws per chain.
-        tune : int, default 1000
-            Tuning steps per chain.
-        chains : int, default 4
-            NUTS chains.
+        draws, tune, chains : int, default 1000, 1000 and 4
+            The sampler's draws and tuning steps per chain, and its number of chains, as in ``sample``.
         allow_unconverged : bool, default False
             Report the draws even if the sampler did not converge.
         prob : float, default 0.95
@@ -338,12 +334,8 @@ class Model:
             Also the assurance: power averaged over the pilot's posterior (samples with NUTS).
         rope : float, default 0.0
             Half-width of the region the posterior interval must exclude, for the assurance.
-        draws : int, default 1000
-            Posterior draws per chain for the assurance.
-        tune : int, default 1000
-            Tuning steps per chain for the assurance.
-        chains : int, default 4
-            Chains for the assurance.
+        draws, tune, chains : int, default 1000, 1000 and 4
+            The assurance's sampler: draws and tuning steps per chain, and chains.
         allow_unconverged : bool, default False
             Use the assurance's draws even if the sampler did not converge.
         figure : bool, default False

@@ -5,18 +5,13 @@
 # JSON layout: producer, versions, designs: {name: {data, formula, terms [...], estimate [...], std_error [...],
 # df [...], t [...], p [...]}} with the terms in lme4's order (bayesrepro's names for the same columns).
 
-script <- local({
-  arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
-  normalizePath(sub("^--file=", "", arg[1]))
-})
-source(file.path(dirname(script), "lme4_common.R"))
+here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1])))
+source(file.path(here, "lme4_common.R"))
 suppressPackageStartupMessages(library(lmerTest))
-ref_dir <- dirname(script)
-repo <- dirname(dirname(ref_dir))
 tight <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12, maxfun = 1e5))
 
 design <- function(file, formula, factors) {
-  data <- read.csv(file.path(repo, "tests", "data", file))
+  data <- read.csv(file.path(here, "..", "data", file))
   for (f in factors) data[[f]] <- factor(data[[f]])
   fit <- lmerTest::lmer(as.formula(formula), data = data, REML = TRUE, control = tight)
   table <- summary(fit)$coefficients
@@ -31,4 +26,4 @@ out <- list(producer = "tests/reference/fixed_effects.R",
               unbalanced = design("small_sample_unbalanced.csv.gz", "score ~ system + length + (1|item) + (1|seed)",
                                   c("system", "item", "seed")),
               penicillin = design("penicillin.csv.gz", "diameter ~ 1 + (1|plate) + (1|sample)", c("plate", "sample"))))
-write_json_exact(out, file.path(ref_dir, "fixed_effects.json"))
+write_json_exact(out, file.path(here, "fixed_effects.json"))
