@@ -29,6 +29,11 @@ class BayesreproError(ValueError):
     The message is a single line that names the column, option or diagnostic
     at fault and says what to do about it. The command line prints it to
     stderr and exits with ``exit_status``; Python callers can catch it.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and what to do about it, in one line.
     """
 
     exit_status = EXIT_BAD_INPUT
@@ -39,15 +44,28 @@ class BayesreproError(ValueError):
         super().__init__(_NUMPY_SCALAR.sub(lambda match: match.group(1) or match.group(2), text))
 
     def for_python(self) -> "BayesreproError":
-        """This error with its options written as the public API's keyword arguments (``--object`` as
-        ``object=``), unless the command line is running; returns ``self``."""
+        """Rewrite the options this error names as the public API's keyword arguments (``--object`` as ``object=``).
+
+        The command line, while it runs, keeps the options.
+
+        Returns
+        -------
+        BayesreproError
+            This error, its message rewritten.
+        """
         if not COMMAND_LINE.get() and self.args:
             self.args = (python_names(self.args[0]),)
         return self
 
 
 class NotConvergedError(BayesreproError):
-    """A fit or a sampler that did not converge, with the diagnostics that say so."""
+    """A fit or a sampler that did not converge, with the diagnostics that say so.
+
+    Parameters
+    ----------
+    message : str
+        The diagnostics and what to do, in one line.
+    """
 
     exit_status = EXIT_NOT_CONVERGED
 

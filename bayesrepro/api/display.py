@@ -51,17 +51,48 @@ class Result(abc.ABC):
     """Base of the public results: ``to_dict`` (the command's ``--json``), ``summary`` (its text) and their
     displays."""
 
-    @abc.abstractmethod
     def to_dict(self) -> dict:
-        """The result as the matching command's ``--json`` prints it."""
+        """The result as the matching command's ``--json`` prints it.
 
-    @abc.abstractmethod
+        Returns
+        -------
+        dict
+            JSON-ready (NaN and infinities as None): ``Fit`` as ``vca``, ``Posterior`` as ``phi``, ``GlrtTest`` as
+            ``glrt``, ``Comparison`` as ``compare`` and ``PowerPlan`` as ``plan`` print it.
+        """
+        return json_ready(self._payload())
+
     def summary(self) -> str:
-        """The result as the matching command prints it."""
+        """The result as the matching command prints it.
+
+        Returns
+        -------
+        str
+            The tables and lines the command writes to stdout.
+        """
+        return self._text()
+
+    def not_converged(self) -> list[str]:
+        """What did not converge.
+
+        Returns
+        -------
+        list of str
+            One phrase per fit or sampler that did not converge; empty when everything did.
+        """
+        return self._problems()
 
     @abc.abstractmethod
-    def not_converged(self) -> list[str]:
-        """What did not converge, one phrase each; empty when everything did."""
+    def _payload(self) -> dict:
+        """The ``--json`` object, before NaN and NumPy scalars are made JSON-ready."""
+
+    @abc.abstractmethod
+    def _text(self) -> str:
+        """The command's text."""
+
+    @abc.abstractmethod
+    def _problems(self) -> list[str]:
+        """What did not converge."""
 
     def __str__(self) -> str:
         return self.summary()

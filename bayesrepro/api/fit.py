@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .display import Result, json_ready
+from .display import Result
 
 
 class Fit(Result):
@@ -98,13 +98,11 @@ class Fit(Result):
             self._fixed = _fixed_effect_tests(self.engine_fit, self._stats)
         return self._fixed
 
-    def not_converged(self) -> list[str]:
-        """What did not converge, one phrase each; empty when the fit converged."""
+    def _problems(self) -> list[str]:
         fit = self.engine_fit
         return [] if fit.converged else [f"the {fit.method.upper()} fit did not converge ({fit.message})"]
 
-    def to_dict(self) -> dict:
-        """The fit as ``bayesrepro vca --json`` prints it."""
+    def _payload(self) -> dict:
         fit, family = self.engine_fit, self.family
         payload = {
             "method": fit.method,
@@ -127,10 +125,9 @@ class Fit(Result):
             payload.update(phi_observed=self.phi_observed, approximation=fit.approximation, n_cells=fit.n_cells)
         payload["fixed_effects"] = [{"term": term, **row} for term, row in
                                     self.fixed_effects.to_dict(orient="index").items()]
-        return json_ready(payload)
+        return payload
 
-    def summary(self) -> str:
-        """The tables ``bayesrepro vca`` prints."""
+    def _text(self) -> str:
         lines = [str(self.engine_fit)]
         if self.family.binary:
             lines.append(f"phi ({self.object}, latent {self.family.link} scale) = {self.phi:.4f}: {self.koo_li_label} "
@@ -142,12 +139,17 @@ class Fit(Result):
         return "\n".join(lines)
 
     def plot(self, title: str | None = None):
-        """Bars of the percent of the total variance of every component; returns a matplotlib Figure.
+        """Draw the percent of the total variance of every component as bars.
 
         Parameters
         ----------
         title : str, optional
             The figure's title (default: the formula).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure, to display or to save.
         """
         from ..plots import component_bars
 

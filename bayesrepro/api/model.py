@@ -128,7 +128,20 @@ class Model:
         return Fit(engine_fit, family, choice, self._dense_stats(engine_fit))
 
     def engine_fit(self, method: str, nagq: int = 1):
-        """The engine's fit (``LmmFit`` or ``GlmmFit``) by ``method``, fitted once per model."""
+        """The engine's fit by ``method``, fitted once per model.
+
+        Parameters
+        ----------
+        method : {"reml", "ml"}
+            The criterion (binary models: "ml").
+        nagq : int, default 1
+            Quadrature nodes of a binary model with one grouping factor.
+
+        Returns
+        -------
+        LmmFit or GlmmFit
+            The Gaussian or binary engine's fit.
+        """
         key = (method, nagq)
         if key not in self._fits:
             from ..frequentist.fitting import fit_frame
@@ -288,10 +301,9 @@ class Model:
              object: str | None = None, maximum: dict | None = None, assurance: bool = False, rope: float = 0.0,
              draws: int = 1000, tune: int = 1000, chains: int = 4, allow_unconverged: bool = False,
              figure: bool = False):
-        """Power of the next evaluation per planned size, or the cheapest allocation of its facets, with this
-        model's data as the pilot.
+        """Power of the next evaluation per planned size, or the cheapest allocation of its facets.
 
-        Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
+        This model's data are the pilot. Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
         each system) is counted per level of it.
 
         Parameters

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import limits
-from .display import Result, json_ready
+from .display import Result
 
 TESTS = ("auto", "wald", "kenward-roger", "lrt")
 CRITERIA = ("power", "phi")
@@ -43,21 +43,23 @@ class PowerPlan(Result):
 
         return pd.DataFrame(self.payload["rows"])
 
-    def not_converged(self) -> list[str]:
-        """What did not converge, one phrase each; empty when nothing did not."""
+    def _problems(self) -> list[str]:
         return self.problems
 
-    def to_dict(self) -> dict:
-        """The plan as ``bayesrepro plan --json`` prints it."""
-        return json_ready(self.payload)
+    def _payload(self) -> dict:
+        return self.payload
 
-    def summary(self) -> str:
-        """The text ``bayesrepro plan`` prints."""
+    def _text(self) -> str:
         return self.text
 
     def plot(self):
-        """The power curves (or the cost frontier of an allocation) as a matplotlib Figure; needs
-        ``Model.plan(..., figure=True)``."""
+        """The power curves, or the cost frontier of an allocation, drawn by ``Model.plan(..., figure=True)``.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure, to display or to save.
+        """
         from ..errors import BayesreproError
 
         if self.figure is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .display import Result, json_ready
+from .display import Result
 
 
 class Posterior(Result):
@@ -57,25 +57,27 @@ class Posterior(Result):
         """Whether R-hat, ESS and divergences say the sampler converged."""
         return self.bayes.diagnostics.converged
 
-    def not_converged(self) -> list[str]:
-        """What did not converge, one phrase each; empty when the sampler converged."""
+    def _problems(self) -> list[str]:
         return [] if self.converged else [f"the sampler did not converge ({self.bayes.diagnostics.line()})"]
 
-    def to_dict(self) -> dict:
-        """The posterior as ``bayesrepro phi --json`` prints it."""
-        return json_ready(self.bayes.to_dict(self.prob))
+    def _payload(self) -> dict:
+        return self.bayes.to_dict(self.prob)
 
-    def summary(self) -> str:
-        """The tables ``bayesrepro phi`` prints."""
+    def _text(self) -> str:
         return self.bayes.describe(self.prob)
 
     def plot(self, title: str | None = None):
-        """The posterior density of φ over the Koo & Li bands; returns a matplotlib Figure.
+        """The posterior density of φ over the Koo & Li bands.
 
         Parameters
         ----------
         title : str, optional
             The figure's title.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure, to display or to save.
         """
         from ..plots import phi_posterior
 

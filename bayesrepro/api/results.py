@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .display import Result, json_ready
+from .display import Result
 
 
 class GlrtTest(Result):
@@ -31,17 +31,14 @@ class GlrtTest(Result):
         self.result = result
         self.chi2, self.df, self.p, self.reference = result.chi2, result.df, result.p, result.reference
 
-    def not_converged(self) -> list[str]:
-        """What did not converge, one phrase each; empty when both ML fits converged."""
+    def _problems(self) -> list[str]:
         return [f"the ML fit of {name} did not converge ({fit.message})"
                 for name, fit in (("H0", self.result.h0), ("H1", self.result.h1)) if not fit.converged]
 
-    def to_dict(self) -> dict:
-        """The test as ``bayesrepro glrt --json`` prints it."""
-        return json_ready(self.result.to_dict())
+    def _payload(self) -> dict:
+        return self.result.to_dict()
 
-    def summary(self) -> str:
-        """The text ``bayesrepro glrt`` prints."""
+    def _text(self) -> str:
         return str(self.result)
 
 
@@ -74,21 +71,17 @@ class Comparison(Result):
         self.side, self.planning = side, planning
         self.estimates, self.contrasts, self.means, self.flags = side.estimates, side.contrasts, side.means, side.flags
 
-    def not_converged(self) -> list[str]:
-        """What did not converge, one phrase each; empty when both engines converged."""
+    def _problems(self) -> list[str]:
         return self.side.not_converged()
 
-    def to_dict(self) -> dict:
-        """The comparison as ``bayesrepro compare --json`` prints it."""
-        return json_ready({**self.side.to_dict(),
-                           **({"planning": self.planning.to_dict()} if self.planning else {})})
+    def _payload(self) -> dict:
+        return {**self.side.to_dict(), **({"planning": self.planning.to_dict()} if self.planning else {})}
 
-    def summary(self) -> str:
-        """The text ``bayesrepro compare`` prints."""
+    def _text(self) -> str:
         return str(self.side) if self.planning is None else f"{self.side}\n\n{self.planning}"
 
     def plot(self, kind: str = "components", title: str | None = None):
-        """A figure of the comparison (matplotlib Figure).
+        """A figure of the comparison.
 
         Parameters
         ----------
@@ -98,6 +91,11 @@ class Comparison(Result):
             posterior density of φ over the Koo & Li bands, with the frequentist estimate.
         title : str, optional
             The figure's title.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure, to display or to save.
         """
         from .. import plots
         from ..errors import BayesreproError
