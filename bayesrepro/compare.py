@@ -34,8 +34,8 @@ from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
 from .frequentist.deviance import ProfiledDeviance
-from .frequentist.glmm import fit_glmm_frame
-from .frequentist.lmm import LmmFit, fit_model_frame
+from .frequentist.fitting import component_variances, fit_frame
+from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .progress import Progress
 from .reliability import koo_li_label, koo_li_probabilities, object_of_measurement
@@ -243,11 +243,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
 
 def _frequentist_fit(frame: ModelFrame, family) -> tuple:
     """The fit, its components (residual included: the latent one for 0/1 scores) and its method as printed."""
-    if family.binary:
-        fit = fit_glmm_frame(frame, family)
-        return fit, fit.latent_variances, "ML (Laplace)"
-    fit = fit_model_frame(frame, "reml")
-    return fit, fit.variances, "REML"
+    fit = fit_frame(frame, family, "reml")
+    return fit, component_variances(fit), "ML (Laplace)" if family.binary else "REML"
 
 
 def check_bootstrap(n_boot) -> int:
