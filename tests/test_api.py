@@ -180,3 +180,34 @@ def test_posterior_equals_phi_json(capsys):
     assert ours == expected
     assert set(posterior.components.columns) >= {"variance", "low", "high"}
     assert 0 < posterior.phi["median"] < 1
+
+
+def test_every_public_name_documents_its_parameters_and_returns():
+    validate = pytest.importorskip("numpydoc.validate").validate
+    names = []
+    for name in br.__all__:
+        value = getattr(br, name)
+        names.append(f"bayesrepro.{name}")
+        if isinstance(value, type):
+            names += [f"{value.__module__}.{name}.{member}" for klass in value.__mro__
+                      if klass.__module__.startswith("bayesrepro") for member, attribute in vars(klass).items()
+                      if not member.startswith("_") and (callable(attribute) or isinstance(attribute, property))]
+    checked = {"GL08", "PR01", "PR02", "RT01", "SS06", "PR10"}   # present, every parameter, returns, one-line summary
+    problems = {name: codes for name in sorted(set(names))
+                if (codes := [code for code, _ in validate(name)["errors"] if code in checked])}
+    assert problems == {}
+
+
+def test_figures_of_the_results():
+    from matplotlib.figure import Figure
+
+    fit = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit()
+    figure = fit.plot()
+    assert isinstance(figure, Figure) and [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["Batch",
+                                                                                                      "Residual"]
+    plan = br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
+        "system=Marking-Baseline", {"sentence_id": [100, 400]}, simulations=0, figure=True)
+    assert isinstance(plan.plot(), Figure)
+    with pytest.raises(br.BayesreproError, match="figure=True"):
+        br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
+            "system=Marking-Baseline", {"sentence_id": [100]}, simulations=0).plot()
