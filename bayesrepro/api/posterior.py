@@ -72,12 +72,12 @@ class Posterior(Result):
         Parameters
         ----------
         title : str, optional
-            The figure's title.
+            The figure's title (default: "Reliability phi and the Koo & Li bands").
 
         Returns
         -------
         matplotlib.figure.Figure
-            The figure, to display or to save.
+            A histogram of the draws of φ with its median and interval, over the shaded bands.
         """
         from ..plots import phi_posterior
 
