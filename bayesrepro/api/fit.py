@@ -45,6 +45,12 @@ class Fit(Result):
         None for Gaussian scores.
     object : str
         The object of measurement of φ.
+    method : str
+        ``"reml"`` or ``"ml"``.
+    converged : bool
+        Whether the optimiser met its convergence test.
+    boundary : list of str
+        The grouping factors whose variance was estimated at exactly zero (a singular fit).
     """
 
     def __init__(self, engine_fit, family, choice, stats=None):
@@ -61,21 +67,7 @@ class Fit(Result):
         self.variances = component_variances(engine_fit)
         self.phi = float(phi(self.variances, self.object))
         self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
-
-    @property
-    def method(self) -> str:
-        """``"reml"`` or ``"ml"``."""
-        return self.engine_fit.method
-
-    @property
-    def converged(self) -> bool:
-        """Whether the optimiser met its convergence test."""
-        return self.engine_fit.converged
-
-    @property
-    def boundary(self) -> list[str]:
-        """The grouping factors whose variance was estimated at exactly zero (a singular fit)."""
-        return self.engine_fit.boundary
+        self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
 
     @property
     def koo_li_label(self) -> str:
