@@ -24,6 +24,7 @@ _EXPORTS = {
     "BayesreproError": "bayesrepro.errors",
     "NotConvergedError": "bayesrepro.errors",
     "ConvergenceWarning": "bayesrepro.errors",
+    "BayesreproWarning": "bayesrepro.errors",
 }
 __all__ = sorted(_EXPORTS)
 
