@@ -127,6 +127,13 @@ def test_plan_equals_plan_json(capsys):
      ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast", "system=Marking-Baseline",
       "--vary", "seed=3"], "--vary"),
     (lambda: br.read(DYESTUFF, categorical=["Plate"]), "categorical", None, None),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan("system=Marking-Baseline",
+                                                                            "sentence_id=3"), "vary=", None, None),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
+        "system=Marking-Baseline", {"sentence_id": [10]}, cost="sentence_id=1", budget=100, maximum={"seed": 3}),
+     "maximum=", ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast",
+                  "system=Marking-Baseline", "--vary", "sentence_id=10", "--cost", "sentence_id=1", "--budget", "100",
+                  "--max", "seed=3"], "--max"),
 ])
 def test_errors_name_the_python_argument_and_the_flag(call, argument, argv, flag, capsys):
     with pytest.raises(br.BayesreproError) as caught:

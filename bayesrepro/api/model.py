@@ -367,10 +367,10 @@ class Model:
             cost = ",".join(f"{name}={value}" for name, value in cost.items())
         request = SimpleNamespace(
             formula=self.formula, spec=self.spec, family=self.family_name, link=self.link, progress=self.progress,
-            contrast=contrast, vary=dict(vary or {}), effect=effect, replicates=replicates, simulations=simulations,
+            contrast=contrast, vary=vary or {}, effect=effect, replicates=replicates, simulations=simulations,
             seed=seed, workers=workers or min(2, os.cpu_count() or 1), alpha=alpha, test=test, cost=cost,
             budget=budget, target_power=target_power, target_phi=target_phi, criterion=criterion,
-            object=object or self.object, maximum=dict(maximum or {}), assurance=assurance, rope=rope, draws=draws,
+            object=object or self.object, maximum=maximum or {}, assurance=assurance, rope=rope, draws=draws,
             tune=tune, chains=chains, allow_unconverged=allow_unconverged, figure=figure)
         return power_plan(self, request)
 

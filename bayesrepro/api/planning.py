@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from .. import limits
 from .display import Result
@@ -170,12 +171,15 @@ def _counts(given: dict, option, facets, lists: bool) -> dict:
     """Counts per facet (a list of them per facet with ``lists``), names checked against the formula's facets."""
     from ..errors import BayesreproError
 
+    if not isinstance(given, Mapping):
+        raise BayesreproError(f"{option} must map each facet to {'its counts' if lists else 'a count'}, e.g. "
+                              f"{{'item': {[200, 800] if lists else 800}}}, not {given!r}")
     result = {}
     for name, values in given.items():
         if name not in facets:
             raise BayesreproError(f"{option}: '{name}' is not a facet of the formula; facets are: {', '.join(facets)}")
         count = limits.Count(f"{option} {name}", 1, limits.PLANNED_COUNT, "levels of one facet in a planned design")
-        counts = [count.check(value) for value in (values if lists else [values])]
+        counts = [count.check(value) for value in (values if lists and isinstance(values, (list, tuple)) else [values])]
         result[name] = counts if lists else counts[0]
     return result
 
