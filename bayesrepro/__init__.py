@@ -1,0 +1,41 @@
+"""Inferential reproducibility for ML evaluations: mixed models, GLRTs, variance components and reliability.
+
+>>> import bayesrepro as br
+>>> m = br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter")
+>>> fit = m.fit()                     # doctest: +SKIP
+
+The names below are the public API; every other module is internal. They are
+loaded when first used, so that ``import bayesrepro`` stays fast and loads
+no numerical library.
+"""
+
+import importlib
+
+# public name -> module that defines it
+_EXPORTS = {
+    "read": "bayesrepro.api.reading",
+    "load_dataset": "bayesrepro.api.reading",
+    "Model": "bayesrepro.api.model",
+    "Fit": "bayesrepro.api.fit",
+    "Posterior": "bayesrepro.api.posterior",
+    "GlrtTest": "bayesrepro.api.results",
+    "Comparison": "bayesrepro.api.results",
+    "PowerPlan": "bayesrepro.api.planning",
+    "BayesreproError": "bayesrepro.errors",
+    "NotConvergedError": "bayesrepro.errors",
+    "ConvergenceWarning": "bayesrepro.errors",
+    "BayesreproWarning": "bayesrepro.errors",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'bayesrepro' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -34,8 +34,8 @@ from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
 from .frequentist.deviance import ProfiledDeviance
-from .frequentist.glmm import fit_glmm_frame
-from .frequentist.lmm import LmmFit, fit_model_frame
+from .frequentist.fitting import component_variances, fit_frame
+from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .progress import Progress
 from .reliability import koo_li_label, koo_li_probabilities, object_of_measurement
@@ -243,11 +243,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
 
 def _frequentist_fit(frame: ModelFrame, family) -> tuple:
     """The fit, its components (residual included: the latent one for 0/1 scores) and its method as printed."""
-    if family.binary:
-        fit = fit_glmm_frame(frame, family)
-        return fit, fit.latent_variances, "ML (Laplace)"
-    fit = fit_model_frame(frame, "reml")
-    return fit, fit.variances, "REML"
+    fit = fit_frame(frame, family, "reml")
+    return fit, component_variances(fit), "ML (Laplace)" if family.binary else "REML"
 
 
 def check_bootstrap(n_boot) -> int:
@@ -340,20 +337,14 @@ def _factor_and_by(frame: ModelFrame, factor: str | None, by: str | None) -> tup
 
 
 def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: str | None, seed):
-    """The GLRT and contrasts; a simulated reference (bootstrap, exact RLRT) draws from ``seed``."""
+    """The GLRT (of ``h0``, or of H1 without the factor's terms) and contrasts; a simulated reference (bootstrap,
+    exact RLRT) draws from ``seed``."""
     from .frequentist.analyses import compare_conditional, compare_levels
-    from .frequentist.glrt import calibrate, compare_fits, fixed_parts_equal, nested_frames
 
     stream = None if seed is None else [int(seed), 2]
-    comparison = (compare_conditional(frame, factor=factor, by=by, seed=stream) if by
-                  else compare_levels(frame, factor=factor, seed=stream))
-    if h0 is not None:
-        frame0, _ = nested_frames(h0, frame)
-        comparison.test = calibrate(compare_fits(fit_model_frame(frame0, "ml"), comparison.test.h1,
-                                                 variance_component_only=fixed_parts_equal(frame0, frame)), frame0, frame,
-                                    seed=stream)
-        comparison.null_frame = frame0
-    return comparison
+    if by:
+        return compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0)
+    return compare_levels(frame, factor=factor, seed=stream, h0=h0)
 
 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:

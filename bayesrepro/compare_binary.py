@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from .design import BinomialCells, Family, ModelFrame
 from .errors import BayesreproError
+from .frequentist.analyses import Comparison
 from .frequentist.binary_contrasts import binary_contrasts, binary_means
 from .frequentist.contrasts import Z_95
 from .frequentist.glmm import GlmmFit, fit_binomial_cells, fit_glmm_frame
@@ -74,4 +74,4 @@ def binary_comparison(frame: ModelFrame, fit1: GlmmFit, family: Family, factor: 
     contrasts["high"] = contrasts["estimate"] + Z_95 * contrasts["std_error"]
     contrasts["reference"] = "Wald z"
     means = binary_means(fit1, frame, factor, by).rename(columns={fit1.link: "estimate", f"{fit1.link}_se": "std_error"})
-    return SimpleNamespace(test=test, contrasts=contrasts, means=means, slopes=None, null_frame=frame0)
+    return Comparison(test, means, contrasts, factor, by, null_frame=frame0)

@@ -1,5 +1,6 @@
 """The exceptions users see, each a one-line, actionable message, and the exit statuses they map to."""
 
+import contextvars
 import re
 
 # Exit statuses of the command line (documented in the README).
@@ -11,6 +12,15 @@ EXIT_BROKEN_PIPE = 141    # the reader of stdout went away (| head): as a shell 
 
 
 _NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d+\(([^()]*)\)|\bnp\.(True|False)_")
+
+# Messages name the options the command line takes (--object, --engine memory). Raised to a Python caller of the
+# public API they name its keyword arguments instead (object=, engine="memory"): ``for_python`` renders them so.
+COMMAND_LINE = contextvars.ContextVar("bayesrepro_command_line", default=False)
+# an option, with its value when quoted or when it is a choice (--engine memory)
+_OPTION = re.compile(r"--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
+                     r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?: ('[^']*'))?)")
+# options whose Python argument has another name
+PYTHON_ARGUMENTS = {"h1": "formula", "bootstrap": "n_boot", "prior-scale": "prior_scale", "max": "maximum"}
 
 
 class BayesreproError(ValueError):
@@ -34,11 +44,44 @@ class BayesreproError(ValueError):
         text = " ".join(str(message).split())
         super().__init__(_NUMPY_SCALAR.sub(lambda match: match.group(1) or match.group(2), text))
 
+    def for_python(self) -> "BayesreproError":
+        """Rewrite the options this error names as the public API's keyword arguments (``--object`` as ``object=``).
+
+        The command line, while it runs, keeps the options.
+
+        Returns
+        -------
+        BayesreproError
+            This error, its message rewritten.
+        """
+        if not COMMAND_LINE.get() and self.args:
+            self.args = (python_names(self.args[0]),)
+        return self
+
 
 class NotConvergedError(BayesreproError):
-    """A fit or a sampler that did not converge, with the diagnostics that say so."""
+    """A fit or a sampler that did not converge, with the diagnostics that say so.
+
+    Parameters
+    ----------
+    message : str
+        The diagnostics and what to do, in one line.
+    """
 
     exit_status = EXIT_NOT_CONVERGED
+
+
+def python_names(text: str) -> str:
+    """A message's command-line options as keyword arguments: ``--engine memory`` -> ``engine="memory"``,
+    ``--object 'x'`` -> ``object='x'``, ``--where`` -> ``where=``."""
+    def keyword(match) -> str:
+        option, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
+        name = PYTHON_ARGUMENTS.get(option, option.replace("-", "_"))
+        if value is None:
+            return f"{name}="
+        return f"{name}={value}" if value.startswith("'") else f'{name}="{value}"'
+
+    return _OPTION.sub(keyword, text)
 
 
 def shown(value) -> str:
@@ -55,3 +98,20 @@ def first_line(exc: BaseException) -> str:
     """The first line of a library's exception message, for a one-line error."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+class BayesreproWarning(UserWarning):
+    """Base of the warnings the package issues to Python callers."""
+
+
+class ConvergenceWarning(BayesreproWarning):
+    """A fit or a sampler that did not converge: the results it returned are not to be trusted."""
+
+
+def warn_unconverged(problems: list[str]) -> None:
+    """A ``ConvergenceWarning`` naming what did not converge, for Python callers (the command line says it in its
+    exit status and its own warning line)."""
+    import warnings
+
+    if problems and not COMMAND_LINE.get():
+        warnings.warn(f"{'; '.join(problems)}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)

@@ -69,6 +69,19 @@ def vca_bars(result, title: str | None = None):
 
 
 @_literal_text
+def component_bars(percent: pd.Series, title: str):
+    """Percent of the total variance per component (a Series indexed by component), one bar each."""
+    figure, ax = _figure(7.0, 0.45 * len(percent) + 1.4)
+    y = np.arange(len(percent))[::-1]
+    ax.barh(y, percent.to_numpy(dtype=float), color=FREQ["color"], alpha=0.75)
+    ax.set_yticks(y, [str(name) for name in percent.index])
+    ax.set_xlabel("percent of total variance")
+    ax.set_xlim(0, 100)
+    ax.set_title(title, fontsize=9)
+    return figure
+
+
+@_literal_text
 def phi_posterior(draws, reml: float | None = None, interval: tuple[float, float] | None = None,
                   object: str | None = None, title: str | None = None, prob: float = 0.95, method: str = "REML"):
     """Posterior density of φ over the Koo & Li bands (shaded), with the frequentist estimate (``method``) and its

@@ -285,13 +285,20 @@ NOTEBOOKS["quick_start"] = [
 One row per (test item, model instance) with the score, the system and any
 meta-parameters. This notebook writes such a CSV with known truth (item SD
 0.15, seed SD 0.02, residual SD 0.05, system B better than A by 0.02), then
-runs the named specs on it with the column names of that file."""),
-    ("code", SETUP),
-    ("code", """import numpy as np
+analyses it with `import bayesrepro as br` alone."""),
+    ("code", """%matplotlib inline
+import numpy as np
+import pandas as pd
 import tempfile
 from pathlib import Path
+from IPython.display import display
 
-rng = np.random.default_rng(7)
+import bayesrepro as br
+
+pd.set_option("display.precision", 4)
+pd.set_option("display.width", 160)
+FAST = dict(draws=500, tune=500, chains=2, seed=1, allow_unconverged=True)"""),
+    ("code", """rng = np.random.default_rng(7)
 items, seeds = 300, 3
 rows = []
 item_effect = rng.normal(0, 0.15, items)
@@ -305,36 +312,34 @@ folder = Path(tempfile.mkdtemp())
 path = folder / "my_scores.csv"
 pd.DataFrame(rows).to_csv(path, index=False)
 print(path, len(rows), "rows")"""),
-    ("md", """Read it (CSV, TSV, Parquet or JSON Lines; `where=` filters rows) and apply
-the spec `system_comparison` with this file's column names:"""),
-    ("code", """from bayesrepro.data import read_table
-
-data = read_table(path)
-spec = load_spec("system_comparison", score="bleu_error", item="segment", system="model")
-print(spec.h0, " vs ", spec.formula)
-result = compare(spec.formula, spec.prepare(data), spec.object, factor=spec.factor, h0=spec.h0, n_boot=100, **FAST)
-print(result)"""),
+    ("md", """Read it (CSV, TSV, Parquet or JSON Lines; `where=` filters rows), fit the
+model of a system comparison, and set the frequentist and the Bayesian answer
+side by side. `fit.to_dict()` is what `bayesrepro vca --json` prints,
+`result.to_dict()` what `bayesrepro compare --json` prints."""),
+    ("code", """data = br.read(path)
+model = br.Model("bleu_error ~ model + (1|segment)", data, object="segment")
+fit = model.fit()
+display(fit)
+display(fit.fixed_effects)
+result = model.compare(factor="model", h0="bleu_error ~ 1 + (1|segment)", n_boot=100, **FAST)
+print(result.summary())"""),
     ("md", """The seeds are a second source of variance; add them to the formula directly
 (any Bambi/formulae random-intercept formula works):"""),
-    ("code", """with_seeds = compare("bleu_error ~ model + (1|segment) + (1|run)", data, "segment", n_boot=100, **FAST)
-print(with_seeds)
-display(plots.forest_plot(with_seeds.contrasts, title="B - A with seeds as a random effect"))"""),
-    ("md", """A misspelt column fails with one line that says what to do:"""),
-    ("code", """from bayesrepro.errors import BayesreproError
-try:
-    load_spec("system_comparison", score="bleu_eror").prepare(data)
-except BayesreproError as error:
-    print(error)"""),
-    ("md", """The same analysis as a self-contained HTML report (here with small sampling
-settings; on the command line: `bayesrepro report my_scores.csv --spec system_comparison
---column score=bleu_error --column item=segment --column system=model --out report.html`):"""),
-    ("code", """from bayesrepro.bayes.sampling import SamplingSettings
-from bayesrepro.report import ReportOptions, write_report
-
-summary = write_report(path, load_spec("system_comparison", score="bleu_error", item="segment", system="model"),
-                       folder / "report.html", options=ReportOptions(n_boot=100, sampling=SamplingSettings(
-                           draws=300, tune=300, chains=2, allow_unconverged=True)))
-{k: summary[k] for k in ("out", "n_rows", "sha256")}"""),
+    ("code", """with_seeds = br.Model("bleu_error ~ model + (1|segment) + (1|run)", data, object="segment")
+result = with_seeds.compare(n_boot=100, **FAST)
+print(result.summary())
+display(result.plot("contrasts", title="B - A with seeds as a random effect"))"""),
+    ("md", """A misspelt column or argument fails with one line that says what to do,
+naming the Python argument:"""),
+    ("code", """for attempt in (lambda: br.Model("bleu_eror ~ model + (1|segment)", data).fit(),
+                lambda: br.Model("bleu_error ~ model + (1|segment)", data, object="run")):
+    try:
+        attempt()
+    except br.BayesreproError as error:
+        print(error)"""),
+    ("md", """The same analysis as a self-contained HTML report, on the command line:
+`bayesrepro report my_scores.csv --spec system_comparison --column score=bleu_error
+--column item=segment --column system=model --out report.html`."""),
     ("md", """**Where they agree, and where they do not.** Both engines recover the item
 variance (truth 0.15² = 0.0225; estimates ≈ 0.019 from these 300 items) and
 the residual (0.05² = 0.0025), and give the same φ. The simulated systems
@@ -344,10 +349,11 @@ seed effects drawn here add another 0.03 to the realised difference. Without
 Wald and a posterior interval of ± 0.005 — agreeing with each other, and both
 overconfident, since the run-to-run variation is not in the model. With
 `(1|run)` the seed component appears (≈ 1 % of the variance, from six runs)
-and the intervals widen. Here the engines part: the Wald interval
-[0.029, 0.071] treats the run variance as known, the posterior
-[0.003, 0.088] carries its uncertainty and is twice as wide. Both still put
-A above B (GLRT p ≈ 0.003; probability of direction ≈ 0.98). LOO, leaving
+and the intervals widen: six runs carry the system effect, so the contrast
+is a Kenward-Roger t test on 4 degrees of freedom, [0.016, 0.084], next to
+the posterior [0.007, 0.087], which carries the uncertainty of the run
+variance as well. Both still put A above B (Kenward-Roger p ≈ 0.015, against
+0.003 from the asymptotic chi2; probability of direction ≈ 0.99). LOO, leaving
 out one segment at a time, sees no predictive gain from the system term
 (≈ 0.0 ± 0.3 elpd): with the six runs' effects in the model, knowing the
 system adds nothing to the prediction of a new segment, and `compare` flags

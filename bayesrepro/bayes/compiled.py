@@ -93,11 +93,13 @@ def compile_cached(compile: Callable[[bool], T]) -> T:
     try:
         return compile(True)
     except Exception as error:
+        from ..errors import BayesreproWarning
+
         compiled = compile(False)
         warnings.warn(
             f"the compiled posterior density is not cached ({error}); every process compiles it again. "
             "Set NUMBA_CACHE_DIR to a writable directory to keep it.",
-            RuntimeWarning,
+            BayesreproWarning,
         )
         return compiled
 

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-from ..errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, BayesreproError, first_line
+from ..errors import COMMAND_LINE, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, BayesreproError, first_line
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..runtime import numerical_work, one_line_warning
 
+    command_line = COMMAND_LINE.set(True)   # errors name the options (--object), not the Python arguments
     try:
         args, unknown = build_parser().parse_known_args(argv)
         if unknown:
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bayesrepro: error: internal error ({type(exc).__name__}: {first_line(exc)}); "
               f"rerun with {DEBUG_VARIABLE}=1 to see the traceback, and please report it", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        COMMAND_LINE.reset(command_line)
 
 
 def console_main() -> int:

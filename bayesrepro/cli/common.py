@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 
@@ -93,15 +92,14 @@ def spark_master(text: str) -> str:
     return text
 
 
-def frame_of(args, formula):
-    """The model frame of ``formula`` (a text or the spec ``formula_of`` parsed) over the command's data, built by
-    the engine the options choose."""
-    from ..design import model_frame
+def model_of(args, formula: str, object: str | None = None):
+    """The ``Model`` of ``formula`` over the command's data, read as its options say."""
+    from ..api.model import Model
 
-    if args.spark_master is not None and args.engine != "spark":
-        raise BayesreproError("--spark-master applies to --engine spark; add --engine spark or drop --spark-master")
-    return model_frame(formula, args.data, args.where, args.drop_missing, args.engine, args.spark_master,
-                       categorical_columns(args), progress=args.progress or None, max_memory=args.max_memory)
+    return Model(formula, args.data, family=getattr(args, "family", "auto"), object=object, engine=args.engine,
+                 categorical=categorical_columns(args), where=args.where, drop_missing=args.drop_missing,
+                 link=getattr(args, "link", None), spark_master=args.spark_master, progress=args.progress or None,
+                 max_memory=getattr(args, "max_memory", None))
 
 
 def add_formula_options(parser, object_help: str = "object of measurement of phi") -> None:
@@ -149,19 +147,6 @@ def sampling_settings(args, **extra):
                             allow_unconverged=args.allow_unconverged, **extra)
 
 
-def formula_of(text: str, option: str = "--formula", object: str | None = None):
-    """The parsed formula (refused in one line naming ``option``), with ``--object`` checked against it."""
-    from ..design import parse_formula
-
-    spec = parse_formula(text)
-    if object is not None and object not in spec.group_names:
-        raise BayesreproError(
-            f"--object '{object}' is not a grouping factor of {option} {text!r}; "
-            f"choose one of: {', '.join(spec.group_names) or 'none (add a (1|g) term)'}"
-        )
-    return spec
-
-
 def categorical_columns(args) -> list[str]:
     return [c.strip() for c in args.categorical.split(",") if c.strip()]
 
@@ -170,7 +155,7 @@ def read_rows(args, columns=()):
     """The data with the --where filter and --categorical applied; the ``columns`` a command uses must exist,
     and their missing values are refused or, with --drop-missing, dropped with a note on stderr.
 
-    Formula commands build a model frame instead (``frame_of``), which knows its columns.
+    Formula commands build a ``Model`` instead (``model_of``), whose frame knows its columns.
     """
     from ..data import read_table, remove_missing, require_columns
 
@@ -193,17 +178,6 @@ def convergence_status(problems: list[str]) -> int:
 
 
 def print_json(payload) -> None:
-    print(json.dumps(_finite(payload), indent=None))
+    from ..api.display import json_ready
 
-
-def _finite(value):
-    """JSON has no NaN/inf: write them as null; NumPy scalars become the Python numbers they hold."""
-    if hasattr(value, "item") and getattr(value, "shape", None) == ():
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    print(json.dumps(json_ready(payload), indent=None))

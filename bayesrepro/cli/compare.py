@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .common import (add_data_options, add_family_options, add_formula_options, add_side_by_side_options,
-                     convergence_status, formula_of, frame_of, print_json, sampling_settings)
+                     convergence_status, model_of, print_json)
 
 HELP = ("REML (for 0/1 scores: the binary GLMM by ML) with parametric-bootstrap intervals next to the posterior, "
         "contrasts with p next to the probability of direction and LOO; where the two engines disagree, a sentence says so")
@@ -22,28 +22,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..compare import check_bootstrap, compare
-
-    spec = formula_of(args.formula, object=args.object)
-    if args.h0 is not None:
-        formula_of(args.h0, "--h0")
-    check_bootstrap(args.bootstrap)
-    settings = sampling_settings(args, progress=args.progress or None)
-    frame = frame_of(args, spec)
-    result = compare(frame, object=args.object, factor=args.factor, by=args.by, h0=args.h0,
-                     n_boot=args.bootstrap, prob=args.prob, sampling=settings, family=args.family, link=args.link)
-    planning = _planning(args, frame, result)
+    model = model_of(args, args.formula, args.object)
+    result = model.compare(args.factor, args.by, args.h0, args.seed, args.bootstrap, args.draws, args.tune,
+                           args.chains, args.allow_unconverged, args.prob)
     if args.json:
-        print_json({**result.to_dict(), **({"planning": planning.to_dict()} if planning else {})})
+        print_json(result.to_dict())
     else:
-        print(result if planning is None else f"{result}\n\n{planning}")
+        print(result.summary())
     return convergence_status(result.not_converged())
-
-
-def _planning(args, frame, result):
-    """The next evaluation of the closest pair of levels (``plan.next_evaluation``); None without a factor."""
-    from ..plan.next_evaluation import next_evaluation
-
-    if result.means is None or result.by is not None:
-        return None
-    return next_evaluation(args.formula, frame, result.factor, result.means, result.object, result.method != "REML")

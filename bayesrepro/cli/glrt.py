@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .. import limits
-from .common import (add_count, add_data_options, add_family_options, add_seed, convergence_status, formula_of,
-                     frame_of, print_json)
+from .common import add_count, add_data_options, add_family_options, add_seed, convergence_status, model_of, print_json
 
 HELP = ("generalized likelihood-ratio test of two nested models, both fitted by ML (LMMs, or binary GLMMs by "
         "Laplace); the p-value's reference is named, and calibrated when few levels carry the tested effect")
@@ -27,17 +26,15 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..frequentist.glrt import glrt
+    from ..design import parse_formula
     from ..frequentist.reference import check_reference
 
-    reference = check_reference(args.reference)
-    formula_of(args.h0, "--h0")
-    formula_of(args.h1, "--h1")
-    result = glrt(args.h0, frame_of(args, args.h1), reference=reference, bootstrap_samples=args.bootstrap_samples,
-                  seed=args.seed, family=args.family, link=args.link)
+    check_reference(args.reference)
+    parse_formula(args.h0)
+    model = model_of(args, args.h1)
+    test = model.glrt(args.h0, args.reference, args.bootstrap_samples, args.seed)
     if args.json:
-        print_json(result.to_dict())
+        print_json(test.to_dict())
     else:
-        print(result)
-    return convergence_status([f"the ML fit of {name} did not converge ({fit.message})"
-                               for name, fit in (("H0", result.h0), ("H1", result.h1)) if not fit.converged])
+        print(test.summary())
+    return convergence_status(test.not_converged())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .common import (add_data_options, add_family_options, add_formula_options, add_sampling_options,
-                     convergence_status, formula_of, frame_of, print_json, sampling_settings)
+                     convergence_status, model_of, print_json)
 
 HELP = ("posterior distribution of every variance component and of reliability phi (NUTS), "
         "with R-hat, ESS and divergences")
@@ -33,25 +33,20 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..bayes import fit_bayes
-
-    spec = formula_of(args.formula, object=args.object)
-    overrides = prior_scales(args.prior_scale, spec.group_names)
-    settings = sampling_settings(args, sampler=args.sampler, progress=args.progress or None)
-    fit = fit_bayes(frame_of(args, args.formula), object=args.object, family=args.family, link=args.link,
-                    backend=args.backend, prior=args.prior, prior_overrides=overrides, sampling=settings)
+    model = model_of(args, args.formula, args.object)
+    posterior = model.sample(args.draws, args.tune, args.chains, args.seed, args.prior,
+                             prior_scales(args.prior_scale), args.backend, args.sampler, args.allow_unconverged,
+                             args.prob)
     if args.json:
-        print_json(fit.to_dict(args.prob))
+        print_json(posterior.to_dict())
     else:
-        print(fit.describe(args.prob))
+        print(posterior.summary())
     # without --allow-unconverged an unconverged run was refused above (exit 3)
-    return convergence_status([] if fit.diagnostics.converged else
-                              [f"the sampler did not converge ({fit.diagnostics.line()})"])
+    return convergence_status(posterior.not_converged())
 
 
-def prior_scales(items: list[str], group_names) -> dict[str, float]:
-    """``--prior-scale NAME=VALUE`` options as a mapping, checked against the formula's grouping factors."""
-    from ..bayes.priors import prior_scale
+def prior_scales(items: list[str]) -> dict[str, str]:
+    """``--prior-scale NAME=VALUE`` options as a mapping (``Model.sample`` checks names and values)."""
     from ..errors import BayesreproError
 
     overrides = {}
@@ -59,5 +54,5 @@ def prior_scales(items: list[str], group_names) -> dict[str, float]:
         name, sep, value = item.partition("=")
         if not sep:
             raise BayesreproError(f"--prior-scale '{item}' needs the form NAME=VALUE, e.g. seed=0.05")
-        overrides[name.strip()] = prior_scale(name.strip(), value.strip(), group_names)
+        overrides[name.strip()] = value.strip()
     return overrides

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import limits
 from .common import (add_count, add_data_options, add_family_options, add_formula_options, convergence_status,
-                     formula_of, frame_of, print_json)
+                     model_of, print_json)
 
 HELP = ("variance components (REML/ML, or a binary GLMM by ML), their percent of the total, and reliability phi "
         "with its Koo & Li label")
@@ -24,70 +24,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..design import resolve_family
-    from ..errors import BayesreproError
-    from ..reliability import koo_li_label, object_of_measurement, phi, vca_table
-
-    from ..frequentist.quadrature import check_nodes
-
-    spec = formula_of(args.formula, object=args.object)
-    check_nodes(args.nagq, len(spec.group_names))
-    frame = frame_of(args, args.formula)
-    family = resolve_family(frame, args.family, args.link)
-    if family.binary:
-        from ..frequentist.glmm import fit_glmm_frame
-
-        if args.method == "reml":
-            raise BayesreproError("--method reml applies to Gaussian scores; a binary model is fitted by ML: drop --method")
-        fit = fit_glmm_frame(frame, family, args.nagq)
-        variances = fit.latent_variances
-    else:
-        from ..frequentist.moments import choose_fit
-
-        if args.nagq != 1:
-            raise BayesreproError("--nagq applies to binary scores; Gaussian models are fitted exactly: drop --nagq")
-        fit = choose_fit(frame, args.method or "reml", args.progress)
-        variances = fit.variances
-    choice = object_of_measurement(fit.n_levels, args.object)
-    object_name = choice.name
-    notes = fit.notes + ([choice.note] if choice.note else [])
-    reliability = float(phi(variances, object_name))
-    label = koo_li_label(reliability)
-    table = vca_table(variances, object_name)
-    observed = fit.phi(object_name)["observed"] if family.binary else None
+    fit = model_of(args, args.formula, args.object).fit(args.method, args.nagq)
     if args.json:
-        payload = {
-            "method": fit.method,
-            "n_obs": fit.n_obs,
-            "components": [
-                {"name": name, "variance": float(row.variance), "percent": float(row.percent)}
-                for name, row in table.iterrows()
-            ],
-            "phi": reliability,
-            "koo_li_label": label,
-            "object": object_name,
-            "loglik": fit.loglik,
-            "reml_criterion": fit.reml_criterion,
-            "converged": fit.converged,
-            "boundary": fit.boundary,
-            "notes": notes,
-            "family": family.name,
-            "link": family.link,
-            "scale": family.scale,
-        }
-        if hasattr(fit, "variance_se"):   # the method of moments: no likelihood, bootstrap standard errors
-            payload.update(variance_se=fit.variance_se, replicates=fit.replicates)
-        if family.binary:
-            payload.update(phi_observed=observed, approximation=fit.approximation, n_cells=fit.n_cells)
-        print_json(payload)
+        print_json(fit.to_dict())
     else:
-        print(fit)
-        if family.binary:
-            print(f"phi ({object_name}, latent {family.link} scale) = {reliability:.4f}: {label} "
-                  f"(Koo & Li); on the observation scale (0/1 scores) = {observed:.4f}")
-        else:
-            print(f"phi ({object_name}) = {reliability:.4f}: {label} (Koo & Li)")
-        if choice.note:
-            print(f"note: {choice.note}")
-    return convergence_status([] if fit.converged else
-                              [f"the {fit.method.upper()} fit did not converge ({fit.message})"])
+        print(fit.summary())
+    return convergence_status(fit.not_converged())

@@ -89,6 +89,13 @@ class ModelFrame:
                                                          self.spec.intercept)
         return self._computed["gaussian"]
 
+    def fitted(self, key, fit):
+        """``fit()``, computed once per frame and ``key`` (the method and settings of a fit): every analysis of
+        one model frame shares its REML and ML fits."""
+        if ("fit", key) not in self._computed:
+            self._computed[("fit", key)] = fit()
+        return self._computed[("fit", key)]
+
     def binomial(self):
         """The binomial cell counts (``design.binomial.BinomialCells``), computed once."""
         if "binomial" not in self._computed:

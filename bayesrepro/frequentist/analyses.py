@@ -30,7 +30,8 @@ from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula
 from . import reference as ref
 from .contrasts import SmallSample, estimated_means, pairwise_contrasts, slopes
 from .ddf import KENWARD_ROGER, SATTERTHWAITE, small_sample_inference
-from .glrt import DEFAULT_SAMPLES, GlrtResult, calibrate, check_samples, compare_fits, glrt, nested_frames
+from .glrt import (DEFAULT_SAMPLES, GlrtResult, calibrate, check_samples, compare_fits, fixed_parts_equal, glrt,
+                   nested_frames)
 from .lmm import fit_model_frame
 
 
@@ -69,14 +70,14 @@ class Comparison:
 
 def compare_levels(h1, data=None, factor: str = "system", where: str | None = None,
                    drop_missing: bool = False, reference: str = ref.AUTO, bootstrap_samples: int = DEFAULT_SAMPLES,
-                   seed=None) -> Comparison:
-    """Do the levels of ``factor`` differ? H0 drops every fixed term involving it.
+                   seed=None, h0=None) -> Comparison:
+    """Do the levels of ``factor`` differ? H0 drops every fixed term involving it (or is ``h0``, when given).
 
     ``h1`` is a formula (then ``data`` is read and filtered by ``where``) or a model frame already built.
     """
     spec = _spec(h1)
     _require_fixed(spec, factor)
-    h0 = spec.rewritten(drop_fixed=lambda used: factor in used)
+    h0 = h0 or spec.rewritten(drop_fixed=lambda used: factor in used)
     test, frame0, frame1, small = _tested(h0, h1, data, where, drop_missing, reference, bootstrap_samples, seed)
     fit = small.fit if small else test.h1
     means = estimated_means(fit, frame1, factor, small_sample=small)
@@ -86,10 +87,10 @@ def compare_levels(h1, data=None, factor: str = "system", where: str | None = No
 
 def compare_conditional(h1, data=None, factor: str = "system", by: str | None = None, where: str | None = None,
                         drop_missing: bool = False, reference: str = ref.AUTO,
-                        bootstrap_samples: int = DEFAULT_SAMPLES, seed=None) -> Comparison:
+                        bootstrap_samples: int = DEFAULT_SAMPLES, seed=None, h0=None) -> Comparison:
     """Does the difference between levels of ``factor`` depend on the data property ``by``?
 
-    H0 drops the interaction terms of ``factor`` and ``by``. For a categorical
+    H0 drops the interaction terms of ``factor`` and ``by`` (or is ``h0``, when given). For a categorical
     property, levels are compared within each of its levels; for a numeric
     one, the slope of the score in it is estimated per level and compared.
     """
@@ -100,7 +101,7 @@ def compare_conditional(h1, data=None, factor: str = "system", by: str | None = 
     _require_fixed(spec, by)
     if not any({factor, by} <= used for used in spec.term_variables):
         raise BayesreproError(f"H1 {spec.formula!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
-    h0 = spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
+    h0 = h0 or spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
     test, frame0, frame1, small = _tested(h0, h1, data, where, drop_missing, reference, bootstrap_samples, seed)
     fit = small.fit if small else test.h1
     if _is_numeric(frame1.cells[by]):
@@ -191,7 +192,8 @@ def _tested(h0, h1, data, where, drop_missing, reference, samples, seed):
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     frame1.stats(), frame0.stats()   # the larger model's dense block is checked against the memory limit first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    test = calibrate(compare_fits(fit0, fit1, variance_component_only=False), frame0, frame1, reference, samples, seed)
+    test = calibrate(compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1)), frame0, frame1,
+                     reference, samples, seed)
     small = None
     if test.calibrated and ref.dense_size(frame1) <= ref.DENSE_LIMIT:
         reml = fit_model_frame(frame1, "reml")

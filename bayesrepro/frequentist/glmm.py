@@ -162,8 +162,10 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
 
 
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
+    """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
-    return fit_binomial_cells(frame.binomial(), family.link, nagq, family.name, notes)
+    return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
+                        lambda: fit_binomial_cells(frame.binomial(), family.link, nagq, family.name, notes))
 
 
 def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",

@@ -119,6 +119,11 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
 
 
 def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
+    """The fit of ``frame`` by ``method``, computed once per frame (``ModelFrame.fitted``)."""
+    return frame.fitted(method, lambda: fit_frame_once(frame, method))
+
+
+def fit_frame_once(frame: ModelFrame, method: str) -> LmmFit:
     if frame.n_obs <= frame.n_fixed:
         raise BayesreproError(
             f"{frame.n_obs} observations cannot estimate {frame.n_fixed} fixed effects of {frame.formula!r}"

@@ -17,7 +17,7 @@ from ..data import read_table
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from ..design.cells import levels_of
 from ..errors import BayesreproError
-from ..frequentist.lmm import fit_model_frame
+from ..frequentist.fitting import component_variances, fit_frame
 from .assumptions import GAUSSIAN, LINEAR_PROBABILITY, Assumptions
 from .structure import REPLICATE, build_structure
 
@@ -109,11 +109,9 @@ def analyse_pilot(formula: str, data, contrast: str | Contrast, effect: float | 
     structure, counts = facet_structure(frame, contrast.factor, (contrast.level_a, contrast.level_b))
     notes = [f"pilot: {frame.n_obs} scores"]
     options = {}
+    fit = fit_frame(frame, resolved, "reml")
+    variances = component_variances(fit)
     if resolved.binary:
-        from ..frequentist.glmm import fit_glmm_frame
-
-        fit = fit_glmm_frame(frame, resolved)
-        variances = {**fit.variances, "Residual": fit.latent_residual}
         if resolved.name == "binomial":           # p(successes, trials): a cell's trials, not its rows
             counts[REPLICATE] = int(max(1, frame.binomial().trials.min()))
         plan_family, source = resolved.name, f"ML fit (Laplace) of the binary GLMM to the pilot ({frame.n_obs} scores)"
@@ -122,8 +120,6 @@ def analyse_pilot(formula: str, data, contrast: str | Contrast, effect: float | 
                      f"power by simulating {'0/1 scores' if resolved.name == 'bernoulli' else 'binomial cells'} "
                      f"from the fit and refitting the GLMM")
     else:
-        fit = fit_model_frame(frame, "reml")
-        variances = dict(fit.variances)
         binary = frame.is_binary()
         plan_family = LINEAR_PROBABILITY if binary else GAUSSIAN
         source = f"REML fit of the pilot ({frame.n_obs} scores)"

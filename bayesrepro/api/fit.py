@@ -1,0 +1,169 @@
+"""``br.Fit``: the frequentist fit of a model (Gaussian LMM by REML/ML, or binary GLMM by ML) as ``vca`` reports it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .display import Result
+
+
+class Fit(Result):
+    """A fitted mixed model: variance components, reliability φ and fixed effects.
+
+    Returned by ``Model.fit``; one type for Gaussian scores (REML or ML) and
+    for 0/1 or binomial scores (ML by Laplace or adaptive quadrature, variance
+    components on the latent scale of the link).
+
+    Parameters
+    ----------
+    engine_fit : object
+        The engine's fit (``LmmFit`` or ``GlmmFit``).
+    family : Family
+        The resolved family of the scores.
+    choice : ObjectChoice
+        The object of measurement of φ and the note that explains a default choice.
+    stats : GaussianStats or None
+        Sufficient statistics of a Gaussian model, for the Satterthwaite degrees of freedom of a REML fit
+        (None: Wald z, as for a design too large for the dense Satterthwaite algebra).
+
+    Attributes
+    ----------
+    components : pandas.DataFrame
+        One row per variance component, the residual included (latent for binary scores): ``variance`` and
+        ``percent`` of the total.
+    fixed_effects : pandas.DataFrame
+        One row per fixed effect: ``estimate``, ``std_error``, ``df``, ``t`` and ``p``. For a Gaussian REML fit
+        ``df`` is Satterthwaite's, as lmerTest gives it, and ``p`` is read from t on ``df``; for an ML fit, a
+        binary GLMM, or a design too large for the dense Satterthwaite algebra, ``df`` is infinite (``None`` in
+        ``to_dict``) and ``t`` is the Wald z with its normal ``p``, as lme4 reports GLMMs.
+    phi : float
+        Reliability φ of the object of measurement: its variance over itself plus the residual variance
+        (Brennan's absolute coefficient of the one-facet design; latent scale for binary scores).
+    phi_observed : float or None
+        For binary scores, φ on the observation scale (the correlation of two 0/1 scores of the same object);
+        None for Gaussian scores.
+    object : str
+        The object of measurement of φ.
+    method : str
+        ``"reml"`` or ``"ml"``.
+    converged : bool
+        Whether the optimiser met its convergence test.
+    boundary : list of str
+        The grouping factors whose variance was estimated at exactly zero (a singular fit).
+    """
+
+    def __init__(self, engine_fit, family, choice, stats=None):
+        from ..frequentist.fitting import component_variances
+        from ..reliability import phi
+
+        self.engine_fit = engine_fit
+        self.family = family
+        self.object = choice.name
+        self.notes = list(engine_fit.notes) + ([choice.note] if choice.note else [])
+        self._choice_note = choice.note
+        self._stats = stats
+        self._fixed = None
+        self.variances = component_variances(engine_fit)
+        self.phi = float(phi(self.variances, self.object))
+        self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
+        self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
+
+    @property
+    def koo_li_label(self) -> str:
+        """Koo & Li's label of φ (poor, moderate, good, excellent)."""
+        from ..reliability import koo_li_label
+
+        return koo_li_label(self.phi)
+
+    @property
+    def components(self) -> pd.DataFrame:
+        """Variance and percent of the total of every component, the residual included."""
+        from ..reliability import vca_table
+
+        return vca_table(self.variances, self.object)
+
+    @property
+    def fixed_effects(self) -> pd.DataFrame:
+        """Estimate, standard error, degrees of freedom, t and p of every fixed effect (see the class)."""
+        if self._fixed is None:
+            self._fixed = _fixed_effect_tests(self.engine_fit, self._stats)
+        return self._fixed
+
+    def _problems(self) -> list[str]:
+        fit = self.engine_fit
+        return [] if fit.converged else [f"the {fit.method.upper()} fit did not converge ({fit.message})"]
+
+    def _payload(self) -> dict:
+        fit, family = self.engine_fit, self.family
+        payload = {
+            "method": fit.method,
+            "n_obs": fit.n_obs,
+            "components": [{"name": name, "variance": float(row.variance), "percent": float(row.percent)}
+                           for name, row in self.components.iterrows()],
+            "phi": self.phi,
+            "koo_li_label": self.koo_li_label,
+            "object": self.object,
+            "loglik": fit.loglik,
+            "reml_criterion": fit.reml_criterion,
+            "converged": fit.converged,
+            "boundary": fit.boundary,
+            "notes": self.notes,
+            "family": family.name,
+            "link": family.link,
+            "scale": family.scale,
+        }
+        if hasattr(fit, "variance_se"):   # the method of moments: no likelihood, simulated standard errors
+            payload.update(variance_se=fit.variance_se, replicates=fit.replicates)
+        if family.binary:
+            payload.update(phi_observed=self.phi_observed, approximation=fit.approximation, n_cells=fit.n_cells)
+        payload["fixed_effects"] = [{"term": term, **row} for term, row in
+                                    self.fixed_effects.to_dict(orient="index").items()]
+        return payload
+
+    def _text(self) -> str:
+        lines = [str(self.engine_fit)]
+        if self.family.binary:
+            lines.append(f"phi ({self.object}, latent {self.family.link} scale) = {self.phi:.4f}: {self.koo_li_label} "
+                         f"(Koo & Li); on the observation scale (0/1 scores) = {self.phi_observed:.4f}")
+        else:
+            lines.append(f"phi ({self.object}) = {self.phi:.4f}: {self.koo_li_label} (Koo & Li)")
+        if self._choice_note:
+            lines.append(f"note: {self._choice_note}")
+        return "\n".join(lines)
+
+    def plot(self, title: str | None = None):
+        """Draw the percent of the total variance of every component as bars.
+
+        Parameters
+        ----------
+        title : str, optional
+            The figure's title (default: the formula).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure, to display or to save.
+        """
+        from ..plots import component_bars
+
+        return component_bars(self.components["percent"], title or self.engine_fit.formula)
+
+
+def _fixed_effect_tests(fit, stats) -> pd.DataFrame:
+    """Estimate, SE, df, t and p of every coefficient: Satterthwaite t for a REML fit (lmerTest), else Wald z."""
+    from scipy.special import ndtr
+
+    from ..frequentist.ddf import SATTERTHWAITE, small_sample_inference, t_p_values
+    from ..runtime import numerical_work
+
+    estimate = np.asarray(fit.beta, dtype=float)
+    se, df = fit.se, np.full(len(estimate), np.inf)
+    if stats is not None and fit.method == "reml":
+        with numerical_work():   # computed when first asked for, perhaps outside any other numerical work
+            se, df = small_sample_inference(stats, fit).contrasts(np.eye(len(estimate)), SATTERTHWAITE)
+    t = estimate / se
+    p = np.where(np.isfinite(df), t_p_values(estimate, se, np.where(np.isfinite(df), df, 1.0)),
+                 2.0 * ndtr(-np.abs(t)))
+    return pd.DataFrame({"estimate": estimate, "std_error": se, "df": df, "t": t, "p": p},
+                        index=pd.Index(fit.fixed_names, name="term"))

@@ -1,0 +1,84 @@
+"""``br.Posterior``: the posterior of a model's variance components and φ, as ``phi`` reports it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .display import Result
+
+
+class Posterior(Result):
+    """Posterior draws of every variance component and of φ, with the sampler's diagnostics.
+
+    Returned by ``Model.sample``.
+
+    Parameters
+    ----------
+    bayes : BayesFit
+        The Bayesian engine's fit.
+    prob : float
+        Probability of every central interval the summary and ``to_dict`` show.
+
+    Attributes
+    ----------
+    components : pandas.DataFrame
+        One row per component (residual included; latent scale for binary scores): posterior median
+        ``variance`` with its interval (``low``, ``high``) and its share of the total (``share``, ``share_low``,
+        ``share_high``).
+    phi : dict
+        φ of the object of measurement: posterior ``median``, interval ``low`` and ``high``, ``prob``, ``scale``
+        ("observed", or "latent" for binary scores) and ``bands``, the posterior probability of each Koo & Li band.
+    idata : arviz.InferenceData
+        Every posterior variable, for ArviZ.
+    """
+
+    def __init__(self, bayes, prob: float = 0.95):
+        self.bayes = bayes
+        self.prob = prob
+        self.object = bayes.object
+
+    @property
+    def components(self) -> pd.DataFrame:
+        """Posterior median, interval and share of the total of every component."""
+        return self.bayes.summary(self.prob)
+
+    @property
+    def phi(self) -> dict:
+        """Posterior median and interval of φ, and the probability of each Koo & Li band."""
+        return self.bayes.phi(self.prob)
+
+    @property
+    def idata(self):
+        """The draws as ArviZ InferenceData."""
+        return self.bayes.idata
+
+    @property
+    def converged(self) -> bool:
+        """Whether R-hat, ESS and divergences say the sampler converged."""
+        return self.bayes.diagnostics.converged
+
+    def _problems(self) -> list[str]:
+        return [] if self.converged else [f"the sampler did not converge ({self.bayes.diagnostics.line()})"]
+
+    def _payload(self) -> dict:
+        return self.bayes.to_dict(self.prob)
+
+    def _text(self) -> str:
+        return self.bayes.describe(self.prob)
+
+    def plot(self, title: str | None = None):
+        """The posterior density of φ over the Koo & Li bands.
+
+        Parameters
+        ----------
+        title : str, optional
+            The figure's title (default: "Reliability phi and the Koo & Li bands").
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            A histogram of the draws of φ with its median and interval, over the shaded bands.
+        """
+        from ..plots import phi_posterior
+
+        return phi_posterior(self.bayes.draws["phi"], object=self.object, title=title, prob=self.prob)

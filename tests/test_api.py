@@ -1,0 +1,220 @@
+"""The public API (``import bayesrepro as br``): light to import, the same numbers as the commands, errors that
+name the Python argument."""
+
+import html
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bayesrepro as br
+from bayesrepro.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+DYESTUFF = str(DATA / "dyestuff.csv.gz")
+PENICILLIN = str(DATA / "penicillin.csv.gz")
+UNBALANCED = str(DATA / "small_sample_unbalanced.csv.gz")
+HEAVY = {"pymc", "pytensor", "arviz", "bambi", "numba", "duckdb", "pyspark", "nutpie", "matplotlib"}
+REFERENCE = json.loads((ROOT / "tests" / "reference" / "fixed_effects.json").read_text())
+
+
+def command_json(capsys, *argv, status: int = 0) -> dict:
+    assert main([*argv, "--json"]) == status
+    return json.loads(capsys.readouterr().out)
+
+
+def test_import_loads_no_numerical_library_and_every_name_resolves():
+    script = ("import sys, bayesrepro as br; before = set(sys.modules); "
+              "[getattr(br, name) for name in br.__all__]; "
+              "print(sorted({m.split('.')[0] for m in before}), sorted({m.split('.')[0] for m in sys.modules}))")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    at_import, after_names = (set(eval_list(part)) for part in out.strip().split("] [", 1))
+    assert not at_import & (HEAVY | {"numpy", "pandas", "scipy"})
+    assert not after_names & HEAVY
+
+
+def eval_list(text: str) -> list[str]:
+    return [name.strip(" '[]\n") for name in text.split(",")]
+
+
+def test_all_names_are_documented():
+    for name in br.__all__:
+        assert getattr(br, name).__doc__, name
+    assert {"read", "load_dataset", "Model", "Fit", "Posterior", "BayesreproError"} <= set(br.__all__)
+
+
+def test_fit_equals_vca_json_and_is_cached(capsys):
+    model = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"])
+    fit = model.fit()
+    assert fit.to_dict() == command_json(capsys, "vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)",
+                                         "--categorical", "Batch")
+    assert model.fit().engine_fit is fit.engine_fit
+    assert fit.components.loc["Residual", "variance"] == pytest.approx(fit.variances["Residual"])
+    assert fit._repr_html_() == f"<pre>{html.escape(fit.summary())}</pre>"
+
+
+def test_binary_fit_equals_vca_json(capsys):
+    formula = "p(incidence, size) ~ period + (1|herd)"
+    cbpp = str(DATA / "cbpp.csv.gz")
+    fit = br.Model(formula, cbpp, categorical=["herd", "period"]).fit()
+    assert fit.to_dict() == command_json(capsys, "vca", cbpp, "--formula", formula, "--categorical", "herd,period")
+    assert fit.phi_observed is not None and set(fit.fixed_effects.columns) == {"estimate", "std_error", "df", "t", "p"}
+
+
+@pytest.mark.parametrize("name", ["unbalanced", "penicillin"])
+def test_fixed_effects_as_lmertest(name):
+    reference = REFERENCE["designs"][name]
+    data = str(DATA / reference["data"])
+    factors = {"unbalanced": ["system", "item", "seed"], "penicillin": ["plate", "sample"]}[name]
+    table = br.Model(reference["formula"], data, categorical=factors).fit().fixed_effects
+    for column in ("estimate", "std_error", "df", "t", "p"):
+        # REML optimum to ~1e-6 relative in θ: df and p follow to about that
+        np.testing.assert_allclose(table[column], np.atleast_1d(reference[column]), rtol=2e-5, err_msg=column)
+
+
+def test_fixed_effects_of_an_ml_fit_are_wald_z():
+    table = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit("ml").fixed_effects
+    assert np.isinf(table["df"]).all()
+    assert table.loc["Intercept", "t"] == pytest.approx(table.loc["Intercept", "estimate"]
+                                                          / table.loc["Intercept", "std_error"])
+
+
+def test_glrt_equals_glrt_json(capsys):
+    h1, h0 = "diameter ~ 1 + (1|plate) + (1|sample)", "diameter ~ 1 + (1|plate)"
+    test = br.Model(h1, PENICILLIN, categorical=["plate", "sample"]).glrt(h0, reference="chi2")
+    assert test.to_dict() == command_json(capsys, "glrt", PENICILLIN, "--h0", h0, "--h1", h1,
+                                          "--categorical", "plate,sample", "--reference", "chi2")
+    assert test.summary().startswith("GLRT")
+
+
+def test_plan_equals_plan_json(capsys):
+    formula = "ter ~ system + (1|sentence_id) + (1|system:replication)"
+    plan = br.Model(formula, "kreutzer_ter").plan("system=Marking-Baseline", {"sentence_id": [100, 400],
+                                                                              "replication": [3]}, simulations=0)
+    assert plan.to_dict() == command_json(capsys, "plan", "kreutzer_ter", "--formula", formula, "--contrast",
+                                          "system=Marking-Baseline", "--vary", "sentence_id=100,400",
+                                          "--vary", "replication=3", "--simulations", "0")
+    assert list(plan.rows["sentence_id"]) == [100, 400]
+
+
+@pytest.mark.parametrize("call, argument, argv, flag", [
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, object="Plate"), "object=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--object", "Plate"], "--object"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).fit(nagq=3), "nagq=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--nagq", "3"], "--nagq"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).fit(method="mle"), "method=", None, None),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, spark_master="local"), "spark_master=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--spark-master", "local"], "--spark-master"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(prior_scale={"Plate": 1}), "prior_scale=",
+     ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--prior-scale", "Plate=1"], "--prior-scale"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(draws=5), "draws=",
+     ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--draws", "5"], "--draws"),
+    (lambda: br.Model("diameter ~ 1 + (1|plate) + (1|sample)", PENICILLIN).glrt("diameter ~ 1 + (1|plate)",
+                                                                                  reference="exact"), "reference=",
+     ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
+      "--reference", "exact"], "--reference"),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").compare(n_boot=0), "n_boot=",
+     ["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--bootstrap", "0"], "--bootstrap"),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan("system=Marking-Baseline",
+                                                                            {"seed": [3]}), "vary",
+     ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast", "system=Marking-Baseline",
+      "--vary", "seed=3"], "--vary"),
+    (lambda: br.read(DYESTUFF, categorical=["Plate"]), "categorical", None, None),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan("system=Marking-Baseline",
+                                                                            "sentence_id=3"), "vary=", None, None),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
+        "system=Marking-Baseline", {"sentence_id": [10]}, cost="sentence_id=1", budget=100, maximum={"seed": 3}),
+     "maximum=", ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast",
+                  "system=Marking-Baseline", "--vary", "sentence_id=10", "--cost", "sentence_id=1", "--budget", "100",
+                  "--max", "seed=3"], "--max"),
+])
+def test_errors_name_the_python_argument_and_the_flag(call, argument, argv, flag, capsys):
+    with pytest.raises(br.BayesreproError) as caught:
+        call()
+    assert argument in str(caught.value) and "--" not in str(caught.value)
+    if argv is not None:
+        assert main(argv) == 2
+        message = capsys.readouterr().err
+        assert flag in message and argument not in message.replace(flag, "")
+
+
+@pytest.mark.parametrize("h0", [None, "score ~ 1 + (1|item)"])
+def test_compare_fits_each_model_once(h0, monkeypatch, capsys):
+    import collections
+
+    import bayesrepro.frequentist.lmm as lmm
+
+    fits = collections.Counter()
+    once = lmm.fit_frame_once
+
+    def counted(frame, method):
+        fits[frame.formula, method] += 1
+        return once(frame, method)
+
+    monkeypatch.setattr(lmm, "fit_frame_once", counted)
+    formula = "score ~ system + (1|item)"
+    model = br.Model(formula, UNBALANCED, categorical=["system", "item"])
+    # a short run: whether the sampler converged does not matter here, but a Python caller is told
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        side = model.compare(h0=h0, n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+    told = [w for w in caught if issubclass(w.category, br.ConvergenceWarning)]
+    assert len(told) == (1 if side.not_converged() else 0)
+    assert fits == {(formula, "reml"): 1, (formula, "ml"): 1, ("score ~ 1 + (1|item)", "ml"): 1}
+    argv = ["compare", UNBALANCED, "--formula", formula, "--categorical", "system,item", "--bootstrap", "100",
+            "--draws", "100", "--tune", "100", "--chains", "2", "--allow-unconverged", *(["--h0", h0] if h0 else [])]
+    assert side.to_dict() == command_json(capsys, *argv, status=3 if side.not_converged() else 0)
+
+
+def test_posterior_equals_phi_json(capsys):
+    settings = dict(draws=200, tune=200, chains=2, seed=3)
+    with warnings.catch_warnings():   # a short run may not converge: the equality is the point here
+        warnings.simplefilter("ignore", br.ConvergenceWarning)
+        posterior = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).sample(**settings,
+                                                                                              allow_unconverged=True)
+    argv = ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--categorical", "Batch", "--draws", "200",
+            "--tune", "200", "--chains", "2", "--seed", "3", "--allow-unconverged"]
+    expected = command_json(capsys, *argv, status=3 if posterior.not_converged() else 0)
+    ours = posterior.to_dict()
+    assert ours.pop("seconds") >= 0 and expected.pop("seconds") >= 0   # wall-clock time, not a result
+    assert ours == expected
+    assert set(posterior.components.columns) >= {"variance", "low", "high"}
+    assert 0 < posterior.phi["median"] < 1
+
+
+def test_every_public_name_documents_its_parameters_and_returns():
+    validate = pytest.importorskip("numpydoc.validate").validate
+    names = []
+    for name in br.__all__:
+        value = getattr(br, name)
+        names.append(f"bayesrepro.{name}")
+        if isinstance(value, type):
+            names += [f"{value.__module__}.{name}.{member}" for klass in value.__mro__
+                      if klass.__module__.startswith("bayesrepro") for member, attribute in vars(klass).items()
+                      if not member.startswith("_") and (callable(attribute) or isinstance(attribute, property))]
+    checked = {"GL08", "PR01", "PR02", "RT01", "SS06", "PR10"}   # present, every parameter, returns, one-line summary
+    problems = {name: codes for name in sorted(set(names))
+                if (codes := [code for code, _ in validate(name)["errors"] if code in checked])}
+    assert problems == {}
+
+
+def test_figures_of_the_results():
+    from matplotlib.figure import Figure
+
+    fit = br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit()
+    figure = fit.plot()
+    assert isinstance(figure, Figure) and [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["Batch",
+                                                                                                      "Residual"]
+    plan = br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
+        "system=Marking-Baseline", {"sentence_id": [100, 400]}, simulations=0, figure=True)
+    assert isinstance(plan.plot(), Figure)
+    with pytest.raises(br.BayesreproError, match="figure=True"):
+        br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
+            "system=Marking-Baseline", {"sentence_id": [100]}, simulations=0).plot()
