@@ -21,6 +21,7 @@ _EXPORTS = {
     "GlrtTest": "bayesrepro.api.results",
     "Comparison": "bayesrepro.api.results",
     "PowerPlan": "bayesrepro.api.planning",
+    "krippendorff_alpha": "bayesrepro.instruments.agreement",
     "BayesreproError": "bayesrepro.errors",
     "NotConvergedError": "bayesrepro.errors",
     "ConvergenceWarning": "bayesrepro.errors",
