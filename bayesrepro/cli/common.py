@@ -134,11 +134,12 @@ def sampling_settings(args, **extra):
                             allow_unconverged=args.allow_unconverged, **extra)
 
 
-def formula_of(text: str, option: str = "--formula", object: str | None = None):
-    """The parsed formula (refused in one line naming ``option``), with ``--object`` checked against it."""
+def formula_of(text: str, option: str = "--formula", object: str | None = None, slopes: bool = False):
+    """The parsed formula (refused in one line naming ``option``), with ``--object`` checked against it; random
+    slopes only where the command fits them (``slopes``)."""
     from ..design import parse_formula
 
-    spec = parse_formula(text)
+    spec = parse_formula(text, slopes=slopes)
     if object is not None and object not in spec.group_names:
         raise BayesreproError(
             f"--object '{object}' is not a grouping factor of {option} {text!r}; "

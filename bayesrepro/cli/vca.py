@@ -30,9 +30,9 @@ def run(args) -> int:
 
     from ..frequentist.quadrature import check_nodes
 
-    spec = formula_of(args.formula, object=args.object)
+    spec = formula_of(args.formula, object=args.object, slopes=True)
     check_nodes(args.nagq, len(spec.group_names))
-    frame = frame_of(args, args.formula)
+    frame = frame_of(args, spec)
     family = resolve_family(frame, args.family, args.link)
     if family.binary:
         from ..frequentist.glmm import fit_glmm_frame
@@ -77,6 +77,8 @@ def run(args) -> int:
         }
         if family.binary:
             payload.update(phi_observed=observed, approximation=fit.approximation, n_cells=fit.n_cells)
+        else:
+            payload["random_effects"] = fit.varcorr()
         print_json(payload)
     else:
         print(fit)

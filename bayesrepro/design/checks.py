@@ -62,7 +62,7 @@ def require_estimable(frame) -> None:
             f"{frame.formula!r} has {X.shape[1]} fixed effect(s) and {len(frame.groups) + 1} variance component(s) "
             f"but only {sums.n_obs} observations; it needs at least {n_parameters}: simplify the formula or add data"
         )
-    stats = frame.stats()
+    stats = frame.fixed_products()
     xtx, xty, yty = stats.xtx, stats.xty, stats.yty
     total = _total_squares(sums)
     if _residual(yty, xty, xtx) <= EXACT_FIT * total:
@@ -88,7 +88,7 @@ def require_estimable(frame) -> None:
                 "residual variance is zero and the model cannot be estimated; check the score column, or analyse "
                 f"one score per level of '{group.name}'"
             )
-    if _joint_residual(stats) <= EXACT_FIT * total:
+    if _joint_residual(frame, X.shape[1]) <= EXACT_FIT * total:
         raise BayesreproError(
             f"the fixed effects and grouping factors of {frame.formula!r} reproduce '{frame.response}' exactly (the "
             "scores are a sum of level effects without noise): the residual variance is zero and the model cannot "
@@ -124,14 +124,15 @@ def _residual(yty: float, xty: np.ndarray, xtx: np.ndarray) -> float:
     return float(yty - xty @ _solve(xtx, xty)) if xty.size else float(yty)
 
 
-def _joint_residual(stats) -> float:
+def _joint_residual(frame, p: int) -> float:
     """The residual sum of squares of y on X and every factor's indicators, the dominant factor eliminated.
 
     Skipped (infinite) when the remaining dense system would be too large to solve quickly.
     """
-    p, q = stats.xtx.shape[0], stats.rest_gram.shape[0]
-    if p + q > JOINT_LIMIT or stats.n_groups < 2:
+    sizes = sorted(g.n_levels for g in frame.groups)
+    if p + sum(sizes[:-1]) > JOINT_LIMIT or len(sizes) < 2:
         return np.inf
+    stats = frame.intercept_stats()
     inverse = 1.0 / stats.dominant_counts
     cross = stats.cross.toarray() if hasattr(stats.cross, "toarray") else np.asarray(stats.cross)
     left = np.hstack([stats.dominant_zx, cross])                      # Z1'[X Zr]
@@ -144,7 +145,7 @@ def _term_fixing(frame, zx: np.ndarray, counts: np.ndarray) -> str:
     """The first fixed term that alone (with the intercept) fixes every level; else all of them."""
     always = [j for term, columns in frame.fixed_term_columns.items() if term == "Intercept"
               for j in range(columns.start, columns.stop)]
-    weights = frame.stats().xtx
+    weights = frame.fixed_products().xtx
     for term, columns in frame.fixed_term_columns.items():
         if term == "Intercept":
             continue

@@ -58,6 +58,28 @@ def gaussian_stats(frame: ModelFrame) -> GaussianStats:
     return frame.stats()
 
 
+@dataclass(frozen=True)
+class FixedProducts:
+    """The cross-products of the response and the fixed design alone (y shifted by its mean under an intercept)."""
+
+    xtx: np.ndarray
+    xty: np.ndarray
+    yty: float
+    y_shift: float
+
+
+def fixed_products(sums: GroupedSums, X_cells: np.ndarray, intercept: bool) -> FixedProducts:
+    n = sums.n_obs
+    y_shift = float(sums.cell_total.sum() / n) if intercept else 0.0
+    cell_mean = sums.cell_total / np.maximum(sums.cell_n, 1.0)
+    return FixedProducts(
+        xtx=X_cells.T @ (X_cells * sums.cell_n[:, None]),
+        xty=X_cells.T @ (sums.cell_total - sums.cell_n * y_shift),
+        yty=float(sums.cell_m2.sum() + sums.cell_n @ (cell_mean - y_shift) ** 2),
+        y_shift=y_shift,
+    )
+
+
 def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[str], intercept: bool) -> GaussianStats:
     """Every cross-product of the model from the grouped sums and the fixed design of each cell.
 
@@ -68,8 +90,8 @@ def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[st
     """
     n_cells, p = X_cells.shape
     n = sums.n_obs
-    y_shift = float(sums.cell_total.sum() / n) if intercept else 0.0
-    cell_mean = sums.cell_total / np.maximum(sums.cell_n, 1.0)
+    fixed = fixed_products(sums, X_cells, intercept)
+    y_shift = fixed.y_shift
     shifted_total = sums.cell_total - sums.cell_n * y_shift
     order = sorted(range(len(sums.sizes)), key=lambda k: -sums.sizes[k])
     level_sums = [_level_sums(part, size, X_cells, y_shift) for part, size in zip(sums.factors, sums.sizes)]
@@ -107,9 +129,9 @@ def stats_from_sums(sums: GroupedSums, X_cells: np.ndarray, group_names: list[st
         cross=cross,
         rest_zy=rest_zy,
         rest_zx=rest_zx,
-        xtx=X_cells.T @ weighted,
-        xty=X_cells.T @ shifted_total,
-        yty=float(sums.cell_m2.sum() + sums.cell_n @ (cell_mean - y_shift) ** 2),
+        xtx=fixed.xtx,
+        xty=fixed.xty,
+        yty=fixed.yty,
         y_shift=y_shift,
         y_sum=float(shifted_total.sum()),
         x_sum=weighted.sum(axis=0),

@@ -48,6 +48,15 @@ class Solution:
     beta: np.ndarray
     fixed_precision: np.ndarray  # R_X'R_X, so Var(β̂) = σ² (R_X'R_X)⁻¹
     gradient: np.ndarray | None = None  # of the criterion in θ, when asked for
+    spherical: np.ndarray | None = None  # u, the spherical random effects (b = Λθu), where computed
+
+
+def profiled_criterion(s: Solution, n: int, p: int, reml: bool) -> float:
+    """lme4's REML criterion or ML deviance (−2 log L) with σ² profiled out."""
+    if reml:
+        dof = n - p
+        return s.logdet_random + s.logdet_fixed + dof * (1.0 + LOG_2PI + np.log(s.r2 / dof))
+    return s.logdet_random + n * (1.0 + LOG_2PI + np.log(s.r2 / n))
 
 
 class ProfiledDeviance:
@@ -81,11 +90,7 @@ class ProfiledDeviance:
             return np.inf
 
     def criterion(self, s: Solution) -> float:
-        n, p = self.cross.n_obs, self.cross.n_fixed
-        if self.reml:
-            dof = n - p
-            return s.logdet_random + s.logdet_fixed + dof * (1.0 + LOG_2PI + np.log(s.r2 / dof))
-        return s.logdet_random + n * (1.0 + LOG_2PI + np.log(s.r2 / n))
+        return profiled_criterion(s, self.cross.n_obs, self.cross.n_fixed, self.reml)
 
     def sigma2(self, s: Solution) -> float:
         n, p = self.cross.n_obs, self.cross.n_fixed
