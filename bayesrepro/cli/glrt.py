@@ -31,9 +31,9 @@ def run(args) -> int:
     from ..frequentist.reference import check_reference
 
     reference = check_reference(args.reference)
-    formula_of(args.h0, "--h0")
-    formula_of(args.h1, "--h1")
-    result = glrt(args.h0, frame_of(args, args.h1), reference=reference, bootstrap_samples=args.bootstrap_samples,
+    formula_of(args.h0, "--h0", slopes=True)
+    spec1 = formula_of(args.h1, "--h1", slopes=True)
+    result = glrt(args.h0, frame_of(args, spec1), reference=reference, bootstrap_samples=args.bootstrap_samples,
                   seed=args.seed, family=args.family, link=args.link)
     if args.json:
         print_json(result.to_dict())

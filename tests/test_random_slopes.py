@@ -1,0 +1,104 @@
+"""Random slopes and correlated random effects against lme4 (tests/reference/lme4_slopes.R and its JSON)."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bayesrepro.design import build_model_frame, parse_formula
+from bayesrepro.data import read_table
+from bayesrepro.errors import BayesreproError
+from bayesrepro.frequentist.glrt import glrt
+from bayesrepro.frequentist.lmm import fit_model_frame
+
+HERE = Path(__file__).parent
+REFERENCE = HERE / "reference" / "lme4_slopes.json"
+SD_RELATIVE = 1e-3
+CORRELATION_ABSOLUTE = 2e-3
+LOGLIK_SLACK = 1e-6
+CHISQ_ABSOLUTE = 1e-3
+
+
+def _reference():
+    return json.loads(REFERENCE.read_text())
+
+
+def _frame(dataset: str, formula: str):
+    return build_model_frame(parse_formula(formula, slopes=True), read_table(HERE / "data" / f"{dataset}.csv.gz"))
+
+
+def _name(text):
+    """lme4's '(Intercept)', 'condb' and formulae's 'Intercept', 'cond[b]' alike."""
+    return None if text is None else re.sub(r"[()\[\]]", "", text)
+
+
+def _rows(rows, group="grp"):
+    return {(row[group], _name(row["var1"]), _name(row["var2"])): row["sdcor"] for row in rows}
+
+
+def _check_against(fit, expected):
+    ours, theirs = _rows(fit.varcorr(), "group"), _rows(expected["varcorr"])
+    assert set(ours) == set(theirs)
+    residual = theirs[("Residual", None, None)]
+    for key, value in theirs.items():
+        if key[2] is None:   # an SD at zero (a singular fit) is compared on the residual's scale
+            assert ours[key] == pytest.approx(value, rel=SD_RELATIVE, abs=SD_RELATIVE * residual), key
+        else:
+            assert ours[key] == pytest.approx(value, abs=CORRELATION_ABSOLUTE), key
+    assert fit.loglik >= expected["loglik"] - LOGLIK_SLACK
+    assert fit.converged
+    assert bool(fit.boundary) == expected["singular"]
+
+
+MODELS = sorted(_reference()["models"])
+
+
+@pytest.mark.parametrize("method", ["REML", "ML"])
+@pytest.mark.parametrize("key", MODELS)
+def test_fits_match_lme4(key, method):
+    model = _reference()["models"][key]
+    fit = fit_model_frame(_frame(model["data"], model["formula"]), method.lower())
+    _check_against(fit, model[method])
+    fixed = {_name(k): v for k, v in model[method]["fixef"].items()}
+    ours = dict(zip(map(_name, fit.fixed_names), fit.beta))
+    for name, value in fixed.items():
+        assert ours[name] == pytest.approx(value, rel=1e-4, abs=1e-6 * max(1.0, abs(value)))
+
+
+@pytest.mark.parametrize("key", sorted(_reference()["tests"]))
+def test_covariance_structure_glrt_matches_lme4(key):
+    case = _reference()["tests"][key]
+    rows = read_table(HERE / "data" / f"{case['data']}.csv.gz")
+    result = glrt(case["h0"], case["h1"], rows)
+    assert result.df == case["df"]
+    assert result.chi2 == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
+    assert result.reference == f"chi2({case['df']})"
+
+
+def test_slopes_are_refused_where_no_engine_fits_them():
+    with pytest.raises(BayesreproError, match=r"random slope '\(1 \+ x\|g\)'.*not supported here"):
+        parse_formula("y ~ x + (x|g)")
+    frame = _frame("sleepstudy", "Reaction ~ Days + (Days|Subject)")
+    with pytest.raises(BayesreproError, match="supports random intercepts only"):
+        frame.stats()
+
+
+def test_double_bar_expands_as_lme4():
+    spec = parse_formula("y ~ x + (1 + x + z || g) + (1|h)", slopes=True)
+    assert [t.text for t in spec.random_terms] == ["(1|g)", "(0 + x|g)", "(0 + z|g)", "(1|h)"]
+    assert spec.variables == ("y", "x", "z", "g", "h")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript is not installed")
+def test_reference_script_reproduces_the_stored_values(tmp_path):
+    """Re-run the R script and compare its output with the stored JSON (which the fast tests use)."""
+    stored = _reference()
+    subprocess.run(["Rscript", str(HERE / "reference" / "lme4_slopes.R")], check=True, capture_output=True)
+    fresh = _reference()
+    for key, model in stored["models"].items():
+        for method in ("REML", "ML"):
+            assert fresh["models"][key][method]["loglik"] == pytest.approx(model[method]["loglik"], abs=1e-6)
