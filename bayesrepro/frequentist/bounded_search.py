@@ -1,10 +1,8 @@
 """Minimising a profiled criterion over θ with lme4's bounds: diagonal entries of Λθ ≥ 0, the others free.
 
-L-BFGS-B from lme4's start (identity blocks) with forward-difference
-gradients (one evaluation per parameter, where an evaluation can be a large
-sparse factorisation), then restarted from its own optimum with central
-differences until the criterion stops improving (a restart discards a stale
-curvature estimate, and the central differences resolve the last digits). Diagonal entries that end at
+L-BFGS-B with central-difference gradients from the caller's start,
+restarted from its own optimum until the criterion stops improving (a
+restart discards a stale curvature estimate). Diagonal entries that end at
 zero are tried at small positive values, since the criterion's slope there
 can be flat. Convergence is lme4's test in spirit: the projected gradient
 (zero components of a bound that the gradient pushes against) is small.
@@ -48,14 +46,13 @@ def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray) -> tuple
 
 def _search(objective, start, bounds) -> tuple[np.ndarray, float]:
     theta, value = np.asarray(start, dtype=float), objective(start)
-    for attempt in range(RESTARTS):
-        result = scipy.optimize.minimize(objective, theta, method="L-BFGS-B", jac="3-point" if attempt else "2-point",
-                                         bounds=bounds,
+    for _ in range(RESTARTS):
+        result = scipy.optimize.minimize(objective, theta, method="L-BFGS-B", jac="3-point", bounds=bounds,
                                          options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 500})
         improved = result.fun < value - IMPROVEMENT * max(1.0, abs(value))
         if result.fun <= value:
             theta, value = result.x, float(result.fun)
-        if attempt and not improved:
+        if not improved:
             break
     return theta, value
 
