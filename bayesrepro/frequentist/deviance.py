@@ -59,7 +59,23 @@ def profiled_criterion(s: Solution, n: int, p: int, reml: bool) -> float:
     return s.logdet_random + n * (1.0 + LOG_2PI + np.log(s.r2 / n))
 
 
-class ProfiledDeviance:
+class ProfiledCriterion:
+    """The criterion and σ̂² from a ``Solution``; subclasses give ``solve(θ)``, ``n_obs``, ``n_fixed`` and ``reml``."""
+
+    def __call__(self, theta: np.ndarray) -> float:
+        try:
+            return self.criterion(self.solve(theta))
+        except np.linalg.LinAlgError:
+            return np.inf
+
+    def criterion(self, s: Solution) -> float:
+        return profiled_criterion(s, self.n_obs, self.n_fixed, self.reml)
+
+    def sigma2(self, s: Solution) -> float:
+        return s.r2 / (self.n_obs - self.n_fixed if self.reml else self.n_obs)
+
+
+class ProfiledDeviance(ProfiledCriterion):
     """−2 log-likelihood (ML) or the REML criterion as a function of θ (formula order)."""
 
     def __init__(self, cross: GaussianStats, reml: bool):
@@ -83,18 +99,13 @@ class ProfiledDeviance:
         size = len(self.cross.rest_zy) + self.cross.n_fixed
         return MAX_BLAS_THREADS if size >= PARALLEL_BLAS_SIZE else 1
 
-    def __call__(self, theta: np.ndarray) -> float:
-        try:
-            return self.criterion(self.solve(theta))
-        except np.linalg.LinAlgError:
-            return np.inf
+    @property
+    def n_obs(self) -> int:
+        return self.cross.n_obs
 
-    def criterion(self, s: Solution) -> float:
-        return profiled_criterion(s, self.cross.n_obs, self.cross.n_fixed, self.reml)
-
-    def sigma2(self, s: Solution) -> float:
-        n, p = self.cross.n_obs, self.cross.n_fixed
-        return s.r2 / (n - p if self.reml else n)
+    @property
+    def n_fixed(self) -> int:
+        return self.cross.n_fixed
 
     def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         theta = np.asarray(theta, dtype=float)

@@ -56,7 +56,7 @@ def start_of(design, y: np.ndarray) -> np.ndarray:
 
 
 def fit_general_frame(frame: ModelFrame, method: str):
-    from .lmm import LmmFit
+    from .lmm import fit_of
 
     frame.require_rows("a model with random slopes or two large crossed factors")
     design = random_design(frame.spec, frame.data)
@@ -65,27 +65,6 @@ def fit_general_frame(frame: ModelFrame, method: str):
         theta, converged, message = bounded_minimum(objective, start_of(design, frame.y), design.diagonal)
         solution = objective.solve(theta)
     sigma2 = objective.sigma2(solution)
-    variances = term_variances(design, theta, sigma2)
-    variances["Residual"] = float(sigma2)
-    notes = list(frame.notes)
-    if frame.spec.has_slopes:
-        notes.append(TERM_VARIANCE_NOTE)
-    else:
-        notes.append(SPARSE_NOTE.format(levels=dense_schur_levels(frame)))
-    return LmmFit(
-        formula=frame.formula,
-        method=method,
-        n_obs=frame.n_obs,
-        variances=variances,
-        fixed_names=list(frame.fixed_names),
-        beta=solution.beta,
-        covariance=sigma2 * np.linalg.inv(solution.fixed_precision),
-        criterion=objective.criterion(solution),
-        converged=converged,
-        message=message,
-        theta=theta,
-        n_levels={g.name: g.n_levels for g in frame.groups},
-        notes=notes,
-        random_effects=varcorr_rows(design, theta, sigma2),
-        singular=singular_terms(design, theta),
-    )
+    note = TERM_VARIANCE_NOTE if frame.spec.has_slopes else SPARSE_NOTE.format(levels=dense_schur_levels(frame))
+    return fit_of(frame, method, objective, solution, (converged, message), term_variances(design, theta, sigma2),
+                  [note], random_effects=varcorr_rows(design, theta, sigma2), singular=singular_terms(design, theta))

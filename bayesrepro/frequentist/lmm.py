@@ -152,21 +152,30 @@ def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
         solution = objective.solve(theta)
     sigma2 = objective.sigma2(solution)
     variances = {g.name: float(sigma2 * t * t) for g, t in zip(frame.groups, theta)}
-    variances["Residual"] = float(sigma2)
+    return fit_of(frame, method, objective, solution, (converged, message), variances)
+
+
+def fit_of(frame: ModelFrame, method: str, objective, solution, convergence: tuple[bool, str],
+           variances: dict[str, float], notes=(), **structure) -> LmmFit:
+    """The LmmFit at the optimum ``solution`` of ``objective``: ``variances`` of the random terms, the residual's
+    added; ``structure`` the covariance rows and singular terms where θ is not one per variance."""
+    sigma2 = objective.sigma2(solution)
+    converged, message = convergence
     return LmmFit(
         formula=frame.formula,
         method=method,
         n_obs=frame.n_obs,
-        variances=variances,
+        variances={**variances, "Residual": float(sigma2)},
         fixed_names=list(frame.fixed_names),
         beta=solution.beta,
         covariance=sigma2 * np.linalg.inv(solution.fixed_precision),
         criterion=objective.criterion(solution),
         converged=converged,
         message=message,
-        theta=theta,
+        theta=solution.theta,
         n_levels={g.name: g.n_levels for g in frame.groups},
-        notes=list(frame.notes),
+        notes=list(frame.notes) + list(notes),
+        **structure,
     )
 
 

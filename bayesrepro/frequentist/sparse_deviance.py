@@ -23,11 +23,11 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..design.random_design import RandomDesign
-from .deviance import Solution, profiled_criterion
+from .deviance import ProfiledCriterion, Solution
 from .sparse_factor import Factoriser
 
 
-class SparseProfiledDeviance:
+class SparseProfiledDeviance(ProfiledCriterion):
     """−2 log-likelihood (ML) or the REML criterion as a function of θ (lme4's layout, ``RandomDesign``)."""
 
     def __init__(self, design: RandomDesign, X: np.ndarray, y: np.ndarray, reml: bool):
@@ -61,18 +61,6 @@ class SparseProfiledDeviance:
     @property
     def n_theta(self) -> int:
         return self.design.n_theta
-
-    def __call__(self, theta: np.ndarray) -> float:
-        try:
-            return self.criterion(self.solve(theta))
-        except np.linalg.LinAlgError:
-            return np.inf
-
-    def criterion(self, s: Solution) -> float:
-        return profiled_criterion(s, self.n_obs, self.n_fixed, self.reml)
-
-    def sigma2(self, s: Solution) -> float:
-        return s.r2 / (self.n_obs - self.n_fixed if self.reml else self.n_obs)
 
     def penalized_matrix(self, theta: np.ndarray) -> tuple[sp.csc_matrix, sp.csc_matrix]:
         """A = Λ'Z'ZΛ + I and Λθ, in the permuted columns."""
