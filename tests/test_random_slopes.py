@@ -4,6 +4,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,28 @@ def test_reference_script_reproduces_the_stored_values(tmp_path):
     for key, model in stored["models"].items():
         for method in ("REML", "ML"):
             assert fresh["models"][key][method]["loglik"] == pytest.approx(model[method]["loglik"], abs=1e-6)
+
+
+def _command(*args):
+    return subprocess.run([sys.executable, "-m", "bayesrepro", *args], capture_output=True, text=True)
+
+
+def test_glrt_command_tests_a_correlation_against_chi2():
+    case = _reference()["tests"]["sleep_correlation"]
+    data = str(HERE / "data" / "sleepstudy.csv.gz")
+    run = _command("glrt", data, "--h0", case["h0"], "--h1", case["h1"], "--json")
+    assert run.returncode == 0, run.stderr
+    payload = json.loads(run.stdout)
+    assert payload["chi2"] == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
+    assert payload["reference"] == "chi2(1)" and "random slopes" in payload["reason"]
+    refused = _command("glrt", data, "--h0", case["h0"], "--h1", case["h1"], "--reference", "bootstrap")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "bayesrepro: error: --reference bootstrap is not available for models with random slopes; "
+        "use --reference chi2"]
+
+
+def test_terms_outside_the_larger_model_are_not_nested():
+    rows = read_table(HERE / "data" / "sleepstudy.csv.gz")
+    with pytest.raises(BayesreproError, match=r"H0's random-effect term '\(1 \+ Days\|Subject\)' is not contained"):
+        glrt("Reaction ~ Days + (Days|Subject)", "Reaction ~ Days + (Days||Subject)", rows)

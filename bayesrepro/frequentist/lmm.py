@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..errors import BayesreproError
 from ..runtime import numerical_work
-from ..design import ModelFrame, model_frame
+from ..design import ModelFrame, model_frame, parse_formula
 from .deviance import ProfiledDeviance
 from .optimise import BOUNDARY_THETA, optimise
 
@@ -133,6 +133,8 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
     bundled dataset name) or an already built ModelFrame.
     """
     method = _check_method(method)
+    if isinstance(formula, str):
+        formula = parse_formula(formula, slopes=True)
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     return fit_model_frame(frame, method)
 
