@@ -96,13 +96,17 @@ def test_double_bar_expands_as_lme4():
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript is not installed")
 def test_reference_script_reproduces_the_stored_values(tmp_path):
-    """Re-run the R script and compare its output with the stored JSON (which the fast tests use)."""
+    """Re-run the R script into a temporary folder: the same data and the same fits as the stored JSON."""
     stored = _reference()
-    subprocess.run(["Rscript", str(HERE / "reference" / "lme4_slopes.R")], check=True, capture_output=True)
-    fresh = _reference()
+    out = tmp_path / "lme4_slopes.json"
+    subprocess.run(["Rscript", str(HERE / "reference" / "lme4_slopes.R"), str(out), str(tmp_path)], check=True,
+                   capture_output=True)
+    fresh = json.loads(out.read_text())
     for key, model in stored["models"].items():
         for method in ("REML", "ML"):
             assert fresh["models"][key][method]["loglik"] == pytest.approx(model[method]["loglik"], abs=1e-6)
+            fresh_sd = [row["sdcor"] for row in fresh["models"][key][method]["varcorr"]]
+            assert fresh_sd == pytest.approx([row["sdcor"] for row in model[method]["varcorr"]], rel=1e-6)
 
 
 def _command(*args):

@@ -1,6 +1,7 @@
 # lme4 reference fits of random-slope models (correlated and independent terms, crossed maximal designs with
 # missing cells, a categorical slope) and likelihood-ratio tests between covariance structures.
-# Run from anywhere:  Rscript tests/reference/lme4_slopes.R
+# Run from anywhere:  Rscript tests/reference/lme4_slopes.R [JSON_OUT DATA_DIR]
+# (by default tests/reference/lme4_slopes.json and tests/data/)
 #
 # 1. Writes the data to tests/data/:
 #    - sleepstudy.csv.gz: lme4's `sleepstudy` (Belenky et al. 2003, J. Sleep Res. 12:1-12), shipped with lme4
@@ -21,7 +22,9 @@ script <- local({
   normalizePath(sub("^--file=", "", arg[1]))
 })
 ref_dir <- dirname(script)
-data_dir <- file.path(dirname(ref_dir), "data")
+args <- commandArgs(trailingOnly = TRUE)
+json_out <- if (length(args) >= 1L) args[[1]] else file.path(ref_dir, "lme4_slopes.json")
+data_dir <- if (length(args) >= 2L) args[[2]] else file.path(dirname(ref_dir), "data")
 
 write_gz <- function(frame, name) {
   con <- gzfile(file.path(data_dir, name), "w")
@@ -104,4 +107,4 @@ out <- list(producer = "tests/reference/lme4_slopes.R",
                             Matrix = as.character(packageVersion("Matrix"))),
             models = out_models, tests = out_tests)
 writeLines(toJSON(out, auto_unbox = TRUE, digits = NA, pretty = TRUE, na = "null"),
-           file.path(ref_dir, "lme4_slopes.json"))
+           json_out)
