@@ -1,6 +1,6 @@
 """Factorising the symmetric positive definite penalized matrix A = Λ'Z'ZΛ + I, once per θ.
 
-Small systems are factorised densely by LAPACK. Larger ones by SuperLU
+Small or nearly dense systems are factorised densely by LAPACK. Larger ones by SuperLU
 (scipy: nothing beyond a pip install of scipy) with diagonal pivots only:
 for a symmetric positive definite A that is the LDL' factorisation, so log|A|
 is the sum of log U_ii and the fill is that of a sparse Cholesky factor. The
@@ -26,6 +26,10 @@ import scipy.sparse.linalg
 
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
 DENSE_ORDER = 800
+# A matrix this dense (a fully crossed design's coupling) is factorised densely up to DENSE_MAX_ORDER rows
+# (288 MB): its sparse factor would be nearly full, and LAPACK's blocked Cholesky is many times faster there.
+DENSE_FRACTION = 0.05
+DENSE_MAX_ORDER = 6000
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Factoriser:
         q = a.shape[0]
         if q == 0:
             return Factor(0.0, lambda rhs: np.zeros_like(rhs))
-        if q <= DENSE_ORDER:
+        if q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q):
             try:
                 lower = scipy.linalg.cholesky(a.toarray(), lower=True, check_finite=False)
             except scipy.linalg.LinAlgError as exc:
