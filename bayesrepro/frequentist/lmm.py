@@ -114,7 +114,8 @@ class LmmFit:
             f"log-likelihood: {self.loglik:.4f}   converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
         ]
         if self.boundary:
-            lines.append(f"  at the boundary (variance 0): {', '.join(self.boundary)}")
+            what = "variance 0" if self.singular is None else "singular: an SD of 0 or a correlation of ±1"
+            lines.append(f"  at the boundary ({what}): {', '.join(self.boundary)}")
         lines += [f"  note: {note}" for note in self.notes]
         if self.random_effects:
             lines.append("Random effects:")
