@@ -46,6 +46,10 @@ class TermBlock:
     def n_theta(self) -> int:
         return self.nc * (self.nc + 1) // 2
 
+    @property
+    def is_intercept(self) -> bool:
+        return self.columns == ("Intercept",)
+
     def factor_of(self, theta: np.ndarray) -> np.ndarray:
         """T, the term's lower-triangular block of Λθ."""
         rows, cols = lower_triangle(self.nc)
@@ -86,7 +90,8 @@ class RandomDesign:
         return sp.csc_matrix((theta[self.lambda_index], (self.lambda_rows, self.lambda_cols)), shape=(self.q, self.q))
 
     @property
-    def intercepts_only(self) -> bool:
+    def diagonal_factor(self) -> bool:
+        """Is Λθ diagonal (every term of one column: random intercepts, or single slopes)?"""
         return all(block.nc == 1 for block in self.blocks)
 
 

@@ -43,7 +43,7 @@ def start_of(design, y: np.ndarray) -> np.ndarray:
     """lme4's start (identity blocks), with one-way ANOVA estimates for the random-intercept terms: closer to the
     optimum, so fewer evaluations of a criterion that may cost a large sparse factorisation each."""
     start = design.start()
-    intercepts = [block for block in design.blocks if block.nc == 1]
+    intercepts = [block for block in design.blocks if block.is_intercept]
     if not intercepts:
         return start
     shifted = y - y.mean()

@@ -7,7 +7,7 @@ For y = Xβ + ZΛθu + ε, u ~ N(0, σ²I), the penalized system of Bates et al.
     [X'ZΛ      X'X  ] [β] = [X'y  ]
 
 A is factorised sparsely (``sparse_factor.py``), with the levels of the
-largest random-intercept term first so that its diagonal block is
+largest one-column term (a random intercept, usually) first so that its diagonal block is
 eliminated exactly (the columns of Z are permuted once); the fixed block is the small
 dense Schur complement S_X = X'X − X'ZΛA⁻¹Λ'Z'X = R_X'R_X. With
 c = A⁻¹Λ'Z'y and g = X'y − X'ZΛc: β = S_X⁻¹g, the penalized residual sum
@@ -41,6 +41,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.y_shift = float(y.mean()) if spans_constant else 0.0
         self.shift_direction = delta if spans_constant else np.zeros(self.n_fixed)
         y = y - self.y_shift
+        # a one-column term's block of A is diagonal (each row is in one level), whatever its column
         lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
         head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
         self.columns = np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
@@ -53,7 +54,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.xtx = X.T @ X
         self.xty = X.T @ y
         self.yty = float(y @ y)
-        if design.intercepts_only:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
+        if design.diagonal_factor:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
             coo_rows = np.repeat(np.arange(self.ztz.shape[1]), np.diff(self.ztz.indptr))
             self._pattern = (self.ztz.indices, coo_rows)
         self._last: tuple[bytes, Solution] | None = None
@@ -65,7 +66,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
     def penalized_matrix(self, theta: np.ndarray) -> tuple[sp.csc_matrix, sp.csc_matrix]:
         """A = Λ'Z'ZΛ + I and Λθ, in the permuted columns."""
         lam = self.design.relative_factor(theta)[self.columns][:, self.columns]
-        if self.design.intercepts_only:
+        if self.design.diagonal_factor:
             scale = lam.diagonal()
             rows, cols = self._pattern
             a = sp.csc_matrix((self.ztz.data * scale[rows] * scale[cols], self.ztz.indices, self.ztz.indptr),

@@ -77,7 +77,9 @@ models <- list(
   singular_variance = list("sleepstudy", "Reaction ~ Days + (1 | Subject) + (0 + w | Subject)"),
   crossed_maximal = list("crossed_slopes", "y ~ c + (1 + c | subject) + (1 + c | item)"),
   crossed_intercepts = list("crossed_slopes", "y ~ c + (1 | subject) + (1 | item)"),
-  categorical = list("categorical_slope", "score ~ cond + (1 + cond | g)")
+  crossed_independent = list("crossed_slopes", "y ~ c + (c || subject) + (c || item)"),
+  categorical = list("categorical_slope", "score ~ cond + (1 + cond | g)"),
+  categorical_cell_means = list("categorical_slope", "score ~ cond + (0 + cond | g)")
 )
 fits <- list()
 out_models <- list()
