@@ -7,7 +7,8 @@
 #    - sleepstudy.csv.gz: lme4's `sleepstudy` (Belenky et al. 2003, J. Sleep Res. 12:1-12), shipped with lme4
 #      under the GPL (>= 2), with a column w = sin(1.7 * row) added for singular fits;
 #    - crossed_slopes.csv.gz: simulated here (seed below), 30 subjects x 20 items, a within-subject and
-#      within-item condition c (-0.5/0.5), correlated slopes on both factors, 20% of the cells removed;
+#      within-item condition c (-0.5/0.5), correlated slopes on both factors, 20% of the cells removed, and
+#      a column block (the items' first two characters) for a nested term subject/block;
 #    - categorical_slope.csv.gz: simulated here, 25 groups x a three-level condition x 4 replicates, with
 #      correlated effects of every contrast.
 # 2. Fits every model by REML and ML and writes tests/reference/lme4_slopes.json:
@@ -46,6 +47,7 @@ grid$y <- 2 + 0.8 * grid$c + s_eff[grid$subject, 1] + s_eff[grid$subject, 2] * g
   i_eff[grid$item, 1] + i_eff[grid$item, 2] * grid$c + rnorm(nrow(grid), 0, 1)
 grid <- grid[sample(nrow(grid), round(0.8 * nrow(grid))), ]
 grid$subject <- sprintf("s%02d", grid$subject); grid$item <- sprintf("i%02d", grid$item)
+grid$block <- substr(grid$item, 1, 2)   # items in three blocks: blocks nested in subjects
 write_gz(grid[order(grid$subject, grid$item, grid$c), ], "crossed_slopes.csv.gz")
 
 cat_grid <- expand.grid(g = seq_len(25), cond = c("a", "b", "c"), rep = 1:4, stringsAsFactors = FALSE)
@@ -78,6 +80,7 @@ models <- list(
   crossed_maximal = list("crossed_slopes", "y ~ c + (1 + c | subject) + (1 + c | item)"),
   crossed_intercepts = list("crossed_slopes", "y ~ c + (1 | subject) + (1 | item)"),
   crossed_independent = list("crossed_slopes", "y ~ c + (c || subject) + (c || item)"),
+  nested = list("crossed_slopes", "y ~ c + (1 + c | subject/block)"),
   categorical = list("categorical_slope", "score ~ cond + (1 + cond | g)"),
   categorical_cell_means = list("categorical_slope", "score ~ cond + (0 + cond | g)")
 )
