@@ -13,7 +13,7 @@ def test_parse_expands_nesting_and_keeps_interaction_groupings():
 
 
 def test_random_slopes_are_refused_clearly():
-    with pytest.raises(BayesreproError, match=r"random slope '\(x\|g\)'.*not supported"):
+    with pytest.raises(BayesreproError, match=r"random slope '\(1 \+ x\|g\)'.*not supported"):
         parse_formula("y ~ x + (x|g)")
 
 

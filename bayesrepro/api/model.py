@@ -63,7 +63,7 @@ class Model:
         from ..errors import BayesreproError
 
         self.formula = str(formula)
-        self.spec = parse_formula(self.formula)
+        self.spec = parse_formula(self.formula, slopes=True)
         if object is not None and object not in self.spec.group_names:
             raise BayesreproError(f"--object '{object}' is not a grouping factor of --formula {self.formula!r}; "
                                   f"choose one of: {', '.join(self.spec.group_names) or 'none (add a (1|g) term)'}")
@@ -256,7 +256,7 @@ class Model:
         from .results import GlrtTest
 
         reference = check_reference(reference)
-        parse_formula(h0)
+        parse_formula(h0, slopes=True)
         return GlrtTest(glrt(h0, self.frame, reference=reference, bootstrap_samples=bootstrap_samples, seed=seed,
                              family=self.family_name, link=self.link))
 

@@ -38,7 +38,6 @@ import pandas as pd
 from ..choices import DEFAULT_PRIOR, PRIOR_FAMILIES
 from ..errors import BayesreproError
 from ..design import ModelFrame
-from ..design.gaussian import fixed_stats
 
 RESIDUAL = "Residual"
 BAMBI_SD_MULTIPLIER = 2.5  # Bambi's auto-scale multiplier of the response SD
@@ -207,7 +206,7 @@ class ResponseMoments:
 
 def response_moments(frame: ModelFrame) -> ResponseMoments:
     """The moments the data-scaled priors need, from the cross-products of the response and the fixed design."""
-    stats = fixed_stats(frame.sums(), frame.X_cells, frame.spec.intercept)
+    stats = frame.fixed_products()
     n = frame.n_obs
     x_means = stats.x_sum / n
     shifted_mean = stats.y_sum / n

@@ -30,7 +30,7 @@ def run(args) -> int:
     from ..frequentist.reference import check_reference
 
     check_reference(args.reference)
-    parse_formula(args.h0)
+    parse_formula(args.h0, slopes=True)
     model = model_of(args, args.h1)
     test = model.glrt(args.h0, args.reference, args.bootstrap_samples, args.seed)
     if args.json:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BayesreproError
-from .gaussian import _level_sums, fixed_stats
+from .gaussian import _level_sums
 from .sums import GroupedSums
 
 # Relative size below which a sum of squares or a residual count is zero up to
@@ -62,7 +62,7 @@ def require_estimable(frame) -> None:
             f"{frame.formula!r} has {X.shape[1]} fixed effect(s) and {len(frame.groups) + 1} variance component(s) "
             f"but only {sums.n_obs} observations; it needs at least {n_parameters}: simplify the formula or add data"
         )
-    stats = fixed_stats(sums, frame.X_cells, frame.spec.intercept)
+    stats = frame.fixed_products()
     xtx, xty, yty = stats.xtx, stats.xty, stats.yty
     total = _total_squares(sums)
     if _residual(yty, xty, xtx) <= EXACT_FIT * total:
@@ -131,7 +131,7 @@ def _joint_residual(frame) -> float:
     """
     if frame.dense_estimate().dense_size > JOINT_LIMIT or len(frame.groups) < 2:
         return np.inf
-    stats = frame.stats()
+    stats = frame.intercept_stats()
     inverse = 1.0 / stats.dominant_counts
     cross = stats.cross.toarray() if hasattr(stats.cross, "toarray") else np.asarray(stats.cross)
     left = np.hstack([stats.dominant_zx, cross])                      # Z1'[X Zr]
@@ -144,7 +144,7 @@ def _term_fixing(frame, zx: np.ndarray, counts: np.ndarray) -> str:
     """The first fixed term that alone (with the intercept) fixes every level; else all of them."""
     always = [j for term, columns in frame.fixed_term_columns.items() if term == "Intercept"
               for j in range(columns.start, columns.stop)]
-    weights = fixed_stats(frame.sums(), frame.X_cells, frame.spec.intercept).xtx
+    weights = frame.fixed_products().xtx
     for term, columns in frame.fixed_term_columns.items():
         if term == "Intercept":
             continue

@@ -2,9 +2,15 @@
 
 A Bambi/formulae formula such as ``ter ~ system + (1|sentence_id) + (1|a/b)``
 is parsed by formulae, the parser Bambi itself uses, into its response, its
-fixed terms (with the data columns each reads) and its random intercepts.
+fixed terms (with the data columns each reads) and its random-effect terms.
 Bambi's binomial response ``p(successes, trials)`` names a column of
 successes and a column (or a constant number) of trials.
+
+A random-effect term ``(1 + x | g)`` is one block of correlated effects per
+level of ``g``, as in lme4; formulae splits it into one group term per
+column, so the bars are read from the text (``random_terms.py``) and only
+their two sides are handed to formulae. ``(x || g)`` is lme4's shorthand for
+independent terms, ``(1 | g) + (0 + x | g)``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 
 from ..errors import BayesreproError, first_line
 from .formulae_loader import load_formulae
+from .random_terms import RandomTerm, bar_terms
 
 formulae = load_formulae()
 
@@ -42,6 +49,12 @@ class FormulaSpec:
     term_variables: tuple[frozenset[str], ...]   # the data columns each fixed term reads
     group_factors: tuple[tuple[str, ...], ...]
     trials: str | int | None = None      # p(successes, trials): a column name or a constant
+    random_terms: tuple[RandomTerm, ...] = ()   # formula order; empty only for formulas without bars
+
+    @property
+    def has_slopes(self) -> bool:
+        """Does a random-effect term hold more than an intercept (random slopes, or a factor in two terms)?"""
+        return any(not term.intercept_only for term in self.random_terms)
 
     @property
     def response_term(self) -> str:
@@ -57,7 +70,10 @@ class FormulaSpec:
         """This formula as text without the fixed terms (selected by the columns they read) / groupings."""
         terms = ["1" if self.intercept else "0"]
         terms += [term for term, used in zip(self.fixed_terms, self.term_variables) if not drop_fixed(used)]
-        terms += [f"(1|{':'.join(columns)})" for columns in self.group_factors if not drop_group(columns)]
+        if self.has_slopes:
+            terms += [term.text for term in self.random_terms if not drop_group(term.factor)]
+        else:
+            terms += [f"(1|{':'.join(columns)})" for columns in self.group_factors if not drop_group(columns)]
         return f"{self.response_term} ~ {' + '.join(terms)}"
 
     @property
@@ -69,18 +85,21 @@ class FormulaSpec:
         """Every data column the formula reads, response first."""
         seen = [self.response] + ([self.trials] if isinstance(self.trials, str) else [])
         seen += [v for v in self.fixed_variables if v not in seen]
+        for term in self.random_terms:
+            seen += [v for v in term.slope_variables if v not in seen]
         for columns in self.group_factors:
             seen += [c for c in columns if c not in seen]
         return tuple(seen)
 
 
 
-def parse_formula(formula: str) -> FormulaSpec:
-    """Parse a formula; only random intercepts are supported."""
+def parse_formula(formula: str, slopes: bool = False) -> FormulaSpec:
+    """Parse a formula. Random slopes are accepted only with ``slopes`` (the engines that fit them ask for them);
+    elsewhere they are refused in one line."""
     if not isinstance(formula, str) or "~" not in formula:
         raise BayesreproError(f"formula {formula!r} needs the form 'score ~ terms', e.g. 'ter ~ system + (1|sentence_id)'")
     try:
-        model = formulae.model_description(formula)
+        model = formulae.model_description(formula.replace("||", "|"))
     except Exception as exc:  # formulae raises its own ParseError/ScanError types
         raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     if model.response is None:
@@ -99,20 +118,28 @@ def parse_formula(formula: str) -> FormulaSpec:
     fixed_variables = []
     for term in model.common_terms:
         fixed_variables += sorted(v for v in term.var_names if v and v not in fixed_variables)
-    groups = []
-    for term in model.group_terms:
-        if type(term.expr).__name__ != "Intercept":
+    random_terms = bar_terms(formula, response, _parse_side)
+    for term in random_terms:
+        if not term.intercept_only and not slopes:
             raise BayesreproError(
-                f"random slope '({term.expr.name}|{term.factor.name})' in formula {formula!r} is not supported; "
-                "use random intercepts (1|g), (1|a:b) or (1|a/b)"
+                f"random slope '{term.text}' in formula {formula!r} is not supported here; random slopes are fitted "
+                "by the frequentist Gaussian engine (vca, glrt); use random intercepts (1|g), (1|a:b) or (1|a/b)"
             )
-        columns = tuple(component.name for component in term.factor.components)
-        if any(type(component).__name__ != "Variable" for component in term.factor.components):
-            raise BayesreproError(f"grouping factor '{term.factor.name}' must name data columns, not expressions")
-        if columns not in groups:
-            groups.append(columns)
+    groups = list(dict.fromkeys(term.factor for term in random_terms))
     return FormulaSpec(formula, response, intercept, fixed_terms, tuple(fixed_variables), term_variables, tuple(groups),
-                       trials)
+                       trials, random_terms)
+
+
+def _parse_side(text: str, formula: str):
+    """formulae's description of one side of a bar, ``response ~ text``; its calls are checked."""
+    try:
+        model = formulae.model_description(text)
+    except Exception as exc:  # formulae raises its own ParseError/ScanError types
+        raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
+    for term in [*model.common_terms, *model.group_terms]:
+        for component in getattr(term, "components", ()):
+            _check_calls(getattr(component, "call", None), formula)
+    return model
 
 
 def _response(term, formula: str) -> tuple[str, str | int | None]:

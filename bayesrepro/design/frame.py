@@ -20,7 +20,7 @@ from .cells import fixed_cells
 from .checks import confounded_pairs, require_estimable, require_levels
 from .formulae_loader import load_formulae
 from .formula import FORMULA_NAMESPACE, FormulaSpec, parse_formula
-from .gaussian import stats_from_sums
+from .gaussian import fixed_stats, stats_from_sums
 from .memory_estimate import DenseEstimate, dense_estimate, parse_memory, require_within
 from .sums import GroupedSums, sums_from_rows
 
@@ -81,8 +81,14 @@ class ModelFrame:
         return rows[:, self.fixed_kept]
 
     def stats(self):
-        """The Gaussian sufficient statistics (``design.gaussian.GaussianStats``), computed once; refused when its
-        dense block and the engine's would pass the memory limit."""
+        """The Gaussian sufficient statistics (``design.gaussian.GaussianStats``), computed once; refused for
+        random slopes, and when its dense block and the engine's would pass the memory limit."""
+        self._require_intercepts("this analysis")
+        return self.intercept_stats()
+
+    def intercept_stats(self):
+        """The statistics of the frame's random intercepts, whatever slopes it has (the checks of the data use
+        them; engines call ``stats``, which refuses slopes)."""
         if "gaussian" not in self._computed:
             require_within(self.dense_estimate("gaussian"), self.max_memory)
             self._computed["gaussian"] = stats_from_sums(self.sums(), self.X_cells, self.group_names,
@@ -96,8 +102,17 @@ class ModelFrame:
             self._computed[("fit", key)] = fit()
         return self._computed[("fit", key)]
 
+    def fixed_products(self):
+        """X'X, X'y, y'y, 1'y and 1'X (``design.gaussian.FixedStats``): from the full statistics where computed."""
+        if "gaussian" in self._computed:
+            return self._computed["gaussian"]
+        if "fixed" not in self._computed:
+            self._computed["fixed"] = fixed_stats(self.sums(), self.X_cells, self.spec.intercept)
+        return self._computed["fixed"]
+
     def binomial(self):
         """The binomial cell counts (``design.binomial.BinomialCells``), computed once."""
+        self._require_intercepts("a binary model")
         if "binomial" not in self._computed:
             from .binomial import binomial_cells
 
@@ -155,6 +170,13 @@ class ModelFrame:
         self.require_rows("another model on the same rows")
         return build_model_frame(formula, self.data).with_memory_limit(self.max_memory)
 
+    def _require_intercepts(self, purpose: str) -> None:
+        """Grouped statistics hold random intercepts only: refuse slopes rather than drop them silently."""
+        if self.spec.has_slopes:
+            slopes = next(term.text for term in self.spec.random_terms if not term.intercept_only)
+            raise BayesreproError(f"random slope '{slopes}': {purpose} supports random intercepts only; random slopes "
+                                  "are fitted by the Gaussian REML/ML engine (vca, glrt with --reference chi2)")
+
     def require_rows(self, purpose: str) -> None:
         if not self.has_rows:
             raise BayesreproError(
@@ -205,6 +227,8 @@ def model_frame(formula, data, where: str | None = None, drop_missing: bool = Fa
     if scores:
         raise BayesreproError(f"--categorical names the score column '{scores[0]}', but a score is a number; "
                               "leave it out of --categorical")
+    if spec.has_slopes and choose_engine(data, engine) != "memory":
+        raise BayesreproError("random slopes need the rows in memory; use --engine memory")
     limit = None if max_memory is None else parse_memory(max_memory)
     if choose_engine(data, engine) == "memory":
         return build_model_frame(formula, read_table(data, where=where, categorical=categorical),

@@ -48,9 +48,34 @@ class Solution:
     beta: np.ndarray
     fixed_precision: np.ndarray  # R_X'R_X, so Var(β̂) = σ² (R_X'R_X)⁻¹
     gradient: np.ndarray | None = None  # of the criterion in θ, when asked for
+    spherical: np.ndarray | None = None  # u, the spherical random effects (b = Λθu), where computed
 
 
-class ProfiledDeviance:
+def profiled_criterion(s: Solution, n: int, p: int, reml: bool) -> float:
+    """lme4's REML criterion or ML deviance (−2 log L) with σ² profiled out."""
+    if reml:
+        dof = n - p
+        return s.logdet_random + s.logdet_fixed + dof * (1.0 + LOG_2PI + np.log(s.r2 / dof))
+    return s.logdet_random + n * (1.0 + LOG_2PI + np.log(s.r2 / n))
+
+
+class ProfiledCriterion:
+    """The criterion and σ̂² from a ``Solution``; subclasses give ``solve(θ)``, ``n_obs``, ``n_fixed`` and ``reml``."""
+
+    def __call__(self, theta: np.ndarray) -> float:
+        try:
+            return self.criterion(self.solve(theta))
+        except np.linalg.LinAlgError:
+            return np.inf
+
+    def criterion(self, s: Solution) -> float:
+        return profiled_criterion(s, self.n_obs, self.n_fixed, self.reml)
+
+    def sigma2(self, s: Solution) -> float:
+        return s.r2 / (self.n_obs - self.n_fixed if self.reml else self.n_obs)
+
+
+class ProfiledDeviance(ProfiledCriterion):
     """−2 log-likelihood (ML) or the REML criterion as a function of θ (formula order)."""
 
     def __init__(self, cross: GaussianStats, reml: bool):
@@ -74,22 +99,13 @@ class ProfiledDeviance:
         size = len(self.cross.rest_zy) + self.cross.n_fixed
         return MAX_BLAS_THREADS if size >= PARALLEL_BLAS_SIZE else 1
 
-    def __call__(self, theta: np.ndarray) -> float:
-        try:
-            return self.criterion(self.solve(theta))
-        except np.linalg.LinAlgError:
-            return np.inf
+    @property
+    def n_obs(self) -> int:
+        return self.cross.n_obs
 
-    def criterion(self, s: Solution) -> float:
-        n, p = self.cross.n_obs, self.cross.n_fixed
-        if self.reml:
-            dof = n - p
-            return s.logdet_random + s.logdet_fixed + dof * (1.0 + LOG_2PI + np.log(s.r2 / dof))
-        return s.logdet_random + n * (1.0 + LOG_2PI + np.log(s.r2 / n))
-
-    def sigma2(self, s: Solution) -> float:
-        n, p = self.cross.n_obs, self.cross.n_fixed
-        return s.r2 / (n - p if self.reml else n)
+    @property
+    def n_fixed(self) -> int:
+        return self.cross.n_fixed
 
     def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         theta = np.asarray(theta, dtype=float)

@@ -1,4 +1,4 @@
-"""Generalized likelihood-ratio tests between nested random-intercept LMMs.
+"""Generalized likelihood-ratio tests between nested LMMs.
 
 Both models are fitted by ML on the same rows (REML likelihoods of models with
 different fixed effects are not comparable). When the models differ only in
@@ -12,7 +12,11 @@ is in ``reference``). The result says which reference was used and keeps the
 asymptotic p-value beside it. 0/1 scores are tested as Bernoulli GLMMs (or
 binomial, for p(successes, trials)) fitted by ML with the Laplace
 approximation, unless a Gaussian family is asked for; their only reference is
-the asymptotic one.
+the asymptotic one. Models with random slopes are tested against χ²
+with the number of added parameters as df: exact asymptotically for a
+correlation (an interior point), conservative where a variance is added (its
+null value is on the boundary; Stram & Lee 1994); calibrated references are
+not available for them.
 """
 
 from __future__ import annotations
@@ -128,8 +132,20 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
         return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
     frame1.stats(), frame0.stats()   # the larger model's dense block is checked against the memory limit first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
+    only_variances = fixed_parts_equal(frame0, frame1) and \
+        _sd_count(fit1) - _sd_count(fit0) == fit1.n_parameters - fit0.n_parameters
+    test = compare_fits(fit0, fit1, variance_component_only=only_variances)
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
+
+
+SLOPES_REFERENCE_REASON = ("models with random slopes are read against chi2 with the added covariance parameters "
+                           "as df (conservative where a variance is added, Stram & Lee 1994); calibrated references "
+                           "are not available for them")
+
+
+def _sd_count(fit: LmmFit) -> int:
+    """Standard deviations among the fit's covariance parameters (the residual's included)."""
+    return sum(row["var2"] is None for row in fit.varcorr())
 
 
 BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
@@ -177,6 +193,11 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
 def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, reference: str = ref.AUTO,
               samples: int = DEFAULT_SAMPLES, seed=None, workers: int | None = None) -> GlrtResult:
     """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
+    if frame0.spec.has_slopes or frame1.spec.has_slopes:
+        if reference not in (ref.AUTO, ref.CHI2):
+            raise BayesreproError(f"--reference {reference} is not available for models with random slopes; "
+                                  "use --reference chi2")
+        return dataclasses.replace(test, reason=SLOPES_REFERENCE_REASON)
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)
     if choice.method == ref.CHI2:
@@ -235,10 +256,10 @@ def nested_frames(h0, h1, data=None, drop_missing: bool = False, where: str | No
     """Both models on the same rows, H0 checked to be nested in H1; ``h1`` may be a frame already built."""
     if isinstance(h1, ModelFrame):
         frame1 = h1
-        frame0 = h0 if isinstance(h0, ModelFrame) else frame1.sibling(parse_formula(h0))
+        frame0 = h0 if isinstance(h0, ModelFrame) else frame1.sibling(parse_formula(h0, slopes=True))
         _check_same_response(frame0.spec, frame1.spec)
     else:
-        spec0, spec1 = parse_formula(h0), parse_formula(h1)
+        spec0, spec1 = parse_formula(h0, slopes=True), parse_formula(h1, slopes=True)
         _check_same_response(spec0, spec1)
         rows = read_table(data, where=where)
         for spec in (spec0, spec1):
@@ -268,8 +289,26 @@ def _check_nested(frame0: ModelFrame, frame1: ModelFrame) -> None:
             f"models are not nested: the fixed effects of H0 {frame0.formula!r} are not contained in those of "
             f"H1 {frame1.formula!r}"
         )
-    if groups0 == groups1 and frame0.n_fixed == frame1.n_fixed:
+    _check_nested_terms(frame0.spec, frame1.spec)
+    same_random = set(frame0.spec.random_terms) == set(frame1.spec.random_terms)
+    if groups0 == groups1 and same_random and frame0.n_fixed == frame1.n_fixed:
         raise BayesreproError("H0 and H1 are the same model; H1 needs extra fixed effects or variance components")
+
+
+def _check_nested_terms(spec0: FormulaSpec, spec1: FormulaSpec) -> None:
+    """Every random-effect term of H0 lies within H1's: its effects in one H1 term on the same factor (so that its
+    correlations exist in H1), or, a single effect, in any."""
+    for term in spec0.random_terms:
+        effects = _effects(term)
+        blocks = [_effects(other) for other in spec1.random_terms if other.factor == term.factor]
+        inside = any(effects <= block for block in blocks) or (len(effects) == 1 and effects <= set().union(*blocks))
+        if not inside:
+            raise BayesreproError(f"models are not nested: H0's random-effect term '{term.text}' is not contained in "
+                                  f"H1's terms on '{term.group}'")
+
+
+def _effects(term) -> set[str]:
+    return ({"1"} if term.intercept else set()) | set(term.slopes)
 
 
 def _h0_design_on_h1_cells(frame0: ModelFrame, frame1: ModelFrame) -> np.ndarray:

@@ -1,4 +1,9 @@
-"""Fit random-intercept LMMs by ML or REML: parse → cross-products → optimise θ → result."""
+"""Fit LMMs by ML or REML: parse → cross-products → optimise θ → result.
+
+Random-intercept models with one dominant factor are fitted from grouped
+cross-products (``deviance.py``); random slopes and designs with two large
+crossed factors by the sparse core (``general_lmm.py``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import pandas as pd
 
 from ..errors import BayesreproError
 from ..runtime import numerical_work
-from ..design import ModelFrame, model_frame
+from ..design import ModelFrame, model_frame, parse_formula
 from .deviance import ProfiledDeviance
 from .optimise import BOUNDARY_THETA, optimise
 
@@ -18,7 +23,7 @@ METHODS = ("reml", "ml")
 
 @dataclass
 class LmmFit:
-    """A fitted random-intercept LMM, printable as the papers' tables."""
+    """A fitted LMM, printable as the papers' tables."""
 
     formula: str
     method: str
@@ -33,6 +38,9 @@ class LmmFit:
     theta: np.ndarray
     n_levels: dict[str, int]
     notes: list[str] = field(default_factory=list)
+    # lme4's as.data.frame(VarCorr(m)) rows: group, var1, var2, vcov, sdcor (computed from variances when empty)
+    random_effects: list[dict] = field(default_factory=list)
+    singular: list[str] | None = None    # terms at the boundary, where θ is not one per variance
 
     @property
     def loglik(self) -> float:
@@ -57,14 +65,23 @@ class LmmFit:
 
     @property
     def boundary(self) -> list[str]:
-        """Variance components estimated at exactly zero (singular fit)."""
+        """Variance components estimated at exactly zero, or terms with a zero SD or a ±1 correlation (singular fit)."""
+        if self.singular is not None:
+            return list(self.singular)
         names = list(self.variances)[:-1]
         return [name for name, t in zip(names, self.theta) if t < BOUNDARY_THETA]
 
     @property
     def n_parameters(self) -> int:
-        """Fixed effects + variance components + residual variance."""
-        return len(self.beta) + len(self.variances)
+        """Fixed effects + covariance parameters θ + residual variance."""
+        return len(self.beta) + len(self.theta) + 1
+
+    def varcorr(self) -> list[dict]:
+        """One row per SD and per correlation, then the residual: lme4's ``as.data.frame(VarCorr(m))``."""
+        if self.random_effects:
+            return [dict(row) for row in self.random_effects]
+        return [{"group": name, "var1": None if name == "Residual" else "Intercept", "var2": None,
+                 "vcov": float(v), "sdcor": float(np.sqrt(v))} for name, v in self.variances.items()]
 
     def fixed_effects(self) -> pd.DataFrame:
         return pd.DataFrame({"estimate": self.beta, "std_error": self.se}, index=pd.Index(self.fixed_names, name="term"))
@@ -85,6 +102,7 @@ class LmmFit:
             "reml_criterion": self.reml_criterion,
             "converged": self.converged,
             "boundary": self.boundary,
+            "random_effects": self.varcorr(),
         }
 
     def __str__(self) -> str:
@@ -96,8 +114,12 @@ class LmmFit:
             f"log-likelihood: {self.loglik:.4f}   converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
         ]
         if self.boundary:
-            lines.append(f"  at the boundary (variance 0): {', '.join(self.boundary)}")
+            what = "variance 0" if self.singular is None else "singular: an SD of 0 or a correlation of ±1"
+            lines.append(f"  at the boundary ({what}): {', '.join(self.boundary)}")
         lines += [f"  note: {note}" for note in self.notes]
+        if self.random_effects:
+            lines.append("Random effects:")
+            lines += ["  " + _varcorr_line(row) for row in self.random_effects]
         lines.append("Variance components:")
         lines += ["  " + line for line in self.vca().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
         lines.append("Fixed effects:")
@@ -114,6 +136,8 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
     default half the machine's memory) bounds the dense blocks of the fit: past it the fit is refused.
     """
     method = _check_method(method)
+    if isinstance(formula, str):
+        formula = parse_formula(formula, slopes=True)
     frame = formula if isinstance(formula, ModelFrame) else model_frame(formula, data, where, drop_missing)
     return fit_model_frame(frame.with_memory_limit(max_memory), method)
 
@@ -128,28 +152,48 @@ def fit_frame_once(frame: ModelFrame, method: str) -> LmmFit:
         raise BayesreproError(
             f"{frame.n_obs} observations cannot estimate {frame.n_fixed} fixed effects of {frame.formula!r}"
         )
+    from .general_lmm import fit_general_frame, needs_general_core
+
+    if needs_general_core(frame):
+        return fit_general_frame(frame, method)
     objective = ProfiledDeviance(frame.stats(), reml=(method == "reml"))
     with numerical_work():
         theta, converged, message = optimise(objective)
         solution = objective.solve(theta)
     sigma2 = objective.sigma2(solution)
     variances = {g.name: float(sigma2 * t * t) for g, t in zip(frame.groups, theta)}
-    variances["Residual"] = float(sigma2)
+    return fit_of(frame, method, objective, solution, (converged, message), variances)
+
+
+def fit_of(frame: ModelFrame, method: str, objective, solution, convergence: tuple[bool, str],
+           variances: dict[str, float], notes=(), **structure) -> LmmFit:
+    """The LmmFit at the optimum ``solution`` of ``objective``: ``variances`` of the random terms, the residual's
+    added; ``structure`` the covariance rows and singular terms where θ is not one per variance."""
+    sigma2 = objective.sigma2(solution)
+    converged, message = convergence
     return LmmFit(
         formula=frame.formula,
         method=method,
         n_obs=frame.n_obs,
-        variances=variances,
+        variances={**variances, "Residual": float(sigma2)},
         fixed_names=list(frame.fixed_names),
         beta=solution.beta,
         covariance=sigma2 * np.linalg.inv(solution.fixed_precision),
         criterion=objective.criterion(solution),
         converged=converged,
         message=message,
-        theta=theta,
+        theta=solution.theta,
         n_levels={g.name: g.n_levels for g in frame.groups},
-        notes=list(frame.notes),
+        notes=list(frame.notes) + list(notes),
+        **structure,
     )
+
+
+def _varcorr_line(row: dict) -> str:
+    if row["var2"] is not None:
+        return f"{row['group']:<12} corr({row['var1']}, {row['var2']}) = {row['sdcor']:.4f}"
+    effect = f" {row['var1']}" if row["var1"] is not None else ""
+    return f"{row['group']:<12}{effect} SD = {row['sdcor']:.6g} (variance {row['vcov']:.6g})"
 
 
 def _check_method(method: str) -> str:

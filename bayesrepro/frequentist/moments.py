@@ -21,8 +21,8 @@ a (K+1)×(K+1) solve, whatever the number of levels. It is unbiased but not
 efficient: its standard errors (a parametric bootstrap under the fitted
 normal model, on the same design) say how much it loses against REML.
 
-``choose_fit`` is where a command picks between the exact REML/ML path and
-this one: the exact path when its dense block fits the memory limit.
+``choose_fit`` is where a command picks between the exact REML/ML paths and
+this one: the exact path when its factor fits the memory limit.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..design import ModelFrame
-from ..design.gaussian import fixed_stats
 from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
 from ..errors import BayesreproError
 from ..progress import announce_path
@@ -40,6 +39,7 @@ from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
+SPARSE_FACTOR_COPIES = 2     # SuperLU keeps L and U
 
 
 @dataclass
@@ -157,17 +157,33 @@ def fit_moments(frame: ModelFrame, replicates: int = DEFAULT_REPLICATES, seed: i
 
 
 def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) -> LmmFit:
-    """The exact REML/ML fit when its dense block fits the memory limit and its estimated time is moderate;
-    else, for an intercept-only model with rows in memory, the moment estimates; else the exact path's refusal."""
+    """The exact REML/ML fit where it fits the memory limit; else, for an intercept-only model with rows in
+    memory, the moment estimates; else the exact path's refusal.
+
+    Two large crossed factors with the rows in memory go to the sparse core, whose factor is bounded by a dense
+    factor of the levels left after the largest factor is eliminated: the sparse path is taken while that bound
+    fits a quarter of the limit. Otherwise the dense path's block decides (its memory and estimated time).
+    """
+    from .general_lmm import dense_schur_levels, needs_general_core
     from .lmm import fit_model_frame
 
-    estimate = frame.dense_estimate("gaussian")
     limit = resolve_limit(frame.max_memory)
-    if not beyond_dense_path(estimate, frame.max_memory) or not _moment_model(frame):
-        announce_path(f"exact {method.upper()} with {estimate.describe()}", progress)
-        return fit_model_frame(frame, method)
-    reason = (f"the exact path would need {estimate.describe()} (memory limit {format_bytes(limit)}, "
-              f"--max-memory)")
+    if needs_general_core(frame):
+        levels = dense_schur_levels(frame)
+        bound = SPARSE_FACTOR_COPIES * 8 * levels * levels
+        if bound <= limit / 4 or not _moment_model(frame):
+            announce_path(f"exact {method.upper()} on the sparse core ({levels:,} levels after eliminating the "
+                          f"largest factor; at most {format_bytes(bound)} of factor)", progress)
+            return fit_model_frame(frame, method)
+        reason = (f"a sparse factor of {levels:,} levels could need up to {format_bytes(bound)} (a quarter of the "
+                  f"memory limit {format_bytes(limit)}, --max-memory)")
+    else:
+        estimate = frame.dense_estimate("gaussian")
+        if not beyond_dense_path(estimate, frame.max_memory) or not _moment_model(frame):
+            announce_path(f"exact {method.upper()} with {estimate.describe()}", progress)
+            return fit_model_frame(frame, method)
+        reason = (f"the exact path would need {estimate.describe()} (memory limit {format_bytes(limit)}, "
+                  f"--max-memory)")
     announce_path(f"{METHOD}: {reason}", progress)
     return fit_moments(frame, reason=reason)
 

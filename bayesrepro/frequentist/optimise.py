@@ -106,23 +106,27 @@ def moment_start(stats) -> np.ndarray:
     what the factors leave of the total. A crude but cheap start: it puts θ
     within a factor of about two of the optimum on the papers' grids.
     """
-    n = stats.n_obs
-    total = stats.yty - stats.y_sum**2 / n
     offsets = np.concatenate([[0], np.cumsum(stats.rest_sizes)]).astype(int)
     parts = [(stats.dominant_counts, stats.dominant_zy)]
     parts += [(np.diag(stats.rest_gram)[a:b], stats.rest_zy[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+    ordered = one_way_theta(parts, stats.n_obs, stats.yty, stats.y_sum)
+    theta = np.empty_like(ordered)
+    theta[stats.order] = ordered
+    return theta
+
+
+def one_way_theta(parts, n: int, yty: float, y_sum: float) -> np.ndarray:
+    """Relative SDs from one-way ANOVA: ``parts`` holds each factor's level counts and sums of y (``moment_start``)."""
+    total = yty - y_sum**2 / n
     variances = np.zeros(len(parts))
     for k, (counts, sums) in enumerate(parts):
         levels = len(counts)
-        between = float(sums @ (sums / counts)) - stats.y_sum**2 / n
+        between = float(sums @ (sums / counts)) - y_sum**2 / n
         within = (total - between) / max(n - levels, 1)
         n0 = (n - float(counts @ counts) / n) / max(levels - 1, 1)
         variances[k] = max(between / max(levels - 1, 1) - within, 0.0) / n0
     residual = max(total / n - variances.sum(), 0.05 * total / n)
-    ordered = np.sqrt(np.maximum(variances / residual, 1e-4))
-    theta = np.empty_like(ordered)
-    theta[stats.order] = ordered
-    return theta
+    return np.sqrt(np.maximum(variances / residual, 1e-4))
 
 
 def _newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: float | None = None) -> np.ndarray | None:

@@ -1,0 +1,78 @@
+"""Minimising a profiled criterion over θ with lme4's bounds: diagonal entries of Λθ ≥ 0, the others free.
+
+L-BFGS-B with central-difference gradients from the caller's start,
+restarted from its own optimum while the projected gradient there is not
+small and the criterion still improves (a restart discards a stale curvature
+estimate). Diagonal entries that end at
+zero are tried at small positive values, since the criterion's slope there
+can be flat. Convergence is lme4's test in spirit: the projected gradient
+(zero components of a bound that the gradient pushes against) is small.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.optimize
+
+# The criterion's projected gradient below which a fit counts as converged (lme4 checks 2e-3 on its scale).
+GRADIENT_TOLERANCE = 1e-3
+RESTARTS = 4
+ESCAPE_STEPS = (1e-2, 1e-1)
+# Relative change of the criterion below which a restart is not worth another one.
+IMPROVEMENT = 1e-10
+# A projected gradient below this ends the search: the criterion is then within ~1e-8 of its minimum.
+SETTLED_GRADIENT = 1e-4
+# Relative step of the convergence test's differences: large enough that the criterion's rounding (relative
+# 1e-13 of a criterion of 1e5) stays far below the tolerance.
+TEST_STEP = 1e-4
+
+
+def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, bool, str]:
+    """θ minimising ``objective`` over the bounds, whether lme4's convergence test passed, and why not."""
+    if len(start) == 0:
+        return np.zeros(0), True, "no variance components: closed form"
+    bounds = [(0.0, None) if d else (None, None) for d in diagonal]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        theta, value, gradient = _search(objective, start, bounds, diagonal)
+        for step in ESCAPE_STEPS:
+            at_zero = diagonal & (theta == 0.0)
+            if not at_zero.any():
+                break
+            trial, trial_value, trial_gradient = _search(objective, np.where(at_zero, step, theta), bounds, diagonal)
+            if trial_value < value:
+                theta, value, gradient = trial, trial_value, trial_gradient
+    if not np.isfinite(value):
+        return theta, False, "the criterion is not finite at any point tried"
+    worst = float(np.max(np.abs(gradient)))
+    if worst > GRADIENT_TOLERANCE:
+        return theta, False, f"the criterion's gradient is {worst:.2g} at the optimum found (tolerance {GRADIENT_TOLERANCE:g})"
+    return theta, True, ""
+
+
+def _search(objective, start, bounds, diagonal) -> tuple[np.ndarray, float, np.ndarray]:
+    theta, value = np.asarray(start, dtype=float), objective(start)
+    for _ in range(RESTARTS):
+        result = scipy.optimize.minimize(objective, theta, method="L-BFGS-B", jac="3-point", bounds=bounds,
+                                         options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 500})
+        improved = result.fun < value - IMPROVEMENT * max(1.0, abs(value))
+        if result.fun <= value:
+            theta, value = result.x, float(result.fun)
+        gradient = _projected_gradient(objective, theta, diagonal)
+        if not improved or np.max(np.abs(gradient)) <= SETTLED_GRADIENT:
+            break
+    return theta, value, gradient
+
+
+def _projected_gradient(objective, theta: np.ndarray, diagonal: np.ndarray, step: float = TEST_STEP) -> np.ndarray:
+    """Central differences inside the bounds, forward ones at a zero diagonal (where only an increase is allowed;
+    a positive slope there is the optimality condition, not a failure)."""
+    gradient = np.zeros(len(theta))
+    base = objective(theta)
+    for k in range(len(theta)):
+        e = np.zeros(len(theta))
+        e[k] = step * max(1.0, abs(theta[k]))
+        if diagonal[k] and theta[k] < e[k]:
+            gradient[k] = min(0.0, (objective(theta + e) - base) / e[k])
+        else:
+            gradient[k] = (objective(theta + e) - objective(theta - e)) / (2.0 * e[k])
+    return gradient
