@@ -12,7 +12,7 @@ from bayesrepro.design import build_model_frame
 from bayesrepro.frequentist import general_lmm
 from bayesrepro.frequentist.general_lmm import fit_general_frame, needs_general_core
 from bayesrepro.frequentist.lmm import fit_model_frame
-from bayesrepro.simulate import crowd_design
+from bayesrepro.simulate import simulate_crowd
 
 HERE = Path(__file__).parent
 
@@ -21,7 +21,7 @@ def _designs():
     yield "penicillin", build_model_frame("diameter ~ 1 + (1|plate) + (1|sample)",
                                           read_table(HERE / "data" / "penicillin.csv.gz"))
     yield "pastes", build_model_frame("strength ~ 1 + (1|batch/cask)", read_table(HERE / "data" / "pastes.csv.gz"))
-    crowd = crowd_design(items=900, raters=300, per_item=3, activity="skewed", random_state=5)
+    crowd, _ = simulate_crowd(2_700, 900, 300, skew=1.0, random_state=5)
     yield "crowd", build_model_frame("score ~ 1 + (1|item) + (1|rater)", crowd)
 
 
@@ -39,7 +39,7 @@ def test_sparse_core_matches_the_dense_path(name, frame, method):
 
 
 def test_two_large_crossed_factors_go_to_the_sparse_core(monkeypatch):
-    crowd = crowd_design(items=1200, raters=400, per_item=2, activity="skewed", random_state=2)
+    crowd, _ = simulate_crowd(2_400, 1_200, 400, skew=1.0, random_state=2)
     frame = build_model_frame("score ~ 1 + (1|item) + (1|rater)", crowd)
     assert not needs_general_core(frame)
     monkeypatch.setattr(general_lmm, "DENSE_SCHUR_LEVELS", 399)
