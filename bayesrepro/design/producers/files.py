@@ -1,0 +1,46 @@
+"""Which files a data path names, and how to hand them to an engine that would read a name as a pattern.
+
+A path that exists is a file name, read as written: ``data[1].csv`` is that
+file even when ``data1.csv`` lies beside it, and ``~/x.csv`` is the file under
+a directory named ``~``. Only a path that names no file is a glob. The engines
+expand patterns in every name they are given (DuckDB ``* ? [``; Spark, through
+Hadoop, ``* ? [ {`` and backslashes), so every file name is handed to them
+absolute and with those characters escaped.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from ...errors import BayesreproError
+
+GLOB_CHARACTERS = "*?["
+
+
+def data_files(path: str, is_data_file) -> list[str]:
+    """The absolute paths of the files ``path`` names: itself, the data files under a directory, or a glob's
+    matches (only when no file has the name as written); sorted. ``is_data_file(name)`` picks a directory's files."""
+    target = Path(path)
+    if target.is_dir():
+        files = [p for p in target.rglob("*") if p.is_file() and is_data_file(p.name)]
+    elif target.exists():
+        files = [target]
+    elif any(ch in path for ch in GLOB_CHARACTERS):
+        files = [Path(name) for name in glob.glob(path, recursive=True)]
+    else:
+        files = []
+    if not files:
+        raise BayesreproError(f"no data files match '{path}'")
+    return sorted(os.path.abspath(file) for file in files)
+
+
+def duckdb_literal_name(file: str) -> str:
+    """A file name DuckDB reads as written: each of its pattern characters inside brackets."""
+    return "".join(f"[{ch}]" if ch in GLOB_CHARACTERS else ch for ch in file)
+
+
+def hadoop_literal_name(file: str) -> str:
+    """A file name Hadoop's glob reads as written: each of its pattern characters after a backslash."""
+    return "".join(f"\\{ch}" if ch in "*?[]{}\\" else ch for ch in file)
