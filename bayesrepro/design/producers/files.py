@@ -25,8 +25,10 @@ def data_files(path: str, is_data_file) -> list[str]:
     target = Path(path)
     if target.is_dir():
         files = [p for p in target.rglob("*") if p.is_file() and is_data_file(p.name)]
-    elif target.exists():
+    elif target.is_file():
         files = [target]
+    elif target.exists():   # a FIFO or a device: reading it may never end
+        raise BayesreproError(f"data '{path}' is not a regular file; name a file")
     elif any(ch in path for ch in GLOB_CHARACTERS):
         files = [Path(name) for name in glob.glob(path, recursive=True)]
     else:

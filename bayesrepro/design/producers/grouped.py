@@ -27,7 +27,9 @@ import pandas as pd
 
 from ...data import check_score_scale
 from ...errors import BayesreproError
-from ...readers import NUMBER
+from ...readers import INTEGER, NUMBER
+from ...where import BOOL as BOOL_KIND, NUMBER as NUMBER_KIND, OTHER as OTHER_KIND, TEXT as TEXT_KIND
+from ...where import duckdb_exact_integer
 from ..cells import COUNT
 from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
@@ -52,8 +54,10 @@ class Dialect:
     text_tests: dict[str, str]        # the functions of --where's startswith, endswith and contains
     text_type: str
     exact_integer_type: str           # a type holding every integral double below 1e38 exactly
+    exact_integer: Callable[[str, str], str]   # a number as that type, exactly (rounded when not an integer)
     nonfinite: Callable[[str], str]
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
+    is_integer: Callable[[str], str]  # the text is an integer (readers.INTEGER)
     grouping_sets: Callable[[str, str], str]   # GROUP BY clause of the sets, given the keys and the sets
 
 
@@ -76,20 +80,28 @@ def text_escaped(text: str) -> str:
 
 DUCKDB = Dialect(quote=quote_double, text=text_doubled,
                  text_tests={"startswith": "starts_with", "endswith": "ends_with", "contains": "contains"},
-                 text_type="VARCHAR", exact_integer_type="HUGEINT", nonfinite=lambda e: f"NOT isfinite({e})",
+                 text_type="VARCHAR", exact_integer_type="HUGEINT",
+                 exact_integer=duckdb_exact_integer, nonfinite=lambda e: f"NOT isfinite({e})",
                  is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
+                 is_integer=lambda e: f"regexp_full_match({e}, '{INTEGER.pattern}')",
                  grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
 # Spark orders grouping_id()'s bits by the grouping columns, which must then be listed in the key order
 SPARK = Dialect(quote=quote_backtick, text=text_escaped,
                 text_tests={"startswith": "startswith", "endswith": "endswith", "contains": "contains"},
-                text_type="STRING", exact_integer_type="DECIMAL(38, 0)", nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
+                text_type="STRING", exact_integer_type="DECIMAL(38, 0)",
+                exact_integer=lambda e, rounding: (
+                    f"CASE WHEN CAST({e} AS STRING) RLIKE '^(?:{INTEGER.pattern})$' "
+                    f"THEN TRY_CAST(CAST({e} AS STRING) AS DECIMAL(38, 0)) "
+                    f"ELSE TRY_CAST({rounding}(TRY_CAST({e} AS DOUBLE)) AS DECIMAL(38, 0)) END"),
+                nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
                 is_number=lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
+                is_integer=lambda e: f"({e} RLIKE '^(?:{INTEGER.pattern})$')",
                 grouping_sets=lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
 
 
-# The kinds of column a relation holds, as --where names them; OTHER_KIND (dates, times, lists, structs) is read
-# only as a level's text
-TEXT_KIND, NUMBER_KIND, BOOL_KIND, OTHER_KIND = "text", "number", "bool", "other"
+# The kinds of column a relation holds, as --where names them; OTHER_KIND (dates, times) is read only as a level's
+# text, NESTED_KIND (lists, structs, maps) not at all
+NESTED_KIND = "nested"
 _NUMBER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                  "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "BYTE", "SHORT", "LONG", "INT"}
 
@@ -97,6 +109,8 @@ _NUMBER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYIN
 def column_kind_of_sql_type(name: str) -> str:
     """The kind of a column of DuckDB's or Spark's type ``name`` (``VARCHAR``, ``decimal(10,2)``, ``boolean``)."""
     upper = name.upper()
+    if upper.endswith("]") or upper.startswith(("STRUCT", "MAP", "ARRAY", "UNION", "LIST")):
+        return NESTED_KIND
     if upper in ("VARCHAR", "STRING"):
         return TEXT_KIND
     if upper == "BOOLEAN":
@@ -147,7 +161,8 @@ class GroupedSource:
         for name, numeric in self._numeric_text(
                 [c for c in self.where.columns if self.schema.get(c) == TEXT_KIND and c not in self.text_columns]).items():
             kinds[name] = NUMBER_KIND if numeric else TEXT_KIND
-        self._row_filter = self.where.to_sql(self.ref, kinds, self.dialect.text, self.dialect.text_tests)
+        self._row_filter = self.where.to_sql(self.ref, kinds, self.dialect.text, self.dialect.text_tests,
+                                             self.dialect.exact_integer)
         return self._row_filter
 
     def ref(self, name: str) -> str:
@@ -182,9 +197,12 @@ class GroupedSource:
 
     def _numeric_counts(self, column: str, k: int) -> list[str]:
         """Counts telling whether a text column is numbers by the readers' rule (see ``_is_numeric``)."""
-        c = self.ref(column)
-        return [f"COUNT(*) FILTER (WHERE {c} IS NOT NULL AND NOT {self.dialect.is_number(c)}) AS nonnum_{k}",
-                f"COUNT(DISTINCT {c}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({c} AS DOUBLE)) AS numbers_{k}"]
+        c, d = self.ref(column), self.dialect
+        return [f"COUNT(*) FILTER (WHERE {c} IS NOT NULL AND NOT {d.is_number(c)}) AS nonnum_{k}",
+                f"COUNT(*) FILTER (WHERE {c} IS NOT NULL AND NOT ({d.is_integer(c)} AND TRY_CAST({c} AS BIGINT) "
+                f"IS NOT NULL)) AS nonint_{k}",
+                f"COUNT(DISTINCT {c}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({c} AS DOUBLE)) AS numbers_{k}",
+                f"COUNT(DISTINCT TRY_CAST({c} AS BIGINT)) AS integers_{k}"]
 
     def frame(self, formula: str | FormulaSpec) -> ModelFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
@@ -235,6 +253,9 @@ class GroupedSource:
                     raise BayesreproError(
                         f"{role} '{column}' is not a column of {self.label}{hint} (columns: {', '.join(self.schema)})"
                     )
+                if self.schema[column] == NESTED_KIND:
+                    raise BayesreproError(f"column '{column}' holds lists or objects; a level is one number, text or "
+                                          "true/false value per row")
 
     def _validate(self, spec: FormulaSpec):
         """One pass: rows, missing values per column, the response's validity and each fixed variable's type."""
@@ -440,8 +461,10 @@ class SumsPlan:
 
 
 def _is_numeric(counts, k: int) -> bool:
-    """Every value of text column k is a number and no two of its texts give the same number."""
-    return int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
+    """Every value of text column k is a number and no two of its texts give the same number: the same int64
+    when every text is one (``readers.typed_column``), else the same double."""
+    distinct = counts[f"integers_{k}"] if int(counts[f"nonint_{k}"]) == 0 else counts[f"numbers_{k}"]
+    return int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(distinct)
 
 
 def _regroup(coarse: pd.DataFrame, keys: list[str], shift: float) -> pd.DataFrame:
