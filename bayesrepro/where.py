@@ -561,6 +561,7 @@ class _Typing:
                           f"{self.kinds[node.column.name]}s")
             return BOOL
         if isinstance(node, MissingTest):
+            self.kind(node.column)
             return BOOL
         for part in children(node):  # And, Or, Not
             self.condition(part)
@@ -752,7 +753,7 @@ class _Sql:
             if not node.values:
                 return "TRUE" if node.negated else "FALSE"
             if any(self._exact(node.operand, value) for value in node.values):
-                either = " OR ".join(self._exact_compare(Compare("==", node.operand, value)) for value in node.values)
+                either = " OR ".join(self.render(Compare("==", node.operand, value)) for value in node.values)
                 return f"({'NOT ' if node.negated else ''}({either}))"
             values = ", ".join(self.render(v) for v in node.values)
             return f"({self.render(node.operand)} {'NOT IN' if node.negated else 'IN'} ({values}))"
@@ -769,8 +770,8 @@ class _Sql:
     def _exact(self, column: Expr, literal: Expr) -> bool:
         """Is this a number column against an integer a double cannot hold exactly?"""
         return (isinstance(column, Column) and self.kinds[column.name] == NUMBER and isinstance(literal, Literal)
-                and isinstance(literal.value, int) and not isinstance(literal.value, bool)
-                and EXACT_DOUBLE_INTEGER <= abs(literal.value) < 10**38)
+                and isinstance(literal.value, (int, float)) and not isinstance(literal.value, bool)
+                and EXACT_DOUBLE_INTEGER <= abs(literal.value) < 10**38)   # a float this large is an integer
 
     def _exact_compare(self, node: Compare) -> str:
         """column op integer on exact integers: a non-integral value x lies between floor(x) and ceil(x)."""
@@ -779,7 +780,7 @@ class _Sql:
             column, literal, op = literal, column, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
         raw = self.quote(column.name)
         low, high = self.exact_integer(raw, "floor"), self.exact_integer(raw, "ceil")
-        value = self.exact_integer(f"'{literal.value}'", "floor")
+        value = self.exact_integer(f"'{int(literal.value)}'", "floor")
         return {"==": f"({low} = {value} AND {high} = {value})", "!=": f"(NOT ({low} = {value} AND {high} = {value}))",
                 "<": f"({low} < {value})", "<=": f"({high} <= {value})", ">": f"({high} > {value})",
                 ">=": f"({low} >= {value})"}[op]
