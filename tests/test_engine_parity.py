@@ -251,40 +251,44 @@ def test_names_the_memory_reader_accepts_mean_their_own_column_in_every_engine(t
 
 # --- the property: random small frames ------------------------------------------------------------
 
-IDS = ["007", "7", "7.0", "+7", "a", "A", "x y", "2020-01-01", "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
-       "6BA7B810-9DAD-11D1-80B4-00C04FD430C8", "18446744073709551617", "é", "NA", "null", "True", "1e5"]
-NAMES = ["item", "Item", "score", "Score", "system", "n", "", "a\nb", "x`y", "sp ace", "flag"]
+IDS = {"text": ["007", "7", "7.0", "+7", "a", "A", "x y", "é", "NA", "null", "True", "1e5"],
+       "dates": [f"2020-01-0{k}" for k in range(1, 9)],
+       "uuids": [f"6ba7b81{k}-9dad-11d1-80b4-00c04fd430c8" for k in range(4)]
+       + [f"6BA7B81{k}-9DAD-11D1-80B4-00C04FD430C8" for k in range(4)],
+       "big": [str(2**64 + k) for k in range(8)]}
+NAMES = ["item", "Item", "score", "Score", "system", "System", "n", "", "a\nb", "x`y", "sp ace", "flag"]
 
 
 @st.composite
 def frames(draw):
-    """A small frame with an item, a system and a score column, decoys, missing cells, and a file format."""
-    n_items = draw(st.integers(2, 6))
+    """A small frame with an item, a system and a score column, decoys (names differing only in case too),
+    missing cells, and a file format; a condition and --drop-missing."""
+    n_items = draw(st.integers(3, 8))
     rows = n_items * 4
-    ids = draw(st.lists(st.sampled_from(IDS), min_size=n_items, max_size=n_items, unique=True))
-    kind = draw(st.sampled_from(["text", "int", "bool"]))
-    system = {"text": np.tile(["A", "B"], 2 * n_items), "int": np.tile([1, 2], 2 * n_items),
-              "bool": np.tile([False, True], 2 * n_items)}[kind]
-    scores = draw(st.sampled_from(["gauss", "binary", "int"]))
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    score = {"gauss": np.round(rng.normal(size=rows), 3), "binary": rng.integers(0, 2, rows).astype(float),
-             "int": rng.integers(-3, 4, rows).astype(float)}[scores]
-    missing = draw(st.lists(st.integers(0, rows - 1), max_size=2))
-    score[missing] = np.nan
-    names = draw(st.permutations(NAMES))[:3]
-    if len({name.lower() for name in names}) < 3 or "" in names or not all(n.isidentifier() for n in names):
-        names = ["item", "system", "score"]
-    frame = pd.DataFrame({names[0]: np.repeat(np.array(ids, dtype=object), 4), names[1]: system, names[2]: score})
-    decoys = [n for n in NAMES if n not in frame.columns]
-    big = np.where(np.arange(rows) % 2 == 0, 2**53 + 1, draw(st.sampled_from([2**53, 5, -1])))
-    for name in draw(st.lists(st.sampled_from(decoys), max_size=3, unique=True)):
-        frame[name] = draw(st.sampled_from([big, np.arange(rows) % 3 == 0, np.tile(["A", "B"], 2 * n_items)]))
+    pool = draw(st.sampled_from(list(IDS)))
+    ids = draw(st.lists(st.sampled_from(IDS[pool]), min_size=n_items, max_size=n_items, unique=True))
     fmt = draw(st.sampled_from(["csv", "parquet", "jsonl"]))
-    where = draw(st.sampled_from([None, "{n} == 9007199254740993", "{n} > 9007199254740992", "{s} != 'A'",
-                                  "isna({y}) or {y} > 0", "`a\nb` == 'A'", "flag", "{i} != '7'", "{n} in [5, -1]"]))
+    if fmt == "jsonl" and pool == "big" and draw(st.booleans()):
+        ids = [int(i) for i in ids]   # JSON numbers beyond 2^64
+    system = draw(st.sampled_from([np.tile(["A", "B"], 2 * n_items), np.tile([1, 2], 2 * n_items),
+                                   np.tile([False, True], 2 * n_items)]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    score = draw(st.sampled_from([np.round(rng.normal(size=rows), 3), rng.integers(0, 2, rows).astype(float),
+                                  rng.integers(-3, 4, rows).astype(float)]))
+    score[draw(st.lists(st.integers(0, rows - 1), max_size=2))] = np.nan
+    item, system_name, score_name = (draw(st.sampled_from(pair)) for pair in
+                                     (("item", "Item"), ("system", "System"), ("score", "Score")))
+    frame = pd.DataFrame({item: np.repeat(np.array(ids, dtype=object), 4), system_name: system, score_name: score})
+    big = np.where(np.arange(rows) // 2 % 2 == 0, 2**53 + 1, draw(st.sampled_from([2**53, 5, -1])))
+    for name in draw(st.lists(st.sampled_from([n for n in NAMES if n not in frame.columns]), max_size=4, unique=True)):
+        frame[name] = draw(st.sampled_from([big, np.arange(rows) % 3 == 0, np.tile(["A", "B"], 2 * n_items),
+                                            rng.integers(0, 2, rows).astype(float)]))
+    where = draw(st.sampled_from([None, "n == 9007199254740993", "n > 9007199254740992", "{s} != 'A'",
+                                  "isna({y}) or {y} > -1", "`a\nb` == 'A'", "flag", "{i} != '7'", "n in [5, -1]",
+                                  "`x``y` == 'B'", "Score >= 0"]))
     if where:
-        where = where.format(i=f"`{names[0]}`", s=f"`{names[1]}`", y=f"`{names[2]}`", n="n")
-    formula = f"{names[2]} ~ {names[1]} + (1|{names[0]})"
+        where = where.format(i=item, s=system_name, y=score_name)
+    formula = f"{score_name} ~ {system_name} + (1|{item})"
     return frame, fmt, formula, where, draw(st.booleans())
 
 
@@ -303,3 +307,86 @@ def check_engines(case, tmp_path_factory, engines):
 @given(case=frames())
 def test_duckdb_gives_the_analysis_or_the_refusal_of_memory_on_random_frames(case, tmp_path_factory):
     check_engines(case, tmp_path_factory, ["duckdb"])
+
+
+@settings(max_examples=12, **PARITY_SETTINGS)
+@given(case=frames())
+@pytest.mark.slow
+def test_spark_gives_the_analysis_or_the_refusal_of_memory_on_random_frames(spark_session, case, tmp_path_factory):
+    check_engines(case, tmp_path_factory, ["spark"])
+
+
+# --- Spark (slow: a session starts) ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark_session():
+    """One local Spark session for the module's Spark tests, started as --engine spark starts it."""
+    pytest.importorskip("pyspark")
+    from bayesrepro.design.producers.spark_source import _session
+
+    session = _session("local[1]")
+    yield session
+    session.stop()
+
+
+@pytest.mark.slow
+def test_spark_reads_names_rows_and_types_as_memory_does(spark_session, tmp_path, monkeypatch):
+    write(grid(items=5), tmp_path / "sp1.csv")
+    cases = [(FORMULA, write(grid(items=7), tmp_path / "sp{1}.csv"), None),
+             (FORMULA, write(grid(items=6), tmp_path / "data[1].csv"), None),
+             (FORMULA, write(grid(big=np.where(np.arange(32) // 2 % 2 == 0, 2**53 + 1, 2**53)), tmp_path / "big.csv"),
+              "big == 9007199254740993"),
+             (FORMULA, write(grid(flag=np.arange(32) % 3 == 0), tmp_path / "flags.parquet"), "flag"),
+             ("score ~ system + (1|flag) + (1|item)", str(tmp_path / "flags.parquet"), None),
+             (FORMULA, write(grid(ts=pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(32), "D")),
+                             tmp_path / "ts.parquet"), "ts > 3"),
+             (FORMULA, write(grid(amount=[decimal.Decimal(k) / 7 for k in range(32)]), tmp_path / "dec.parquet"),
+              "amount > 2")]
+    ids = ["2020-01-01", "2020-1-1", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "6BA7B810-9DAD-11D1-80B4-00C04FD430C8",
+           "x", "y"]
+    cases.append((FORMULA, write(grid(items=6).assign(item=np.repeat(ids, 4)), tmp_path / "ids.jsonl"), None))
+    big_ids = [18446744073709551617, 18446744073709551618, 2**63, 5, 6, 7]
+    cases.append((FORMULA, write(grid(items=6).assign(item=np.repeat(np.array(big_ids, dtype=object), 4)),
+                                 tmp_path / "big_ids.jsonl"), None))
+    data = grid()
+    odd = data.assign(**{"": data["system"], "a\nb": data["system"], "x`y": data["system"],
+                         "Score": (data["score"] > 0).astype(int)})
+    for suffix in ("csv", "parquet", "jsonl"):
+        path = write(odd, tmp_path / f"names.{suffix}")
+        cases += [("Score ~ system + (1|item)", path, "`a\nb` == 'A'"), (FORMULA, path, "`x``y` == 'B'")]
+    text = "item,system,score\n" + "".join(f'"{r.item}""q, r",{r.system},{r.score}\n' for r in data.itertuples())
+    (tmp_path / "quoted.csv").write_text(text)
+    cases.append((FORMULA, str(tmp_path / "quoted.csv"), None))
+    for formula, path, where in cases:
+        memory = outcome(formula, path, "memory", where=where)
+        assert_same(outcome(formula, path, "spark", where=where), memory)
+    (tmp_path / "~").mkdir()
+    write(grid(items=6), tmp_path / "~" / "x.csv")
+    monkeypatch.chdir(tmp_path)
+    assert_same(outcome(FORMULA, "~/x.csv", "spark"), outcome(FORMULA, "~/x.csv", "memory"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", [lambda line: line + ",extra", lambda line: line.rsplit(",", 1)[0],
+                                    lambda line: line.replace(",", ',"x,y",', 1)])
+def test_spark_refuses_ragged_or_shifted_rows(spark_session, tmp_path, change):
+    lines = grid().to_csv(index=False).splitlines()
+    lines[6] = change(lines[6])
+    (tmp_path / "ragged.csv").write_text("\n".join(lines) + "\n")
+    result = outcome(FORMULA, tmp_path / "ragged.csv", "spark")
+    assert result[0] == "refused" and "more or fewer fields than the header" in result[1]
+
+
+@pytest.mark.slow
+def test_a_command_through_spark_that_succeeds_writes_nothing_on_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyspark")
+    path = write(grid(items=10), tmp_path / "runs.csv")
+    done = subprocess.run([sys.executable, "-m", "bayesrepro.cli", "vca", path, "--formula", FORMULA, "--engine",
+                           "spark", "--spark-master", "local[1]", "--json"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert json.loads(done.stdout)["n_obs"] == 40

@@ -85,14 +85,23 @@ DUCKDB = Dialect(quote=quote_double, text=text_doubled,
                  is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
                  is_integer=lambda e: f"regexp_full_match({e}, '{INTEGER.pattern}')",
                  grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+def _spark_exact_integer(expression: str, rounding: str) -> str:
+    """Spark's exact integer of a number (see ``where.duckdb_exact_integer``): Spark's floor and ceil return a
+    BIGINT, which overflows, and its cast to DECIMAL rounds half up, so the rounding is corrected by one."""
+    text, double = f"CAST({expression} AS STRING)", f"TRY_CAST({expression} AS DOUBLE)"
+    rounded = f"TRY_CAST({double} AS DECIMAL(38, 0))"
+    corrected = (f"CASE WHEN CAST({rounded} AS DOUBLE) > {double} THEN {rounded} - 1 ELSE {rounded} END"
+                 if rounding == "floor" else
+                 f"CASE WHEN CAST({rounded} AS DOUBLE) < {double} THEN {rounded} + 1 ELSE {rounded} END")
+    return (f"CASE WHEN {text} RLIKE '^(?:{INTEGER.pattern})$' THEN TRY_CAST({text} AS DECIMAL(38, 0)) "
+            f"ELSE {corrected} END")
+
+
 # Spark orders grouping_id()'s bits by the grouping columns, which must then be listed in the key order
 SPARK = Dialect(quote=quote_backtick, text=text_escaped,
                 text_tests={"startswith": "startswith", "endswith": "endswith", "contains": "contains"},
                 text_type="STRING", exact_integer_type="DECIMAL(38, 0)",
-                exact_integer=lambda e, rounding: (
-                    f"CASE WHEN CAST({e} AS STRING) RLIKE '^(?:{INTEGER.pattern})$' "
-                    f"THEN TRY_CAST(CAST({e} AS STRING) AS DECIMAL(38, 0)) "
-                    f"ELSE TRY_CAST({rounding}(TRY_CAST({e} AS DOUBLE)) AS DECIMAL(38, 0)) END"),
+                exact_integer=lambda e, rounding: _spark_exact_integer(e, rounding),
                 nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
                 is_number=lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
                 is_integer=lambda e: f"({e} RLIKE '^(?:{INTEGER.pattern})$')",
@@ -175,7 +184,7 @@ class GroupedSource:
         if kind == BOOL_KIND:
             return f"CASE WHEN {column} THEN 'True' WHEN NOT {column} THEN 'False' END"
         if kind == NUMBER_KIND:
-            return (f"CASE WHEN {column} = floor({column}) AND abs({column}) < 1e38 "
+            return (f"CASE WHEN {column} % 1 = 0 AND abs({column}) < 1e38 "
                     f"THEN CAST(CAST({column} AS {d.exact_integer_type}) AS {d.text_type}) "
                     f"ELSE CAST(CAST({column} AS DOUBLE) AS {d.text_type}) END")
         return f"CAST({column} AS {d.text_type})"
@@ -363,7 +372,8 @@ class GroupedSource:
 
     def _rows(self, conditions) -> str:
         filters = ([f"({self.row_filter})"] if self.row_filter else []) + self._kept + list(conditions or [])
-        return f"{self.relation}" + (f" WHERE {' AND '.join(filters)}" if filters else "")
+        # the alias keeps Spark from reading "WHERE (`flag`)" as an alias of the relation and of its columns
+        return f"{self.relation} AS data_rows" + (f" WHERE {' AND '.join(filters)}" if filters else "")
 
     def _rows_label(self) -> str:
         return f"{self.label} after --where" if self.row_filter else self.label

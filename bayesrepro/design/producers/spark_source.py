@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
@@ -48,6 +49,7 @@ def spark_source(data, where=None, drop_missing: bool = False, master: str | Non
     ``progress`` shows the share of Spark's tasks finished on stderr (default: when stderr is a terminal).
     """
     _require_pyspark()
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     for name in _QUERY_LOGGERS:
@@ -76,12 +78,27 @@ def spark_source(data, where=None, drop_missing: bool = False, master: str | Non
 
         bar = Progress(f"summing {label} in Spark", progress)
         try:
-            return run_polled(work, lambda: _finished_tasks(context, group), bar, lambda: context.cancelJobGroup(group))
-        except PySparkException as exc:
-            raise BayesreproError(f"Spark could not compute the grouped sums: {first_line(exc)}") from None
+            with warnings.catch_warnings():   # pyspark's note that Arrow failed precedes the error reported below
+                warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization")
+                return run_polled(work, lambda: _finished_tasks(context, group), bar,
+                                  lambda: context.cancelJobGroup(group))
+        except (PySparkException, Py4JJavaError) as exc:
+            raise BayesreproError(f"Spark could not compute the grouped sums over {label}: {_reason(exc)}") from None
 
     return GroupedSource(run, SPARK.quote(view), kinds, SPARK, label, where, drop_missing, text_columns=text_columns,
                          aliases=aliases)
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of what Spark says went wrong (the JVM's exception, not py4j's call)."""
+    java = getattr(exc, "java_exception", None)
+    while java is not None and java.getCause() is not None:
+        java = java.getCause()
+    text = first_line(exc) if java is None else str(java.getMessage() or java.toString()).splitlines()[0]
+    if "MALFORMED_RECORD" in text or "Malformed" in text:
+        return ("a row of the data has more or fewer fields than the header (or a quote is not closed); every row "
+                "needs one field per column")
+    return text
 
 
 def _require_pyspark() -> None:
