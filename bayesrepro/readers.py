@@ -91,7 +91,7 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
             where = f"data row {row.number - 1}" if row.number is not None else "a row"
             raise BayesreproError(
                 f"data file '{path}': {where} (row 1 is the first row below the header) has {row.actual_columns} field(s) but the header "
-                f"has {row.expected_columns}; every row needs one field per column{_delimiter_hint(path, delimiter)}"
+                f"has {row.expected_columns}; every row needs one field per column{delimiter_hint(delimiter)}"
             ) from None
         raise BayesreproError(f"could not read data file '{path}': {_arrow_message(exc)}") from None
     if table.num_rows == 0:
@@ -167,7 +167,7 @@ def _refuse_other_delimiter(path: Path, delimiter: str, only_column: str, first_
         )
 
 
-def _delimiter_hint(path: Path, delimiter: str) -> str:
+def delimiter_hint(delimiter: str) -> str:
     return f" (is the file separated by {'tabs' if delimiter == chr(9) else 'commas'}?)"
 
 

@@ -214,8 +214,9 @@ def test_ragged_or_shifted_rows_are_refused_by_every_engine(tmp_path, change):
     lines = grid().to_csv(index=False).splitlines()
     lines[6] = change(lines[6])
     (tmp_path / "ragged.csv").write_text("\n".join(lines) + "\n")
-    for engine in ("memory", "duckdb"):
-        assert outcome(FORMULA, tmp_path / "ragged.csv", engine)[0] == "refused", engine
+    memory = outcome(FORMULA, tmp_path / "ragged.csv", "memory")
+    assert memory[0] == "refused" and "data row 6 (row 1 is the first row below the header) has" in memory[1]
+    assert_same(outcome(FORMULA, tmp_path / "ragged.csv", "duckdb"), memory)
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])

@@ -12,16 +12,20 @@ from another only in case) means that one column.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
-from ...readers import read_header
+from ...readers import delimiter_hint, read_header
 from .files import data_files as named_files, duckdb_literal_name
 from .grouped import DUCKDB, GroupedSource, column_kind_of_sql_type, renamed_columns, text_doubled
 from .json_lines import json_lines_relation
 from .polling import run_polled
 
+# DuckDB's report of a row with another number of fields than the header
+RAGGED_ROW = re.compile(r"CSV Error on Line: (\d+)\n.*?Expected Number of Columns: (\d+) Found: (\d+).*?file = ([^\n]*)",
+                        re.DOTALL)
 TEXT_READER = ("read_csv($files, auto_detect = false, header = true, delim = {delim}, quote = '\"', "
                "escape = '\"', strict_mode = true, columns = {columns})")
 READERS = {
@@ -58,7 +62,8 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
             return run_polled(lambda: connection.execute(sql, parameters or {}).fetchdf(),
                               lambda: connection.query_progress() / 100, bar, connection.interrupt)
         except duckdb.Error as exc:
-            raise BayesreproError(f"DuckDB could not read '{path}': {first_line(exc)}") from None
+            raise BayesreproError(_ragged_row(str(exc), kind) or f"DuckDB could not read '{path}': {first_line(exc)}") \
+                from None
 
     if kind in (",", "\t"):
         names = _shared_header(files, kind)
@@ -73,6 +78,18 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
         relation, kinds = json_lines_relation(run, params, f"'{path}'")
     return GroupedSource(run, relation, kinds, DUCKDB, f"'{path}'", where, drop_missing, params, text_columns,
                          aliases=renamed_columns(kinds))
+
+
+def _ragged_row(message: str, delimiter: str) -> str | None:
+    """DuckDB's report of a ragged row in the memory reader's words (``readers.read_delimited``)."""
+    found = RAGGED_ROW.search(message)
+    if not found:
+        return None
+    line, expected, actual, file = found.groups()
+    file = re.sub(r"\[(.)\]", r"\1", file)   # the name as written, not as handed to DuckDB
+    return (f"data file '{file}': data row {int(line) - 1} (row 1 is the first row below the header) has {actual} "
+            f"field(s) but the header has {expected}; every row needs one field per column"
+            f"{delimiter_hint(delimiter)}")
 
 
 def data_files(path: str) -> list[str]:
