@@ -11,7 +11,6 @@ from __future__ import annotations
 import decimal
 import json
 import math
-import string
 
 import numpy as np
 import pandas as pd
@@ -23,7 +22,6 @@ from hypothesis import strategies as st
 
 from bayesrepro.design import model_frame
 from bayesrepro.errors import BayesreproError
-from bayesrepro.frequentist.lmm import fit_model_frame
 
 FORMULA = "score ~ system + (1|item)"
 

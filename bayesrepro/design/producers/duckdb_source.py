@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
-from ...readers import delimiter_hint, read_header
-from .files import data_files as named_files, duckdb_literal_name
+from ...readers import delimiter_hint
+from .files import data_files as named_files, duckdb_literal_name, shared_header
 from .grouped import DUCKDB, GroupedSource, column_kind_of_sql_type, renamed_columns, text_doubled
 from .json_lines import json_lines_relation
 from .polling import run_polled
@@ -66,7 +66,7 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
                 from None
 
     if kind in (",", "\t"):
-        names = _shared_header(files, kind)
+        names = shared_header(files, kind)
         columns = "{" + ", ".join(f"{text_doubled(f'v{k}')}: 'VARCHAR'" for k in range(len(names))) + "}"
         relation = f"(SELECT * FROM {TEXT_READER.format(delim=text_doubled(kind), columns=columns)})"
         kinds = {name: "text" for name in names}
@@ -112,14 +112,6 @@ def _reader(files: list[str]) -> str:
     if len(kinds) > 1:
         raise BayesreproError("the data files mix formats; give files of one kind (CSV, TSV, Parquet or JSON Lines)")
     return kinds.pop()
-
-
-def _shared_header(files: list[str], delimiter: str) -> list[str]:
-    """The header line of CSV/TSV files, checked as the memory reader checks it, the same in every file."""
-    headers = {tuple(read_header(Path(file), delimiter)) for file in files}
-    if len(headers) > 1:
-        raise BayesreproError(f"the data files do not share one header line: {' / '.join(','.join(h) for h in headers)}")
-    return list(headers.pop())
 
 
 def _parquet_columns(first: str, run, params) -> tuple[list[str], dict[str, str]]:

@@ -1,4 +1,5 @@
-"""Which files a data path names, and how to hand them to an engine that would read a name as a pattern.
+"""Which files a data path names, how to hand them to an engine that would read a name as a pattern, and the
+header line CSV/TSV files share.
 
 A path that exists is a file name, read as written: ``data[1].csv`` is that
 file even when ``data1.csv`` lies beside it, and ``~/x.csv`` is the file under
@@ -15,6 +16,7 @@ import os
 from pathlib import Path
 
 from ...errors import BayesreproError
+from ...readers import read_header
 
 GLOB_CHARACTERS = "*?["
 
@@ -46,3 +48,11 @@ def duckdb_literal_name(file: str) -> str:
 def hadoop_literal_name(file: str) -> str:
     """A file name Hadoop's glob reads as written: each of its pattern characters after a backslash."""
     return "".join(f"\\{ch}" if ch in "*?[]{}\\" else ch for ch in file)
+
+
+def shared_header(files: list[str], delimiter: str) -> list[str]:
+    """The header line of CSV/TSV files, checked as the memory reader checks it, the same in every file."""
+    headers = {tuple(read_header(Path(file), delimiter)) for file in files}
+    if len(headers) > 1:
+        raise BayesreproError(f"the data files do not share one header line: {' / '.join(','.join(h) for h in headers)}")
+    return list(headers.pop())

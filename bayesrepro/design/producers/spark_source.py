@@ -24,8 +24,7 @@ from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
-from ...readers import read_header
-from .files import data_files, hadoop_literal_name
+from .files import data_files, hadoop_literal_name, shared_header
 from .grouped import SPARK, GroupedSource, column_kind_of_sql_type, renamed_columns
 from .polling import run_polled
 
@@ -142,6 +141,8 @@ def _read_files(path: str, master: str | None):
     """A Spark DataFrame of the files ``path`` names, read as the memory reader reads them."""
     from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType, StructField, StructType
 
+    if "://" in path:
+        return _read_remote(path, master)
     files = data_files(path, lambda name: _format(name) is not None)
     formats = {_format(file) for file in files}
     if None in formats:
@@ -154,11 +155,7 @@ def _read_files(path: str, master: str | None):
     locations = [hadoop_literal_name(file) for file in files]
     if kind in ("csv", "tsv"):
         delimiter = "," if kind == "csv" else "\t"
-        headers = {tuple(read_header(Path(file), delimiter)) for file in files}
-        if len(headers) > 1:
-            raise BayesreproError(f"the data files do not share one header line: "
-                                  f"{' / '.join(','.join(h) for h in headers)}")
-        names = headers.pop()
+        names = shared_header(files, delimiter)
         schema = StructType([StructField(f"v{k}", StringType()) for k in range(len(names))])
         frame = session.read.csv(locations, schema=schema, header=True, enforceSchema=True, sep=delimiter, quote='"',
                                  escape='"', multiLine=True, mode="FAILFAST", encoding="UTF-8")
@@ -172,6 +169,17 @@ def _read_files(path: str, master: str | None):
     keys = json_lines_kinds(files, f"'{path}'")
     schema = StructType([StructField(name, spark_types[kind]) for name, kind in keys.items()])
     return session.read.json(locations, schema=schema, mode="FAILFAST")
+
+
+def _read_remote(path: str, master: str | None):
+    """Files on a cluster's file system (``hdfs://``, ``s3a://``), read by Spark's own rules: its globs, the
+    header as Spark reads it and, for JSON Lines, the types Spark infers; rows are still checked (FAILFAST)."""
+    kind = _format(path) or "parquet"
+    session = _session(master)
+    if kind in ("csv", "tsv"):
+        return session.read.csv(path, header=True, sep="," if kind == "csv" else "\t", quote='"', escape='"',
+                                multiLine=True, mode="FAILFAST", encoding="UTF-8")
+    return session.read.parquet(path) if kind == "parquet" else session.read.json(path, mode="FAILFAST")
 
 
 def _format(name: str) -> str | None:
