@@ -53,12 +53,16 @@ def spark_source(data, where=None, drop_missing: bool = False, master: str | Non
 
     for name in _QUERY_LOGGERS:
         logging.getLogger(name).disabled = True
-    frame = data if is_spark_dataframe(data) else _read_files(str(data), master)
-    names = [field.name for field in frame.schema.fields]
+    try:
+        frame = data if is_spark_dataframe(data) else _read_files(str(data), master)
+        fields = frame.schema.fields
+    except (PySparkException, Py4JJavaError) as exc:
+        raise BayesreproError(f"Spark could not read '{data}': {_reason(exc)}") from None
+    names = [field.name for field in fields]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise BayesreproError(f"the Spark DataFrame has the column '{repeated[0]}' more than once; rename one of them")
-    kinds = {field.name: column_kind_of_sql_type(field.dataType.typeName()) for field in frame.schema.fields}
+    kinds = {field.name: column_kind_of_sql_type(field.dataType.typeName()) for field in fields}
     aliases = renamed_columns(kinds)
     frame = frame.toDF(*aliases.values())
     session = frame.sparkSession
@@ -159,7 +163,8 @@ def _read_files(path: str, master: str | None):
         schema = StructType([StructField(f"v{k}", StringType()) for k in range(len(names))])
         frame = session.read.csv(locations, schema=schema, header=True, enforceSchema=True, sep=delimiter, quote='"',
                                  escape='"', multiLine=True, mode="FAILFAST", encoding="UTF-8")
-        return frame.toDF(*names)
+        # a quoted empty field ("") is missing too, as in the memory reader; Spark reads it as an empty text
+        return frame.replace("", None).toDF(*names)
     if kind == "parquet":
         return session.read.parquet(*locations)
     from .json_lines import json_lines_kinds
