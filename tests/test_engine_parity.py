@@ -129,6 +129,24 @@ def test_json_identifiers_keep_their_text_and_are_never_merged(tmp_path, ids):
     assert_same(duck, memory)
 
 
+@pytest.mark.parametrize("line, message", [
+    ('{"item": "i1", "system": "A", "score": NaN}', "line 4 holds NaN, which is not JSON"),
+    ('{"item": "i1", "system": "A", "score": 1, "g": -Infinity}', "line 4 holds -Infinity, which is not JSON"),
+    ('{"item": {"a": 1}, "system": "A", "score": 1}', "holds lists or objects"),
+    ('{"item": 7, "system": "A", "score": 1}', "mixes JSON types"),
+    ('{"item": "i1", "item": "i2", "system": "A", "score": 1}', "has the key 'item' more than once"),
+    ('[1, 2]', "line 4 is a JSON list, not an object"),
+    ('{"item": ', "line 4 is not valid JSON"),
+])
+def test_json_lines_the_memory_reader_refuses_are_refused_by_duckdb(tmp_path, line, message):
+    lines = [json.dumps(record) for record in grid(items=6).to_dict("records")]
+    path = tmp_path / "refused.jsonl"
+    path.write_text("\n".join(lines[:3] + [line] + lines[3:]) + "\n")
+    memory = outcome(FORMULA, path, "memory")
+    assert memory[0] == "refused" and message in memory[1]
+    assert_same(outcome(FORMULA, path, "duckdb"), memory, messages=False)
+
+
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
 @pytest.mark.parametrize("where, kept", [("big == 9007199254740993", 16), ("big != 9007199254740993", 16),
                                          ("big > 9007199254740992", 16), ("big >= 9007199254740993", 16),

@@ -12,6 +12,8 @@ objects, is refused.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ...errors import BayesreproError, first_line
 from ...readers import INTEGER
 from .grouped import text_doubled
@@ -23,6 +25,9 @@ _LINES = "(SELECT row_number() OVER () AS line, json AS j FROM read_ndjson_objec
 _NUMBER_KEY = (f"CASE WHEN type <> 'DOUBLE' OR regexp_full_match(value::VARCHAR, '{INTEGER.pattern}') "
                "THEN value::VARCHAR WHEN TRY_CAST(value AS DOUBLE) = floor(TRY_CAST(value AS DOUBLE)) AND abs(TRY_CAST(value AS DOUBLE)) < 9007199254740992 "
                "THEN CAST(CAST(TRY_CAST(value AS DOUBLE) AS BIGINT) AS VARCHAR) ELSE CAST(TRY_CAST(value AS DOUBLE) AS VARCHAR) END")
+# JSON's own grammar of a number: DuckDB also reads NaN, Infinity and nan, which JSON (and the memory reader) refuse
+_JSON_NUMBER = "-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][+-]?[0-9]+)?"
+_NOT_JSON = f"(type = 'DOUBLE' AND NOT regexp_full_match(value::VARCHAR, '{_JSON_NUMBER}'))"
 _KEYS = f"""
 SELECT key, MIN(line) AS first_line, MIN(id) AS position,
        COUNT(*) FILTER (WHERE type = 'VARCHAR') AS strings,
@@ -34,7 +39,9 @@ SELECT key, MIN(line) AS first_line, MIN(id) AS position,
                         (type = 'UBIGINT' AND TRY_CAST(value AS UBIGINT) <= 9223372036854775807))) AS not_int64,
        COUNT(DISTINCT {_NUMBER_KEY}) FILTER (WHERE type IN {_NUMBER_TYPES}) AS distinct_numbers,
        COUNT(DISTINCT TRY_CAST(value AS DOUBLE)) FILTER (WHERE type IN {_NUMBER_TYPES}) AS distinct_doubles,
-       COUNT(*) - COUNT(DISTINCT line) AS repeated
+       COUNT(*) - COUNT(DISTINCT line) AS repeated,
+       MIN(line) FILTER (WHERE {_NOT_JSON}) AS constant_line,
+       MIN(value::VARCHAR) FILTER (WHERE {_NOT_JSON}) AS constant
 FROM (SELECT l.line, e.key, e.id, e.type, e.value FROM {_LINES} AS l, json_each(l.j) AS e)
 GROUP BY key ORDER BY first_line, position
 """
@@ -62,22 +69,25 @@ def json_lines_types(run, params, label: str) -> dict[str, str]:
     counts = run(_COUNTS, params).iloc[0]
     n_rows = int(counts["lines"])
     if n_rows == 0:
-        raise BayesreproError(f"data {label} has no rows (no JSON object on any line)")
+        raise BayesreproError(f"data file {label} has no rows (no JSON object on any line)")
     if int(counts["others"]):
-        raise BayesreproError(f"data {label}: JSON line {int(counts['first_other'])} is not an object; "
+        raise BayesreproError(f"data file {label} line {int(counts['first_other'])} is not a JSON object; "
                               "write one {\"column\": value, ...} object per line")
     types = {}
     for row in run(_KEYS, params).itertuples(index=False):
         name = row.key
         if int(row.repeated):
-            raise BayesreproError(f"data {label} has the key '{name}' more than once in a line")
+            raise BayesreproError(f"data file {label} has the key '{name}' more than once in a line")
+        if pd.notna(row.constant):
+            raise BayesreproError(f"data file {label} line {int(row.constant_line)} holds {row.constant}, which is not "
+                                  "JSON; write a missing value as null")
         if int(row.nested):
-            raise BayesreproError(f"column '{name}' of data {label} holds lists or objects; "
+            raise BayesreproError(f"column '{name}' of data file {label} holds lists or objects; "
                                   "give one number, string or boolean per field")
         present = [kind for kind, count in (("boolean", row.booleans), ("number", row.numbers), ("string", row.strings))
                    if int(count)]
         if len(present) > 1:
-            raise BayesreproError(f"column '{name}' of data {label} mixes JSON types ({', '.join(present)}); write "
+            raise BayesreproError(f"column '{name}' of data file {label} mixes JSON types ({', '.join(present)}); write "
                                   "every value of a column the same way (identifiers as strings)")
         kind = present[0] if present else "string"
         if kind == "number" and int(row.distinct_doubles) != int(row.distinct_numbers):
