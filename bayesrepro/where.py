@@ -712,7 +712,11 @@ def _compare_exactly(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a op b``; integers and doubles are compared as Python compares them (exactly), not as doubles."""
     kinds = {a.dtype.kind, b.dtype.kind}
     if "f" in kinds and kinds & {"i", "u", "O"}:
-        a, b = a.astype(object), b.astype(object)
+        integers = b if a.dtype.kind == "f" else a
+        small = integers.dtype.kind in "iu" and (len(integers) == 0 or (
+            -EXACT_DOUBLE_INTEGER < integers.min() and integers.max() < EXACT_DOUBLE_INTEGER))
+        # integers below 2^53 are doubles exactly; beyond, Python's own comparison is exact
+        a, b = (a.astype(float), b.astype(float)) if small else (a.astype(object), b.astype(object))
     return np.asarray(_COMPARE[op](a, b), dtype=bool)
 
 
