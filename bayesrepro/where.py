@@ -52,8 +52,6 @@ MISSING_TESTS = ("isna", "notna")
 # Integers below this magnitude are doubles exactly and no larger value rounds onto one; from it on, a comparison
 # with one is made on exact integers
 EXACT_DOUBLE_INTEGER = 2**53
-# Beyond this an integer is no double at all
-LARGEST_DOUBLE = 2**1024
 
 
 # --- the expression tree ----------------------------------------------------------------------------
@@ -364,16 +362,26 @@ class _Builder:
 
     # values: columns, literals, arithmetic
 
+    def finite(self, number: int | float) -> int | float:
+        """A number the columns' double precision can hold; 10**400 or 1e400 would compare as infinity."""
+        try:
+            finite = math.isfinite(float(number))
+        except OverflowError:
+            finite = False
+        if not finite:
+            self.fail("a number in it is beyond the range of double precision (about 1.8e308); "
+                      "compare with a smaller number")
+        return number
+
     def value(self, node: ast.AST, depth: int) -> Expr:
         if depth > MAX_DEPTH:
             self.fail("the condition is nested too deeply")
         if isinstance(node, ast.Name):
             return Column(self.names.get(node.id, node.id))
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, int) and not isinstance(node.value, bool) and abs(node.value) >= LARGEST_DOUBLE:
-                self.fail(f"the number {str(node.value)[:20]}... has {len(str(node.value))} digits, beyond the largest "
-                          "number a column can hold (about 1.8e308)")
-            if isinstance(node.value, (bool, int, float, str)) and not isinstance(node.value, complex):
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                return Literal(self.finite(node.value))
+            if isinstance(node.value, (bool, str)):
                 return Literal(node.value)
             if node.value is None:
                 self.fail("None is not a value here; test for missing values with isna(column)")

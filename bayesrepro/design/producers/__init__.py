@@ -42,8 +42,8 @@ def choose_engine(data, engine: str) -> str:
         return engine
     if isinstance(data, (str, Path)):
         path = Path(data)
-        if path.is_file():   # a file is read as named, whatever characters its name holds
-            return "duckdb" if path.stat().st_size > LARGE_FILE_BYTES else "memory"
         if path.is_dir() or any(ch in str(data) for ch in "*?["):
+            return "duckdb"
+        if path.is_file() and path.stat().st_size > LARGE_FILE_BYTES:
             return "duckdb"
     return "memory"
