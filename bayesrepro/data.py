@@ -251,6 +251,9 @@ def level_labels(values: pd.Series) -> pd.Series:
     them (``0.001``, ``1e-05``).
     """
     objects = values.astype(object)
+    if any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in objects.dropna()):
+        raise BayesreproError(f"column '{values.name}' holds lists or objects; a level is one number, text or "
+                              "true/false value per row")
     distinct = pd.unique(objects.dropna())
     if len({isinstance(v, str) for v in distinct}) > 1:
         text = next(v for v in distinct if isinstance(v, str))

@@ -77,7 +77,7 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
 
     try:
         table = pa_csv.read_csv(
-            path,
+            str(path.absolute()),   # as written: arrow would read a leading ~ as the home directory
             read_options=pa_csv.ReadOptions(use_threads=False),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
                                               invalid_row_handler=refuse_row),
@@ -91,7 +91,7 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
             where = f"data row {row.number - 1}" if row.number is not None else "a row"
             raise BayesreproError(
                 f"data file '{path}': {where} (row 1 is the first row below the header) has {row.actual_columns} field(s) but the header "
-                f"has {row.expected_columns}; every row needs one field per column{_delimiter_hint(path, delimiter)}"
+                f"has {row.expected_columns}; every row needs one field per column{delimiter_hint(delimiter)}"
             ) from None
         raise BayesreproError(f"could not read data file '{path}': {_arrow_message(exc)}") from None
     if table.num_rows == 0:
@@ -167,7 +167,7 @@ def _refuse_other_delimiter(path: Path, delimiter: str, only_column: str, first_
         )
 
 
-def _delimiter_hint(path: Path, delimiter: str) -> str:
+def delimiter_hint(delimiter: str) -> str:
     return f" (is the file separated by {'tabs' if delimiter == chr(9) else 'commas'}?)"
 
 
@@ -246,11 +246,11 @@ def read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        names = pq.read_schema(path).names
+        names = pq.read_schema(str(path.absolute())).names
         repeated = [name for i, name in enumerate(names) if name in names[:i]]
         if repeated:
             raise BayesreproError(f"data file '{path}' has the column '{repeated[0]}' more than once; rename one of them")
-        table = pq.read_table(path)
+        table = _decimals_as_doubles(pq.read_table(str(path.absolute())))
     except (pa.ArrowException, OSError) as exc:
         raise BayesreproError(f"could not read data file '{path}' as Parquet: {first_line(exc)}") from None
     if table.num_rows == 0:
@@ -259,6 +259,16 @@ def read_parquet(path: Path) -> pd.DataFrame:
         return table.to_pandas()
     except (pa.ArrowException, ValueError, TypeError) as exc:
         raise BayesreproError(f"could not convert the columns of data file '{path}': {first_line(exc)}") from None
+
+
+def _decimals_as_doubles(table):
+    """A DECIMAL column is a number: read as a double, as DuckDB and Spark read it."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_decimal(field.type):
+            table = table.set_column(i, field.with_type(pa.float64()), table.column(i).cast(pa.float64()))
+    return table
 
 
 # --- JSON Lines -----------------------------------------------------------------------------------

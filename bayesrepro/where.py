@@ -22,7 +22,10 @@ numbers with numbers, and a boolean column may stand alone as a condition.
 Missing values follow SQL: a comparison with a missing value is unknown, and
 rows whose condition is unknown are not kept (``x != 'a'`` drops rows where x
 is missing; add ``or isna(x)`` to keep them). Division by zero gives a
-missing value. The result is one boolean per row.
+missing value. Numbers compare as exact values: an integer column with an
+integer beyond 2^53 (where doubles are 2 apart) is compared without rounding
+either to a double, in memory and in SQL alike. The result is one boolean per
+row.
 """
 
 from __future__ import annotations
@@ -41,10 +44,14 @@ from .errors import BayesreproError, first_line
 MAX_LENGTH = 10_000
 MAX_DEPTH = 60
 NUMBER, TEXT, BOOL = "number", "text", "bool"
+OTHER = "other"   # dates, times, lists, objects: no condition reads them
 COMPARISONS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 TEXT_TESTS = ("startswith", "endswith", "contains")
 MISSING_TESTS = ("isna", "notna")
+# Integers below this magnitude are doubles exactly and no larger value rounds onto one; from it on, a comparison
+# with one is made on exact integers
+EXACT_DOUBLE_INTEGER = 2**53
 
 
 # --- the expression tree ----------------------------------------------------------------------------
@@ -165,17 +172,21 @@ class Where:
         return np.asarray(value & ~missing, dtype=bool)
 
     def to_sql(self, quote: Callable[[str], str], kinds: Mapping[str, str],
-               text: Callable[[str], str] | None = None, text_tests: Mapping[str, str] | None = None) -> str:
+               text: Callable[[str], str] | None = None, text_tests: Mapping[str, str] | None = None,
+               exact_integer: Callable[[str, str], str] | None = None) -> str:
         """The condition as a SQL expression; ``quote`` quotes an identifier, ``text`` writes a text literal
         (default: quotes doubled, standard SQL), ``text_tests`` names the SQL functions of startswith,
-        endswith and contains (default: DuckDB's), ``kinds`` as in ``check``.
+        endswith and contains (default: DuckDB's), ``kinds`` as in ``check``; ``exact_integer(expr,
+        rounding)`` is the number ``expr`` holds as an exact integer, rounded by ``rounding`` (floor or ceil)
+        when it is not one (default: DuckDB's HUGEINT).
 
         A number column is read through ``TRY_CAST(... AS DOUBLE)`` so that
         numbers stored as text compare as numbers; NaN counts as missing.
         """
         _require_known(self.text, self.columns, list(kinds))
         self.check(kinds)
-        return _Sql(quote, kinds, text or _text_literal, text_tests or _TEXT_TESTS).render(self.tree)
+        return _Sql(quote, kinds, text or _text_literal, text_tests or _TEXT_TESTS,
+                    exact_integer or duckdb_exact_integer).render(self.tree)
 
 
 def parse_where(text: str) -> Where:
@@ -489,7 +500,7 @@ def column_kind(values: pd.Series, name: str) -> str:
     if pd.api.types.is_object_dtype(values):
         kinds = {_kind_of_value(v) for v in values.dropna()}
         if "other" in kinds:
-            raise BayesreproError(f"--where: column '{name}' holds values that are not numbers, text or true/false")
+            unreadable_column(name)
         if len(kinds) == 1:
             return {"text": TEXT, "number": NUMBER, "true/false value": BOOL}[kinds.pop()]
         if kinds:
@@ -497,7 +508,13 @@ def column_kind(values: pd.Series, name: str) -> str:
         return TEXT
     if pd.api.types.is_string_dtype(values):
         return TEXT
-    raise BayesreproError(f"--where: column '{name}' has type {values.dtype}, which a condition cannot read")
+    unreadable_column(name)
+
+
+def unreadable_column(name: str):
+    """Refuse a condition on a column of dates, times, lists or objects: the same words in every engine."""
+    raise BayesreproError(f"--where: column '{name}' holds values that are not numbers, text or true/false (dates, "
+                          "times, lists or objects), which a condition cannot read; filter the data before")
 
 
 def _require_known(text: str, used: list[str], known) -> None:
@@ -527,6 +544,8 @@ class _Typing:
 
     def kind(self, node: Expr) -> str:
         if isinstance(node, Column):
+            if self.kinds[node.name] not in (NUMBER, TEXT, BOOL):
+                unreadable_column(node.name)
             return self.kinds[node.name]
         if isinstance(node, Literal):
             return BOOL if isinstance(node.value, bool) else TEXT if isinstance(node.value, str) else NUMBER
@@ -550,6 +569,7 @@ class _Typing:
                           f"{self.kinds[node.column.name]}s")
             return BOOL
         if isinstance(node, MissingTest):
+            self.kind(node.column)
             return BOOL
         for part in children(node):  # And, Or, Not
             self.condition(part)
@@ -613,14 +633,14 @@ class _Evaluator:
             missing = a_missing | b_missing
             result = np.zeros(self.n, bool)
             known = ~missing
-            result[known] = _COMPARE[node.op](a[known], b[known])
+            result[known] = _compare_exactly(node.op, a[known], b[known])
             return result, missing
         if isinstance(node, IsIn):
             value, missing = self.value(node.operand)
             hit = np.zeros(self.n, bool)
             for literal in node.values:
                 other = self.value(literal)[0]
-                hit[~missing] |= value[~missing] == other[~missing]
+                hit[~missing] |= _compare_exactly("==", value[~missing], other[~missing])
             if not node.values:
                 missing = np.zeros(self.n, bool)
             return (~hit if node.negated else hit) & ~missing, missing
@@ -648,13 +668,13 @@ class _Evaluator:
         if isinstance(node, Column):
             return self.column(node)
         if isinstance(node, Literal):
-            kind = object if isinstance(node.value, str) else bool if isinstance(node.value, bool) else float
-            return np.full(self.n, node.value, dtype=kind), np.zeros(self.n, bool)
+            return np.full(self.n, node.value, dtype=_literal_dtype(node.value)), np.zeros(self.n, bool)
         if isinstance(node, Negate):
             value, missing = self.value(node.operand)
-            return -value, missing
+            return -value.astype(float), missing
         if isinstance(node, Arithmetic):
             (a, a_missing), (b, b_missing) = self.value(node.left), self.value(node.right)
+            a, b = a.astype(float), b.astype(float)
             with np.errstate(all="ignore"):
                 if node.op == "/":
                     result = np.divide(a, np.where(b == 0, np.nan, b))
@@ -668,6 +688,10 @@ class _Evaluator:
         values = self.frame[node.name]
         missing = values.isna().to_numpy()
         kind = self.kinds[node.name]
+        if kind == NUMBER and pd.api.types.is_signed_integer_dtype(values):
+            return values.to_numpy(dtype=np.int64, na_value=0), missing
+        if kind == NUMBER and pd.api.types.is_unsigned_integer_dtype(values):
+            return values.astype(object).where(~missing, 0).to_numpy(), missing
         if kind == NUMBER:
             numbers = values.to_numpy(dtype=float, na_value=np.nan)
             return numbers, missing | np.isnan(numbers)
@@ -684,6 +708,26 @@ _COMPARE = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equa
             ">=": np.greater_equal}
 
 
+def _literal_dtype(value):
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, int):
+        return np.int64 if -2**63 <= value < 2**63 else object
+    return object if isinstance(value, str) else float
+
+
+def _compare_exactly(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a op b``; integers and doubles are compared as Python compares them (exactly), not as doubles."""
+    kinds = {a.dtype.kind, b.dtype.kind}
+    if "f" in kinds and kinds & {"i", "u", "O"}:
+        integers = b if a.dtype.kind == "f" else a
+        small = integers.dtype.kind in "iu" and (len(integers) == 0 or (
+            -EXACT_DOUBLE_INTEGER < integers.min() and integers.max() < EXACT_DOUBLE_INTEGER))
+        # integers below 2^53 are doubles exactly; beyond, Python's own comparison is exact
+        a, b = (a.astype(float), b.astype(float)) if small else (a.astype(object), b.astype(object))
+    return np.asarray(_COMPARE[op](a, b), dtype=bool)
+
+
 # --- rendering as SQL -------------------------------------------------------------------------------------
 
 _NAN = "CAST('NaN' AS DOUBLE)"
@@ -694,8 +738,9 @@ class _Sql:
     """The tree as a SQL condition with the same meaning (three-valued logic is SQL's own)."""
 
     def __init__(self, quote: Callable[[str], str], kinds: Mapping[str, str], text: Callable[[str], str],
-                 text_tests: Mapping[str, str]):
+                 text_tests: Mapping[str, str], exact_integer: Callable[[str, str], str]):
         self.quote, self.kinds, self.text, self.text_tests = quote, kinds, text, text_tests
+        self.exact_integer = exact_integer
 
     def render(self, node: Expr) -> str:
         if isinstance(node, Column):
@@ -712,11 +757,16 @@ class _Sql:
                 right = f"NULLIF({right}, 0)"
             return f"NULLIF(({left} {node.op} {right}), {_NAN})"
         if isinstance(node, Compare):
+            if self._exact(node.left, node.right) or self._exact(node.right, node.left):
+                return self._exact_compare(node)
             op = {"==": "=", "!=": "<>"}.get(node.op, node.op)
             return f"({self.render(node.left)} {op} {self.render(node.right)})"
         if isinstance(node, IsIn):
             if not node.values:
                 return "TRUE" if node.negated else "FALSE"
+            if any(self._exact(node.operand, value) for value in node.values):
+                either = " OR ".join(self.render(Compare("==", node.operand, value)) for value in node.values)
+                return f"({'NOT ' if node.negated else ''}({either}))"
             values = ", ".join(self.render(v) for v in node.values)
             return f"({self.render(node.operand)} {'NOT IN' if node.negated else 'IN'} ({values}))"
         if isinstance(node, TextTest):
@@ -727,6 +777,33 @@ class _Sql:
             return f"(NOT {self.render(node.operand)})"
         joiner = " AND " if isinstance(node, And) else " OR "
         return "(" + joiner.join(self.render(part) for part in node.parts) + ")"
+
+
+    def _exact(self, column: Expr, literal: Expr) -> bool:
+        """Is this a number column against an integer a double cannot hold exactly?"""
+        return (isinstance(column, Column) and self.kinds[column.name] == NUMBER and isinstance(literal, Literal)
+                and isinstance(literal.value, (int, float)) and not isinstance(literal.value, bool)
+                and EXACT_DOUBLE_INTEGER <= abs(literal.value) < 10**38)   # a float this large is an integer
+
+    def _exact_compare(self, node: Compare) -> str:
+        """column op integer on exact integers: a non-integral value x lies between floor(x) and ceil(x)."""
+        column, literal, op = node.left, node.right, node.op
+        if not self._exact(column, literal):
+            column, literal, op = literal, column, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+        raw = self.quote(column.name)
+        low, high = self.exact_integer(raw, "floor"), self.exact_integer(raw, "ceil")
+        value = self.exact_integer(f"'{int(literal.value)}'", "floor")
+        return {"==": f"({low} = {value} AND {high} = {value})", "!=": f"(NOT ({low} = {value} AND {high} = {value}))",
+                "<": f"({low} < {value})", "<=": f"({high} <= {value})", ">": f"({high} > {value})",
+                ">=": f"({low} >= {value})"}[op]
+
+
+def duckdb_exact_integer(expression: str, rounding: str) -> str:
+    from .readers import INTEGER
+
+    text = f"CAST({expression} AS VARCHAR)"
+    return (f"CASE WHEN regexp_full_match({text}, '{INTEGER.pattern}') THEN TRY_CAST({text} AS HUGEINT) "
+            f"ELSE TRY_CAST({rounding}(TRY_CAST({expression} AS DOUBLE)) AS HUGEINT) END")
 
 
 def _text_literal(text: str) -> str:

@@ -122,9 +122,9 @@ def test_bad_files_fail_in_one_line_through_duckdb(tmp_path, content, formula, m
 @pytest.mark.parametrize(
     "name, content, message",
     [
-        ("ragged.csv", b"item,score\na,1\nb\nc,3,4\n", "CSV Error on Line: 3"),
+        ("ragged.csv", b"item,score\na,1\nb\nc,3,4\n", "data row 2 .* has 1 field\\(s\\) but the header has 2"),
         ("binary.csv", b"\x00\x01\x02garbage\n", "is not a text file"),
-        ("empty.csv", b"", "is empty: it needs a header line"),
+        ("empty.csv", b"", "is empty"),
         ("header.csv", b"item,score\n", "has no rows"),
         ("cut.csv.gz", gzip.compress(b"item,score\n" + b"a,1\nb,2\n" * 500, mtime=0)[:60], "could not read.*(end|GZIP)"),
     ],

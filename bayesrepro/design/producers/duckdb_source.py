@@ -1,35 +1,39 @@
 """DuckDB over files: CSV/TSV (optionally gzipped), Parquet or JSON Lines, one file, many, or a glob.
 
 DuckDB runs the grouped sums out of core over the files; only the grouped
-results reach Python. CSV and TSV files are read with every column as text,
-so identifiers keep the text as written and only an empty field is missing;
-Parquet and JSON keep their own types, and their grouping columns are cast to
-text.
+results reach Python. Each format is read by the memory reader's rules:
+CSV and TSV with every column as text (only an empty field is missing, a
+row with more or fewer fields than the header is an error); Parquet with its
+own types; JSON Lines with JSON's own (``json_lines``), never DuckDB's
+guesses of dates or UUIDs. Columns are renamed by position (``v0``, ``v1``,
+...), so that any name the file holds (empty, with a newline, differing
+from another only in case) means that one column.
 """
 
 from __future__ import annotations
 
-import csv
-import glob
-import gzip
+import re
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
-from .grouped import DUCKDB, GroupedSource
+from ...readers import delimiter_hint
+from .files import data_files as named_files, duckdb_literal_name, shared_header
+from .grouped import DUCKDB, GroupedSource, column_kind_of_sql_type, renamed_columns, text_doubled
+from .json_lines import json_lines_relation
 from .polling import run_polled
 
-# Text files are parsed by the rules of their header line, not by guessing: every field is text,
-# a row with more or fewer fields than the header is an error.
+# DuckDB's report of a row with another number of fields than the header
+RAGGED_ROW = re.compile(r"CSV Error on Line: (\d+)\n.*?Expected Number of Columns: (\d+) Found: (\d+).*?file = ([^\n]*)",
+                        re.DOTALL)
 TEXT_READER = ("read_csv($files, auto_detect = false, header = true, delim = {delim}, quote = '\"', "
-               "escape = '\"', columns = {columns})")
+               "escape = '\"', strict_mode = true, columns = {columns})")
 READERS = {
     (".csv", ".csv.gz"): ",",
     (".tsv", ".tsv.gz"): "\t",
-    (".parquet",): "read_parquet($files)",
-    (".jsonl", ".jsonl.gz", ".ndjson"): "read_json($files, format = 'newline_delimited')",
+    (".parquet",): "parquet",
+    (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"): "json",
 }
-TEXT_TYPES = ("VARCHAR",)
 
 
 def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: int | None = None,
@@ -41,7 +45,7 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
     import duckdb
 
     files = data_files(path)
-    reader = _reader(files)
+    kind = _reader(files)
     connection = duckdb.connect()
     if threads:
         connection.execute(f"SET threads = {int(threads)}")
@@ -50,7 +54,7 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
     connection.execute("SET enable_progress_bar = true")
     connection.execute("SET enable_progress_bar_print = false")
     connection.execute("SET progress_bar_time = 0")
-    params = {"files": files}
+    params = {"files": [duckdb_literal_name(file) for file in files]}
 
     def run(sql, parameters=None):
         bar = Progress(f"reading {Path(path).name}", progress)
@@ -58,27 +62,39 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
             return run_polled(lambda: connection.execute(sql, parameters or {}).fetchdf(),
                               lambda: connection.query_progress() / 100, bar, connection.interrupt)
         except duckdb.Error as exc:
-            raise BayesreproError(f"DuckDB could not read '{path}': {first_line(exc)}") from None
+            raise BayesreproError(_ragged_row(str(exc), kind) or f"DuckDB could not read '{path}': {first_line(exc)}") \
+                from None
 
-    if reader in (",", "\t"):
-        reader = _text_reader(files, reader)
-    described = run(f"DESCRIBE SELECT * FROM {reader}", params)
-    schema = {name: str(kind).upper() in TEXT_TYPES for name, kind in zip(described["column_name"], described["column_type"])}
-    return GroupedSource(run, reader, schema, DUCKDB, f"'{path}'", where, drop_missing, params, text_columns)
+    if kind in (",", "\t"):
+        names = shared_header(files, kind)
+        columns = "{" + ", ".join(f"{text_doubled(f'v{k}')}: 'VARCHAR'" for k in range(len(names))) + "}"
+        relation = f"(SELECT * FROM {TEXT_READER.format(delim=text_doubled(kind), columns=columns)})"
+        kinds = {name: "text" for name in names}
+    elif kind == "parquet":
+        names, kinds = _parquet_columns(files[0], run, params)
+        relation = (f"(SELECT {', '.join(f'#{k + 1} AS v{k}' for k in range(len(names)))} "
+                    f"FROM read_parquet($files))")
+    else:
+        relation, kinds = json_lines_relation(run, params, f"'{path}'")
+    return GroupedSource(run, relation, kinds, DUCKDB, f"'{path}'", where, drop_missing, params, text_columns,
+                         aliases=renamed_columns(kinds))
+
+
+def _ragged_row(message: str, delimiter: str) -> str | None:
+    """DuckDB's report of a ragged row in the memory reader's words (``readers.read_delimited``)."""
+    found = RAGGED_ROW.search(message)
+    if not found:
+        return None
+    line, expected, actual, file = found.groups()
+    file = re.sub(r"\[(.)\]", r"\1", file)   # the name as written, not as handed to DuckDB
+    return (f"data file '{file}': data row {int(line) - 1} (row 1 is the first row below the header) has {actual} "
+            f"field(s) but the header has {expected}; every row needs one field per column"
+            f"{delimiter_hint(delimiter)}")
 
 
 def data_files(path: str) -> list[str]:
     """The data files ``path`` names: itself, the data files under a directory, or a glob's matches; sorted."""
-    target = Path(path)
-    if target.is_dir():
-        files = sorted(str(p) for p in target.rglob("*") if p.is_file() and _suffix(p.name))
-    elif any(ch in str(path) for ch in "*?["):
-        files = sorted(glob.glob(str(path), recursive=True))
-    else:
-        files = [str(target)] if target.is_file() else []
-    if not files:
-        raise BayesreproError(f"no data files match '{path}'")
-    return files
+    return named_files(path, _suffix)
 
 
 def _suffix(name: str) -> str | None:
@@ -87,7 +103,7 @@ def _suffix(name: str) -> str | None:
 
 
 def _reader(files: list[str]) -> str:
-    """A table function over the files, or the delimiter of text files (their reader needs their header)."""
+    """The kind of reader of the files: a delimiter of text files, 'parquet' or 'json'."""
     kinds = {next((r for suffixes, r in READERS.items() if _suffix(f) in suffixes), None) for f in files}
     if None in kinds:
         unknown = next(f for f in files if _suffix(f) is None)
@@ -98,34 +114,18 @@ def _reader(files: list[str]) -> str:
     return kinds.pop()
 
 
-def _text_reader(files: list[str], delimiter: str) -> str:
-    """The reader of CSV/TSV files sharing one header line, with every column as text."""
-    headers = {tuple(_header(file, delimiter)) for file in files}
-    if len(headers) > 1:
-        raise BayesreproError(f"the data files do not share one header line: {' / '.join(','.join(h) for h in headers)}")
-    names = headers.pop()
-    columns = "{" + ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in names) + "}"
-    return TEXT_READER.format(delim=_literal(delimiter), columns=columns)
+def _parquet_columns(first: str, run, params) -> tuple[list[str], dict[str, str]]:
+    """The column names of the Parquet files (as the first file has them; a repeated name refused) and kinds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-
-def _header(file: str, delimiter: str) -> list[str]:
-    """The column names of a CSV/TSV file, refusing files that are empty, binary or name a column twice."""
-    opener = gzip.open if file.lower().endswith(".gz") else open
     try:
-        with opener(file, "rt", encoding="utf-8-sig", newline="") as handle:
-            line = handle.readline()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise BayesreproError(f"could not read data file '{file}': {first_line(exc)}") from None
-    if not line.strip():
-        raise BayesreproError(f"data file '{file}' is empty: it needs a header line naming the columns")
-    if "\x00" in line:
-        raise BayesreproError(f"data file '{file}' is not a text file")
-    names = next(csv.reader([line], delimiter=delimiter))
-    repeated = sorted({n for n in names if names.count(n) > 1})
+        names = pq.read_schema(first).names
+    except (pa.ArrowException, OSError) as exc:
+        raise BayesreproError(f"could not read data file '{first}' as Parquet: {first_line(exc)}") from None
+    repeated = [name for i, name in enumerate(names) if name in names[:i]]
     if repeated:
-        raise BayesreproError(f"data file '{file}' has the column '{repeated[0]}' more than once; rename one of them")
-    return names
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+        raise BayesreproError(f"data file '{first}' has the column '{repeated[0]}' more than once; rename one of them")
+    described = run("DESCRIBE SELECT * FROM read_parquet($files)", params)
+    types = list(described["column_type"])
+    return names, {name: column_kind_of_sql_type(str(kind)) for name, kind in zip(names, types)}

@@ -27,7 +27,9 @@ import pandas as pd
 
 from ...data import check_score_scale
 from ...errors import BayesreproError
-from ...readers import NUMBER
+from ...readers import INTEGER, NUMBER
+from ...where import BOOL as BOOL_KIND, NUMBER as NUMBER_KIND, OTHER as OTHER_KIND, TEXT as TEXT_KIND
+from ...where import duckdb_exact_integer
 from ..cells import COUNT
 from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
@@ -51,8 +53,11 @@ class Dialect:
     text: Callable[[str], str]        # a text literal
     text_tests: dict[str, str]        # the functions of --where's startswith, endswith and contains
     text_type: str
+    exact_integer_type: str           # a type holding every integral double below 1e38 exactly
+    exact_integer: Callable[[str, str], str]   # a number as that type, exactly (rounded when not an integer)
     nonfinite: Callable[[str], str]
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
+    is_integer: Callable[[str], str]  # the text is an integer (readers.INTEGER)
     grouping_sets: Callable[[str, str], str]   # GROUP BY clause of the sets, given the keys and the sets
 
 
@@ -75,31 +80,77 @@ def text_escaped(text: str) -> str:
 
 DUCKDB = Dialect(quote=quote_double, text=text_doubled,
                  text_tests={"startswith": "starts_with", "endswith": "ends_with", "contains": "contains"},
-                 text_type="VARCHAR", nonfinite=lambda e: f"NOT isfinite({e})",
+                 text_type="VARCHAR", exact_integer_type="HUGEINT",
+                 exact_integer=duckdb_exact_integer, nonfinite=lambda e: f"NOT isfinite({e})",
                  is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
+                 is_integer=lambda e: f"regexp_full_match({e}, '{INTEGER.pattern}')",
                  grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+def _spark_exact_integer(expression: str, rounding: str) -> str:
+    """Spark's exact integer of a number (see ``where.duckdb_exact_integer``): Spark's floor and ceil return a
+    BIGINT, which overflows, and its cast to DECIMAL rounds half up, so the rounding is corrected by one."""
+    text, double = f"CAST({expression} AS STRING)", f"TRY_CAST({expression} AS DOUBLE)"
+    rounded = f"TRY_CAST({double} AS DECIMAL(38, 0))"
+    corrected = (f"CASE WHEN CAST({rounded} AS DOUBLE) > {double} THEN {rounded} - 1 ELSE {rounded} END"
+                 if rounding == "floor" else
+                 f"CASE WHEN CAST({rounded} AS DOUBLE) < {double} THEN {rounded} + 1 ELSE {rounded} END")
+    return (f"CASE WHEN {text} RLIKE '^(?:{INTEGER.pattern})$' THEN TRY_CAST({text} AS DECIMAL(38, 0)) "
+            f"ELSE {corrected} END")
+
+
 # Spark orders grouping_id()'s bits by the grouping columns, which must then be listed in the key order
 SPARK = Dialect(quote=quote_backtick, text=text_escaped,
                 text_tests={"startswith": "startswith", "endswith": "endswith", "contains": "contains"},
-                text_type="STRING", nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
+                text_type="STRING", exact_integer_type="DECIMAL(38, 0)",
+                exact_integer=lambda e, rounding: _spark_exact_integer(e, rounding),
+                nonfinite=lambda e: f"(isnan({e}) OR abs({e}) = double('Infinity'))",
                 is_number=lambda e: f"({e} RLIKE '^(?:{NUMBER.pattern})$')",
+                is_integer=lambda e: f"({e} RLIKE '^(?:{INTEGER.pattern})$')",
                 grouping_sets=lambda keys, sets: f"GROUP BY {keys} GROUPING SETS ({sets})")
+
+
+# The kinds of column a relation holds, as --where names them; OTHER_KIND (dates, times) is read only as a level's
+# text, NESTED_KIND (lists, structs, maps) not at all
+NESTED_KIND = "nested"
+_NUMBER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                 "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "BYTE", "SHORT", "LONG", "INT"}
+
+
+def column_kind_of_sql_type(name: str) -> str:
+    """The kind of a column of DuckDB's or Spark's type ``name`` (``VARCHAR``, ``decimal(10,2)``, ``boolean``)."""
+    upper = name.upper()
+    if upper.endswith("]") or upper.startswith(("STRUCT", "MAP", "ARRAY", "UNION", "LIST")):
+        return NESTED_KIND
+    if upper in ("VARCHAR", "STRING"):
+        return TEXT_KIND
+    if upper == "BOOLEAN":
+        return BOOL_KIND
+    if upper in _NUMBER_TYPES or upper.startswith("DECIMAL"):
+        return NUMBER_KIND
+    return OTHER_KIND
+
+
+def renamed_columns(kinds: dict[str, str]) -> dict[str, str]:
+    """The name by position (``v0``, ``v1``, ...) a relation gives each column of the data."""
+    return {name: f"v{k}" for k, name in enumerate(kinds)}
 
 
 class GroupedSource:
     """A relation in a SQL engine that builds model frames of any formula over its rows.
 
     ``run(sql, params)`` returns a pandas DataFrame; ``relation`` is the SQL
-    text of the rows (a table function or a view); ``schema`` maps each
-    column to True when the engine stores it as text; ``where`` is the parsed
+    text of the rows (a subquery or a view) whose columns are named as
+    ``aliases`` says (the data's names by position, so that no name of the
+    data can be misread by the engine); ``schema`` maps each column of the
+    data to its kind (``TEXT_KIND``, ``NUMBER_KIND``, ``BOOL_KIND``, ``OTHER_KIND``); ``where`` is the parsed
     ``--where`` condition (or None), rendered in the engine's SQL once the
     kinds of its columns are known; ``text_columns`` are read as text whatever
     they hold (``--categorical``); ``label`` names the data in messages.
     """
 
-    def __init__(self, run, relation: str, schema: dict[str, bool], dialect: Dialect, label: str,
-                 where=None, drop_missing: bool = False, params=None, text_columns=()):
+    def __init__(self, run, relation: str, schema: dict[str, str], dialect: Dialect, label: str,
+                 where=None, drop_missing: bool = False, params=None, text_columns=(), aliases=None):
         self.run, self.relation, self.schema, self.dialect = run, relation, schema, dialect
+        self.aliases = aliases if aliases is not None else renamed_columns(schema)
         self.label, self.where, self.drop_missing, self.params = label, where, drop_missing, params
         self.text_columns = set(text_columns)
         unknown = sorted(self.text_columns - set(schema))
@@ -115,26 +166,52 @@ class GroupedSource:
         """The ``--where`` condition in this engine's SQL (its columns' kinds found by one pass)."""
         if self.where is None or self._row_filter is not None:
             return self._row_filter
-        kinds = {name: ("text" if is_text else "number") for name, is_text in self.schema.items()}
-        kinds |= {name: "text" for name in self.text_columns}
+        kinds = dict(self.schema) | {name: TEXT_KIND for name in self.text_columns}
         for name, numeric in self._numeric_text(
-                [c for c in self.where.columns if self.schema.get(c) and c not in self.text_columns]).items():
-            kinds[name] = "number" if numeric else "text"
-        self._row_filter = self.where.to_sql(self.dialect.quote, kinds, self.dialect.text, self.dialect.text_tests)
+                [c for c in self.where.columns if self.schema.get(c) == TEXT_KIND and c not in self.text_columns]).items():
+            kinds[name] = NUMBER_KIND if numeric else TEXT_KIND
+        self._row_filter = self.where.to_sql(self.ref, kinds, self.dialect.text, self.dialect.text_tests,
+                                             self.dialect.exact_integer)
         return self._row_filter
+
+    def ref(self, name: str) -> str:
+        """The column ``name`` of the data in this engine's SQL."""
+        return self.dialect.quote(self.aliases[name])
+
+    def as_text(self, name: str) -> str:
+        """The column as the text of its levels, as the memory engine writes them (``data.level_labels``)."""
+        column, kind, d = self.ref(name), self.schema[name], self.dialect
+        if kind == BOOL_KIND:
+            return f"CASE WHEN {column} THEN 'True' WHEN NOT {column} THEN 'False' END"
+        if kind == NUMBER_KIND:
+            return (f"CASE WHEN {column} % 1 = 0 AND abs({column}) < 1e38 "
+                    f"THEN CAST(CAST({column} AS {d.exact_integer_type}) AS {d.text_type}) "
+                    f"ELSE CAST(CAST({column} AS DOUBLE) AS {d.text_type}) END")
+        return f"CAST({column} AS {d.text_type})"
+
+    def as_number(self, name: str) -> str:
+        """The column as a double: text by the readers' grammar (others are missing), numbers and booleans as such."""
+        column = self.ref(name)
+        return f"TRY_CAST({column} AS DOUBLE)" if self.schema[name] == TEXT_KIND else f"CAST({column} AS DOUBLE)"
 
     def _numeric_text(self, columns: list[str]) -> dict[str, bool]:
         """Which text columns are numbers by the readers' rule: every value parses, no two texts give one number."""
         if not columns:
             return {}
-        q, d = self.dialect.quote, self.dialect
         parts = []
         for k, c in enumerate(columns):
-            parts += [f"COUNT(*) FILTER (WHERE {q(c)} IS NOT NULL AND NOT {d.is_number(q(c))}) AS nonnum_{k}",
-                      f"COUNT(DISTINCT {q(c)}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({q(c)} AS DOUBLE)) AS numbers_{k}"]
+            parts += self._numeric_counts(c, k)
         counts = self.run(f"SELECT {', '.join(parts)} FROM {self.relation}", self.params).iloc[0]
-        return {c: int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
-                for k, c in enumerate(columns)}
+        return {c: _is_numeric(counts, k) for k, c in enumerate(columns)}
+
+    def _numeric_counts(self, column: str, k: int) -> list[str]:
+        """Counts telling whether a text column is numbers by the readers' rule (see ``_is_numeric``)."""
+        c, d = self.ref(column), self.dialect
+        return [f"COUNT(*) FILTER (WHERE {c} IS NOT NULL AND NOT {d.is_number(c)}) AS nonnum_{k}",
+                f"COUNT(*) FILTER (WHERE {c} IS NOT NULL AND NOT ({d.is_integer(c)} AND TRY_CAST({c} AS BIGINT) "
+                f"IS NOT NULL)) AS nonint_{k}",
+                f"COUNT(DISTINCT {c}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({c} AS DOUBLE)) AS numbers_{k}",
+                f"COUNT(DISTINCT TRY_CAST({c} AS BIGINT)) AS integers_{k}"]
 
     def frame(self, formula: str | FormulaSpec) -> ModelFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
@@ -154,18 +231,16 @@ class GroupedSource:
         from ..binomial import BinomialCells
 
         plan = frame._computed["plan"]
-        spec, q, d = plan.spec, self.dialect.quote, self.dialect
-        y = q(spec.response)
-        columns = [f"TRY_CAST({y} AS DOUBLE) AS y" if self.schema[spec.response] else f"CAST({y} AS DOUBLE) AS y"]
-        columns += [f"CAST({q(v)} AS {'DOUBLE' if plan.numeric[v] else d.text_type}) AS {q(v)}"
-                    for v in spec.fixed_variables]
-        columns += [f"CAST({q(c)} AS {d.text_type}) AS {q(c)}" for c in plan.grouping if c not in spec.fixed_variables]
-        keys = ", ".join(q(name) for name in dict.fromkeys([*spec.fixed_variables, *plan.grouping]))
+        spec = plan.spec
+        names = list(dict.fromkeys([*spec.fixed_variables, *plan.grouping]))
+        columns = [f"{self.as_number(spec.response)} AS y"]
+        columns += [f"{self.as_number(v) if plan.numeric.get(v) else self.as_text(v)} AS k{i}" for i, v in enumerate(names)]
+        keys = ", ".join(f"k{i}" for i in range(len(names)))
         group = f" GROUP BY {keys}" if keys else ""
         table = self.run(f"SELECT {keys + ', ' if keys else ''}SUM(y) AS successes, COUNT(*) AS trials "
                          f"FROM (SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)}) AS t{group}",
                          self.params)
-        table = table.rename(columns={"successes": _AGGREGATE_SUCCESSES, "trials": _AGGREGATE_TRIALS})
+        table = table.set_axis([*names, _AGGREGATE_SUCCESSES, _AGGREGATE_TRIALS], axis=1)
         return BinomialCells.from_aggregates(spec, table, successes=_AGGREGATE_SUCCESSES, trials=_AGGREGATE_TRIALS,
                                              n_rows=frame.n_obs)
 
@@ -187,38 +262,38 @@ class GroupedSource:
                     raise BayesreproError(
                         f"{role} '{column}' is not a column of {self.label}{hint} (columns: {', '.join(self.schema)})"
                     )
+                if self.schema[column] == NESTED_KIND:
+                    raise BayesreproError(f"column '{column}' holds lists or objects; a level is one number, text or "
+                                          "true/false value per row")
 
     def _validate(self, spec: FormulaSpec):
         """One pass: rows, missing values per column, the response's validity and each fixed variable's type."""
-        q, d = self.dialect.quote, self.dialect
-        y = q(spec.response)
-        y_number = f"TRY_CAST({y} AS DOUBLE)" if self.schema[spec.response] else f"CAST({y} AS DOUBLE)"
+        d = self.dialect
+        y, y_number = self.ref(spec.response), self.as_number(spec.response)
         parts = ["COUNT(*) AS rows_"]
-        parts += [f"COUNT(*) - COUNT({q(c)}) AS {q('null_' + c)}" for c in spec.variables]
+        parts += [f"COUNT(*) - COUNT({self.ref(c)}) AS null_{k}" for k, c in enumerate(spec.variables)]
         parts += [f"COUNT(*) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y",
                   f"MIN({y}) FILTER (WHERE {y} IS NOT NULL AND {y_number} IS NULL) AS bad_y_example",
                   f"COUNT(*) FILTER (WHERE {d.nonfinite(y_number)}) AS nonfinite_y",
                   f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max", f"AVG({y_number}) AS y_mean",
                   f"COUNT(*) FILTER (WHERE {y_number} <> 0 AND {y_number} <> 1) AS nonbinary"]
         for k, columns in enumerate(spec.group_factors):
-            key = q(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(q(c) for c in columns)})"
+            key = self.ref(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(self.as_text(c) for c in columns)})"
             parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
-        text_fixed = [v for v in spec.fixed_variables if self.schema[v] and v not in self.text_columns]
+        text_fixed = [v for v in spec.fixed_variables if self.schema[v] == TEXT_KIND and v not in self.text_columns]
         for k, v in enumerate(text_fixed):
-            parts += [f"COUNT(*) FILTER (WHERE {q(v)} IS NOT NULL AND NOT {d.is_number(q(v))}) AS nonnum_{k}",
-                      f"COUNT(DISTINCT {q(v)}) AS texts_{k}",
-                      f"COUNT(DISTINCT TRY_CAST({q(v)} AS DOUBLE)) AS numbers_{k}"]
+            parts += self._numeric_counts(v, k)
         counts = self.run(f"SELECT {', '.join(parts)} FROM {self._rows(None)}", self.params).iloc[0]
         n = int(counts["rows_"])
         if n == 0:
             raise BayesreproError(f"{self._rows_label()} has no rows")
-        missing = {c: int(counts[f"null_{c}"]) for c in spec.variables if int(counts[f"null_{c}"])}
+        missing = {c: int(counts[f"null_{k}"]) for k, c in enumerate(spec.variables) if int(counts[f"null_{k}"])}
         conditions, notes = [], []
         if missing:
             detail = ", ".join(f"'{c}' ({k})" for c, k in missing.items())
             if not self.drop_missing:
                 raise BayesreproError(f"missing values in {detail}; remove those rows or pass --drop-missing")
-            conditions = [f"{q(c)} IS NOT NULL" for c in missing]
+            conditions = [f"{self.ref(c)} IS NOT NULL" for c in missing]
             notes.append(f"dropped rows with missing values in {detail} (of {n} rows)")
         if int(counts["bad_y"]):
             raise BayesreproError(
@@ -236,9 +311,10 @@ class GroupedSource:
                 f"score column '{spec.response}' is constant ({counts['y_min']:g} in every row); "
                 "there is no variance to analyse"
             )
-        numeric = {v: not self.schema[v] and v not in self.text_columns for v in spec.fixed_variables}
+        numeric = {v: self.schema[v] in (NUMBER_KIND, BOOL_KIND) and v not in self.text_columns
+                   for v in spec.fixed_variables}
         for k, v in enumerate(text_fixed):
-            numeric[v] = int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(counts[f"numbers_{k}"])
+            numeric[v] = _is_numeric(counts, k)
         plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),
                         [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))],
                         binary=int(counts["nonbinary"]) == 0)
@@ -255,13 +331,12 @@ class GroupedSource:
         dominant factor's sets are left to the engine. Where the coarse set
         would be large, the engine computes every set itself.
         """
-        q, d = self.dialect.quote, self.dialect
+        d = self.dialect
         spec = plan.spec
-        y = q(spec.response)
-        columns = [f"TRY_CAST({y} AS DOUBLE) AS y" if self.schema[spec.response] else f"CAST({y} AS DOUBLE) AS y"]
+        columns = [f"{self.as_number(spec.response)} AS y"]
         for k, v in enumerate(spec.fixed_variables):
-            columns.append(f"CAST({q(v)} AS {'DOUBLE' if plan.numeric[v] else d.text_type}) AS f{k}")
-        columns += [f"CAST({q(c)} AS {d.text_type}) AS c{k}" for k, c in enumerate(plan.grouping)]
+            columns.append(f"{self.as_number(v) if plan.numeric[v] else self.as_text(v)} AS f{k}")
+        columns += [f"{self.as_text(c)} AS c{k}" for k, c in enumerate(plan.grouping)]
         needed = plan.sets()
         coarse = plan.coarse_set()
         queried = [coarse] + [s for s in needed if not s <= coarse] if coarse is not None else needed
@@ -285,21 +360,20 @@ class GroupedSource:
     def restricted(self, column: str, text: str) -> "GroupedSource":
         """The same rows, only those whose ``column`` reads ``text``."""
         part = copy.copy(self)
-        part._kept = self._kept + [f"CAST({self.dialect.quote(column)} AS {self.dialect.text_type}) = "
-                                   f"{self.dialect.text(text)}"]
+        part._kept = self._kept + [f"{self.as_text(column)} = {self.dialect.text(text)}"]
         return part
 
     def texts_of(self, column: str) -> tuple[list[str], int]:
         """The distinct values of ``column`` as text, sorted, and how many rows miss it."""
-        q, d = self.dialect.quote, self.dialect
-        table = self.run(f"SELECT CAST({q(column)} AS {d.text_type}) AS text, COUNT(*) AS n FROM {self._rows(None)} "
-                         f"GROUP BY CAST({q(column)} AS {d.text_type})", self.params)
+        text = self.as_text(column)
+        table = self.run(f"SELECT {text} AS text, COUNT(*) AS n FROM {self._rows(None)} GROUP BY {text}", self.params)
         missing = table["text"].isna()
         return sorted(table.loc[~missing, "text"].astype(str)), int(table.loc[missing, "n"].sum())
 
     def _rows(self, conditions) -> str:
         filters = ([f"({self.row_filter})"] if self.row_filter else []) + self._kept + list(conditions or [])
-        return f"{self.relation}" + (f" WHERE {' AND '.join(filters)}" if filters else "")
+        # the alias keeps Spark from reading "WHERE (`flag`)" as an alias of the relation and of its columns
+        return f"{self.relation} AS data_rows" + (f" WHERE {' AND '.join(filters)}" if filters else "")
 
     def _rows_label(self) -> str:
         return f"{self.label} after --where" if self.row_filter else self.label
@@ -394,6 +468,13 @@ class SumsPlan:
                 others |= self.member(k)
         bound = np.prod([float(e) for k, e in enumerate(self.level_estimates) if k != dominant])
         return frozenset(others) if bound <= COARSE_GROUPS else None
+
+
+def _is_numeric(counts, k: int) -> bool:
+    """Every value of text column k is a number and no two of its texts give the same number: the same int64
+    when every text is one (``readers.typed_column``), else the same double."""
+    distinct = counts[f"integers_{k}"] if int(counts[f"nonint_{k}"]) == 0 else counts[f"numbers_{k}"]
+    return int(counts[f"nonnum_{k}"]) == 0 and int(counts[f"texts_{k}"]) == int(distinct)
 
 
 def _regroup(coarse: pd.DataFrame, keys: list[str], shift: float) -> pd.DataFrame:

@@ -2,25 +2,39 @@
 
 The Python API takes a ``pyspark.sql.DataFrame``; the command line reads
 files with ``--engine spark`` (``--spark-master``, default ``local[*]``). Only
-the grouped results are collected to the driver. CSV files are read with
-every column as text, as everywhere else.
+the grouped results are collected to the driver. Files are read by the memory
+reader's rules: CSV/TSV with the header line the memory reader checks, every
+column as text, RFC 4180 quotes (``""`` inside quotes) and a refusal of any
+row with more or fewer fields than the header (FAILFAST); JSON Lines typed
+as ``json_lines`` types them; file names as written, never as Hadoop globs.
+Columns are renamed by position, so that any name of the data means that one
+column. A session started here writes its JVM's log to nowhere: errors reach
+Python as exceptions and are reported in one line.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
+import subprocess
+import warnings
 from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
-from .grouped import SPARK, GroupedSource
+from .files import data_files, hadoop_literal_name, shared_header
+from .grouped import SPARK, GroupedSource, column_kind_of_sql_type, renamed_columns
 from .polling import run_polled
 
 _VIEWS = itertools.count()
 _QUERIES = itertools.count()
 DEFAULT_MASTER = "local[*]"
+# PySpark's loggers that print a failed query's JVM stack on stderr; the failure is reported in one line instead
+_QUERY_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+SUFFIXES = {"csv": (".csv", ".csv.gz"), "tsv": (".tsv", ".tsv.gz"), "parquet": (".parquet",),
+            "json": (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")}
 
 
 def is_spark_dataframe(data) -> bool:
@@ -34,9 +48,23 @@ def spark_source(data, where=None, drop_missing: bool = False, master: str | Non
     ``progress`` shows the share of Spark's tasks finished on stderr (default: when stderr is a terminal).
     """
     _require_pyspark()
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    frame = data if is_spark_dataframe(data) else _read_files(str(data), master)
+    for name in _QUERY_LOGGERS:
+        logging.getLogger(name).disabled = True
+    try:
+        frame = data if is_spark_dataframe(data) else _read_files(str(data), master)
+        fields = frame.schema.fields
+    except (PySparkException, Py4JJavaError) as exc:
+        raise BayesreproError(f"Spark could not read '{data}': {_reason(exc)}") from None
+    names = [field.name for field in fields]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise BayesreproError(f"the Spark DataFrame has the column '{repeated[0]}' more than once; rename one of them")
+    kinds = {field.name: column_kind_of_sql_type(field.dataType.typeName()) for field in fields}
+    aliases = renamed_columns(kinds)
+    frame = frame.toDF(*aliases.values())
     session = frame.sparkSession
     context = session.sparkContext
     view = f"bayesrepro_rows_{next(_VIEWS)}"
@@ -53,16 +81,27 @@ def spark_source(data, where=None, drop_missing: bool = False, master: str | Non
 
         bar = Progress(f"summing {label} in Spark", progress)
         try:
-            return run_polled(work, lambda: _finished_tasks(context, group), bar, lambda: context.cancelJobGroup(group))
-        except PySparkException as exc:
-            raise BayesreproError(f"Spark could not compute the grouped sums: {first_line(exc)}") from None
+            with warnings.catch_warnings():   # pyspark's note that Arrow failed precedes the error reported below
+                warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization")
+                return run_polled(work, lambda: _finished_tasks(context, group), bar,
+                                  lambda: context.cancelJobGroup(group))
+        except (PySparkException, Py4JJavaError) as exc:
+            raise BayesreproError(f"Spark could not compute the grouped sums over {label}: {_reason(exc)}") from None
 
-    names = [field.name for field in frame.schema.fields]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise BayesreproError(f"the Spark DataFrame has the column '{repeated[0]}' more than once; rename one of them")
-    schema = {field.name: field.dataType.typeName() == "string" for field in frame.schema.fields}
-    return GroupedSource(run, SPARK.quote(view), schema, SPARK, label, where, drop_missing, text_columns=text_columns)
+    return GroupedSource(run, SPARK.quote(view), kinds, SPARK, label, where, drop_missing, text_columns=text_columns,
+                         aliases=aliases)
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of what Spark says went wrong (the JVM's exception, not py4j's call)."""
+    java = getattr(exc, "java_exception", None)
+    while java is not None and java.getCause() is not None:
+        java = java.getCause()
+    text = first_line(exc) if java is None else str(java.getMessage() or java.toString()).splitlines()[0]
+    if "MALFORMED_RECORD" in text or "Malformed" in text:
+        return ("a row of the data has more or fewer fields than the header (or a quote is not closed); every row "
+                "needs one field per column")
+    return text
 
 
 def _require_pyspark() -> None:
@@ -103,30 +142,74 @@ def _finished_tasks(context, group: str) -> float:
 
 
 def _read_files(path: str, master: str | None):
+    """A Spark DataFrame of the files ``path`` names, read as the memory reader reads them."""
+    from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType, StructField, StructType
+
+    if "://" in path:
+        return _read_remote(path, master)
+    files = data_files(path, lambda name: _format(name) is not None)
+    formats = {_format(file) for file in files}
+    if None in formats:
+        unknown = next(file for file in files if _format(file) is None)
+        raise BayesreproError(f"data file '{unknown}' has an unknown type for Spark; use CSV, TSV, Parquet or JSON Lines")
+    if len(formats) > 1:
+        raise BayesreproError("the data files mix formats; give files of one kind (CSV, TSV, Parquet or JSON Lines)")
+    kind = formats.pop()
+    session = _session(master)
+    locations = [hadoop_literal_name(file) for file in files]
+    if kind in ("csv", "tsv"):
+        delimiter = "," if kind == "csv" else "\t"
+        names = shared_header(files, delimiter)
+        schema = StructType([StructField(f"v{k}", StringType()) for k in range(len(names))])
+        frame = session.read.csv(locations, schema=schema, header=True, enforceSchema=True, sep=delimiter, quote='"',
+                                 escape='"', multiLine=True, mode="FAILFAST", encoding="UTF-8")
+        # a quoted empty field ("") is missing too, as in the memory reader; Spark reads it as an empty text
+        return frame.replace("", None).toDF(*names)
+    if kind == "parquet":
+        return session.read.parquet(*locations)
+    from .json_lines import json_lines_kinds
+
+    spark_types = {"text": StringType(), "number_text": StringType(), "bool": BooleanType(), "double": DoubleType(),
+                   "integer": LongType()}
+    keys = json_lines_kinds(files, f"'{path}'")
+    schema = StructType([StructField(name, spark_types[kind]) for name, kind in keys.items()])
+    return session.read.json(locations, schema=schema, mode="FAILFAST")
+
+
+def _read_remote(path: str, master: str | None):
+    """Files on a cluster's file system (``hdfs://``, ``s3a://``), read by Spark's own rules: its globs, the
+    header as Spark reads it and, for JSON Lines, the types Spark infers; rows are still checked (FAILFAST)."""
+    kind = _format(path) or "parquet"
+    session = _session(master)
+    if kind in ("csv", "tsv"):
+        return session.read.csv(path, header=True, sep="," if kind == "csv" else "\t", quote='"', escape='"',
+                                multiLine=True, mode="FAILFAST", encoding="UTF-8")
+    return session.read.parquet(path) if kind == "parquet" else session.read.json(path, mode="FAILFAST")
+
+
+def _format(name: str) -> str | None:
+    lower = name.lower()
+    return next((kind for kind, suffixes in SUFFIXES.items() if lower.endswith(suffixes)), None)
+
+
+def _session(master: str | None):
+    """The active Spark session, or one started on ``master`` whose JVM writes no log lines to stderr."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.errors import PySparkException
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    lower = path.lower()
-    if not Path(path).exists() and not any(ch in path for ch in "*?["):
-        raise BayesreproError(f"no data files match '{path}'")
     _require_java()
+    master = master or DEFAULT_MASTER
+    # progress is drawn by bayesrepro when asked (--progress), not by Spark on every console
+    conf = SparkConf().setMaster(master).setAppName("bayesrepro").set("spark.ui.showConsoleProgress", "false")
     try:
-        # progress is drawn by bayesrepro when asked (--progress), not by Spark on every console
-        session = (SparkSession.builder.master(master or DEFAULT_MASTER).appName("bayesrepro")
-                   .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    except PySparkException as exc:
-        raise BayesreproError(f"Spark could not start (--spark-master {master or DEFAULT_MASTER}; Spark needs Java "
-                              f"17+): {first_line(exc)}") from None
+        if SparkContext._active_spark_context is None:
+            SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"stderr": subprocess.DEVNULL}))
+        session = SparkSession.builder.config(conf=conf).getOrCreate()
+    except (PySparkException, RuntimeError) as exc:
+        raise BayesreproError(f"Spark could not start (--spark-master {master}; Spark needs Java 17+): "
+                              f"{first_line(exc)}") from None
     session.sparkContext.setLogLevel("ERROR")
-    # Spark resolves a relative path against the directory its JVM started in, which a long-lived process (a
-    # notebook that changed directory since) has left
-    location = path if "://" in path else os.path.abspath(path)
-    if lower.endswith((".csv", ".csv.gz")):
-        return session.read.csv(location, header=True, inferSchema=False)
-    if lower.endswith((".tsv", ".tsv.gz")):
-        return session.read.csv(location, header=True, inferSchema=False, sep="\t")
-    if lower.endswith(".parquet") or Path(path).is_dir():
-        return session.read.parquet(location)
-    if lower.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-        return session.read.json(location)
-    raise BayesreproError(f"data file '{path}' has an unknown type for Spark; use CSV, TSV, Parquet or JSON Lines")
+    session.conf.set("spark.sql.caseSensitive", "true")
+    return session
