@@ -12,7 +12,6 @@ can be flat. Convergence is lme4's test in spirit: the projected gradient
 from __future__ import annotations
 
 import numpy as np
-import scipy.optimize
 
 # The criterion's projected gradient below which a fit counts as converged (lme4 checks 2e-3 on its scale).
 GRADIENT_TOLERANCE = 1e-3
@@ -50,6 +49,8 @@ def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray) -> tuple
 
 
 def _search(objective, start, bounds, diagonal) -> tuple[np.ndarray, float, np.ndarray]:
+    import scipy.optimize   # only where a fit needs it: the model commands start without it
+
     theta, value = np.asarray(start, dtype=float), objective(start)
     for _ in range(RESTARTS):
         result = scipy.optimize.minimize(objective, theta, method="L-BFGS-B", jac="3-point", bounds=bounds,
