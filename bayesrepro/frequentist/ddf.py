@@ -13,7 +13,9 @@ Every one is a product of n-row matrices of the form U'f(V)U with
 U = [Z, X], and by Woodbury (V = σ²(I + ZΛΛ'Z')) every such product is a
 function of the Gram matrix U'U, U'y and y'y alone: the sufficient statistics.
 The work is dense in the number of random-effect levels plus fixed effects,
-never in the number of rows.
+never in the number of rows. Satterthwaite alone needs neither Q_rs nor any
+product of two such dense matrices: ``satterthwaite_derivatives`` multiplies by
+the Gram matrix through its diagonal block of the dominant factor's levels.
 
 Satterthwaite follows lmerTest (Kuznetsova, Brockhoff & Christensen 2017):
 ν = 2(lΦl')² / (g'A g), g_r = l ∂Φ/∂ψ_r l', A the inverse observed
