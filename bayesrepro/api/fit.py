@@ -163,7 +163,8 @@ def _fixed_effect_tests(fit, stats) -> pd.DataFrame:
     se, df = fit.se, np.full(len(estimate), np.inf)
     if stats is not None and fit.method == "reml":
         with numerical_work():   # computed when first asked for, perhaps outside any other numerical work
-            se, df = small_sample_inference(stats, fit).contrasts(np.eye(len(estimate)), SATTERTHWAITE)
+            inference = small_sample_inference(stats, fit, (SATTERTHWAITE,))
+            se, df = inference.contrasts(np.eye(len(estimate)), SATTERTHWAITE)
     t = estimate / se
     p = np.where(np.isfinite(df), t_p_values(estimate, se, np.where(np.isfinite(df), df, 1.0)),
                  2.0 * ndtr(-np.abs(t)))

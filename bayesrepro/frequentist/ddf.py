@@ -13,7 +13,9 @@ Every one is a product of n-row matrices of the form U'f(V)U with
 U = [Z, X], and by Woodbury (V = σ²(I + ZΛΛ'Z')) every such product is a
 function of the Gram matrix U'U, U'y and y'y alone: the sufficient statistics.
 The work is dense in the number of random-effect levels plus fixed effects,
-never in the number of rows.
+never in the number of rows. Satterthwaite alone needs neither Q_rs nor any
+product of two such dense matrices: ``satterthwaite_derivatives`` multiplies by
+the Gram matrix through its diagonal block of the dominant factor's levels.
 
 Satterthwaite follows lmerTest (Kuznetsova, Brockhoff & Christensen 2017):
 ν = 2(lΦl')² / (g'A g), g_r = l ∂Φ/∂ψ_r l', A the inverse observed
@@ -57,7 +59,7 @@ class VarianceDerivatives:
     covariance: np.ndarray              # Φ
     jacobian: list[np.ndarray]          # ∂Φ/∂ψ_r
     p_matrices: list[np.ndarray]        # P_r
-    q_matrices: dict                    # (r, s), r ≤ s → Q_rs
+    q_matrices: dict | None             # (r, s), r ≤ s → Q_rs; None when built for Satterthwaite alone
     information2: np.ndarray            # tr(PV_rPV_s)
     observed_information: np.ndarray    # −∂²ℓ_R/∂ψ_r∂ψ_s
 
@@ -80,18 +82,10 @@ class SmallSampleTest:
 
 def variance_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: float) -> VarianceDerivatives:
     """Every derivative of Φ the two methods need, at θ (formula order) and σ² of a REML fit."""
-    gram, u, blocks = _gram(stats)
-    size = gram.shape[0]
-    if size > DENSE_LIMIT:
-        raise BayesreproError(
-            f"Satterthwaite and Kenward-Roger need dense matrices of {size} random-effect levels and fixed effects "
-            f"(limit {DENSE_LIMIT}); use the parametric bootstrap (--reference bootstrap) for this design"
-        )
+    gram, u, blocks, lam = _dense_system(stats, theta)
     theta = np.asarray(theta, dtype=float)
-    p = stats.n_fixed
-    q = size - p
+    size, p, q = gram.shape[0], stats.n_fixed, len(lam)
     fixed = slice(q, size)
-    lam = np.repeat(theta[stats.order], [len(stats.dominant_counts), *stats.rest_sizes]) if q else np.zeros(0)
     # W = V/σ² = I + ZΛΛ'Z';  W⁻¹ = I − U Kz U' with Kz = diag(ΛM⁻¹Λ, 0), M = ΛZ'ZΛ + I
     m = lam[:, None] * gram[:q, :q] * lam[None, :] + np.eye(q)
     k = lam[:, None] * scipy.linalg.cho_solve(scipy.linalg.cho_factor(m), np.diag(lam)) if q else np.zeros((0, 0))
@@ -159,6 +153,102 @@ def variance_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: float)
         information2=information2,
         observed_information=quadratic / sigma2**3 - 0.5 * information2,
     )
+
+
+def satterthwaite_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: float) -> VarianceDerivatives:
+    """What Satterthwaite needs of ``variance_derivatives`` (no Q_rs), through the dominant factor's diagonal block.
+
+    Z_1'Z_1 is diagonal, so a product with the Gram matrix costs O(n1·m) per column instead of O(n1²), m being
+    the other levels plus the fixed effects, and M⁻¹ follows from the Schur complement of that block; no
+    product of two dense (levels × levels) matrices is formed.
+    """
+    gram, u, blocks, lam = _dense_system(stats, theta)
+    theta = np.asarray(theta, dtype=float)
+    size, p, q = gram.shape[0], stats.n_fixed, len(lam)
+    n1 = len(stats.dominant_counts) if q else 0
+    fixed = slice(q, size)
+    k = np.zeros((size, size))                             # Kz = diag(ΛM⁻¹Λ, 0)
+    k[:q, :q] = lam[:, None] * _schur_inverse(gram, n1, q, lam) * lam[None, :]
+    g_k = _gram_times(gram, n1, k)                         # G Kz
+    a1 = gram[:, fixed] - g_k[:, :q] @ gram[:q, fixed]     # U'W⁻¹X
+    fixed_precision = a1[fixed]                            # X'W⁻¹X
+    a2 = fixed_precision - g_k[fixed, :q] @ a1[:q]         # X'W⁻²X
+    phi_scaled = np.linalg.inv(fixed_precision)
+    f = -k[:, :q] @ gram[:q, fixed]                        # W⁻¹X = U F
+    f[fixed] = np.eye(p)
+    h = f @ phi_scaled @ f.T + k                           # P̃ = I − U H U'
+    g_h = _gram_times(gram, n1, h)
+    b1 = gram - _gram_times(gram, n1, g_h.T).T             # U'P̃U
+    py = u - g_h @ u
+    p2y = py - g_h @ py
+    hu = h @ u
+    y_p2_y = stats.yty - 2.0 * float(u @ hu) + float(hu @ (gram @ hu))
+    y_p3_y = y_p2_y - float(py @ h @ py)
+    trace_p2 = stats.n_obs - 2.0 * np.trace(g_h) + float(np.sum(g_h * g_h.T))
+
+    n_comp = len(blocks) + 1
+    residual = n_comp - 1
+    sandwich = [a2 if r == residual else a1[blocks[r]].T @ a1[blocks[r]] for r in range(n_comp)]
+    trace = np.zeros((n_comp, n_comp))
+    quadratic = np.zeros((n_comp, n_comp))
+    trace[residual, residual], quadratic[residual, residual] = trace_p2, y_p3_y
+    for r in range(residual):
+        br = blocks[r]
+        # tr(U'P̃²U)_rr = tr(b1_rr) − Σ (G H)_r· ∘ (b1_·r)'
+        trace[r, residual] = np.trace(b1[br, br]) - float(np.sum(g_h[br] * b1[:, br].T))
+        quadratic[r, residual] = float(p2y[br] @ py[br])
+        for s in range(r, residual):
+            bs = blocks[s]
+            trace[r, s] = float(np.sum(b1[br, bs] ** 2))
+            quadratic[r, s] = float(py[br] @ b1[br, bs] @ py[bs])
+    trace = np.triu(trace) + np.triu(trace, 1).T
+    quadratic = np.triu(quadratic) + np.triu(quadratic, 1).T
+    information2 = trace / sigma2**2
+    return VarianceDerivatives(
+        names=[*stats.group_names, "Residual"],
+        variances=np.append(sigma2 * theta**2, sigma2),
+        free=np.append(theta > 0, True),
+        covariance=sigma2 * phi_scaled,
+        jacobian=[phi_scaled @ s @ phi_scaled for s in sandwich],
+        p_matrices=[-s / sigma2**2 for s in sandwich],
+        q_matrices=None,
+        information2=information2,
+        observed_information=quadratic / sigma2**3 - 0.5 * information2,
+    )
+
+
+def _dense_system(stats: GaussianStats, theta: np.ndarray):
+    """``_gram``'s U'U, U'y and blocks, refused above DENSE_LIMIT, and Λ's diagonal in the elimination order."""
+    gram, u, blocks = _gram(stats)
+    size = gram.shape[0]
+    if size > DENSE_LIMIT:
+        raise BayesreproError(
+            f"Satterthwaite and Kenward-Roger need dense matrices of {size} random-effect levels and fixed effects "
+            f"(limit {DENSE_LIMIT}); use the parametric bootstrap (--reference bootstrap) for this design"
+        )
+    q = size - stats.n_fixed
+    theta = np.asarray(theta, dtype=float)
+    lam = np.repeat(theta[stats.order], [len(stats.dominant_counts), *stats.rest_sizes]) if q else np.zeros(0)
+    return gram, u, blocks, lam
+
+
+def _gram_times(gram: np.ndarray, n1: int, x: np.ndarray) -> np.ndarray:
+    """G x for the Gram matrix G of ``_gram``, whose leading n1 × n1 block is diagonal."""
+    out = gram[:, n1:] @ x[n1:]
+    out[:n1] += np.diag(gram)[:n1, None] * x[:n1]
+    out[n1:] += gram[n1:, :n1] @ x[:n1]
+    return out
+
+
+def _schur_inverse(gram: np.ndarray, n1: int, q: int, lam: np.ndarray) -> np.ndarray:
+    """M⁻¹ of M = ΛZ'ZΛ + I = [[E, B], [B', F]], E diagonal: diag(E⁻¹, 0) + Y S⁻¹ Y' with Y = [−E⁻¹B; I]."""
+    e = lam[:n1] ** 2 * np.diag(gram)[:n1] + 1.0
+    b = lam[:n1, None] * gram[:n1, n1:q] * lam[None, n1:q]
+    y = np.vstack([-b / e[:, None], np.eye(q - n1)])
+    schur = lam[n1:q, None] * gram[n1:q, n1:q] * lam[None, n1:q] + np.eye(q - n1) + b.T @ y[:n1]
+    inverse = y @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(schur), y.T) if q > n1 else np.zeros((q, q))
+    inverse[np.arange(n1), np.arange(n1)] += 1.0 / e
+    return inverse
 
 
 def _gram(stats: GaussianStats):
@@ -241,6 +331,9 @@ class SmallSampleInference:
         """Φ_A = Φ + 2Φ[Σ_rs W_rs (Q_rs − P_rΦP_s)]Φ with W = 2 (tr PV_rPV_s)⁻¹, as pbkrtest's vcovAdj."""
         if self._adjusted is None:
             d = self.derivatives
+            if d.q_matrices is None:
+                raise BayesreproError("these small-sample statistics were built for Satterthwaite alone; "
+                                      "build them with methods including 'kenward-roger'")
             phi = d.covariance
             information = d.information2
             eigen = np.abs(np.linalg.eigvalsh(information))
@@ -290,11 +383,15 @@ class SmallSampleInference:
         return SmallSampleTest(KENWARD_ROGER, f, q, ddf, float(fdtrc(q, ddf, f)), scaling)
 
 
-def small_sample_inference(stats: GaussianStats, fit) -> SmallSampleInference:
-    """The small-sample machinery at a REML fit (an ``LmmFit`` of the model whose statistics these are)."""
+def small_sample_inference(stats: GaussianStats, fit, methods: tuple = METHODS) -> SmallSampleInference:
+    """The small-sample machinery at a REML fit (an ``LmmFit`` of the model whose statistics these are).
+
+    ``methods=(SATTERTHWAITE,)`` takes the cheaper route that leaves out what only Kenward–Roger needs.
+    """
     if fit.method != "reml":
         raise BayesreproError("Satterthwaite and Kenward-Roger degrees of freedom need a REML fit (method='reml')")
-    return SmallSampleInference(variance_derivatives(stats, fit.theta, fit.variances["Residual"]), fit.beta)
+    derivatives = satterthwaite_derivatives if KENWARD_ROGER not in methods else variance_derivatives
+    return SmallSampleInference(derivatives(stats, fit.theta, fit.variances["Residual"]), fit.beta)
 
 
 def t_p_values(estimate: np.ndarray, se: np.ndarray, df: np.ndarray) -> np.ndarray:
