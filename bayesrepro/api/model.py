@@ -168,11 +168,13 @@ class Model:
         return self._fits[key]
 
     def _dense_stats(self, engine_fit):
-        """The sufficient statistics for Satterthwaite's df of a Gaussian REML fit, None where they do not apply."""
+        """The sufficient statistics for Satterthwaite's df of a Gaussian REML fit, None where they do not apply
+        (binary scores, ML, random slopes, designs beyond the dense algebra)."""
         from ..frequentist.ddf import DENSE_LIMIT
         from ..frequentist.reference import dense_size
 
-        if self.family.binary or engine_fit.method != "reml" or dense_size(self.frame) > DENSE_LIMIT:
+        if (self.family.binary or engine_fit.method != "reml" or self.spec.has_slopes
+                or dense_size(self.frame) > DENSE_LIMIT):
             return None
         return self.frame.stats()
 

@@ -32,7 +32,7 @@ from .contrasts import SmallSample, estimated_means, pairwise_contrasts, slopes
 from .ddf import KENWARD_ROGER, SATTERTHWAITE, small_sample_inference
 from .glrt import (DEFAULT_SAMPLES, GlrtResult, calibrate, check_samples, compare_fits, fixed_parts_equal, glrt,
                    nested_frames)
-from .lmm import fit_model_frame
+from .lmm import fit_model_frame, require_memory
 
 
 @dataclass
@@ -190,7 +190,7 @@ def _tested(h0, h1, data, where, drop_missing, reference, samples, seed):
     reference = ref.check_reference(reference)
     samples = check_samples(samples)
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
-    frame1.stats(), frame0.stats()   # the larger model's dense block is checked against the memory limit first
+    require_memory(frame1, frame0)   # the larger model first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
     test = calibrate(compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1)), frame0, frame1,
                      reference, samples, seed)

@@ -34,7 +34,7 @@ from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from . import reference as ref
 from .bootstrap_test import check_samples
-from .lmm import LmmFit, fit_model_frame
+from .lmm import LmmFit, fit_model_frame, require_memory
 
 CHI2 = "chi2"
 BOUNDARY_MIXTURE = "0.5*chi2(0) + 0.5*chi2(1)"
@@ -130,7 +130,7 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     resolved = resolve_family(frame1, family, link)
     if resolved.binary:
         return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
-    frame1.stats(), frame0.stats()   # the larger model's dense block is checked against the memory limit first
+    require_memory(frame1, frame0)   # the larger model first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
     only_variances = fixed_parts_equal(frame0, frame1) and \
         _sd_count(fit1) - _sd_count(fit0) == fit1.n_parameters - fit0.n_parameters

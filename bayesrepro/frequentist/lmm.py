@@ -142,6 +142,16 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
     return fit_model_frame(frame.with_memory_limit(max_memory), method)
 
 
+def require_memory(*frames: ModelFrame) -> None:
+    """Refuse, before any fit, a frame whose dense block would pass its memory limit (the sparse core, which
+    random slopes and two large crossed factors take, builds none)."""
+    from .general_lmm import needs_general_core
+
+    for frame in frames:
+        if not needs_general_core(frame):
+            frame.stats()
+
+
 def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
     """The fit of ``frame`` by ``method``, computed once per frame (``ModelFrame.fitted``)."""
     return frame.fitted(method, lambda: fit_frame_once(frame, method))
