@@ -91,5 +91,5 @@ def _version(package: str) -> str | None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 5 or sys.argv[1] != "review":
-        raise SystemExit(__doc__.split("\n\n")[1].strip())
+        raise SystemExit(__doc__.split("\n\n", 1)[1].strip())
     review(*sys.argv[2:])
