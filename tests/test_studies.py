@@ -73,10 +73,3 @@ def test_the_binary_glrt_holds_its_level_within_items_and_is_liberal_as_measured
     measured = seeds["measured_in_1000"]
     assert abs(seeds["rate"] - measured) <= 3 * math.sqrt(measured * (1 - measured) / seeds["replicates"]), seeds
 
-
-def test_the_closed_form_power_is_the_power_of_simulated_refits():
-    figures = load_record("plan_calibration")["figures"]
-    assert len(figures["rows"]) == 10
-    for row in figures["rows"]:
-        assert row["exact"] and row["not_converged"] == 0 and row["simulations"] >= 4000, row
-        assert abs(row["closed_form"] - row["simulated"]) < figures["tolerance"] == 0.03, row

@@ -1,19 +1,15 @@
 """The closed-form power of the planned test against the rejection rate of simulated refits, on a grid of designs.
 
-4,000 simulated data sets per design, each refitted by REML with the
+Slow: 4,000 simulated data sets per design, each refitted by REML with the
 package's engine and tested; the closed form (``plan.planned_test``) must lie
 within 0.03 of the simulated power (3.8 Monte-Carlo SE at power 0.5). The
 grid holds the cases the Satterthwaite noncentral t gets wrong: a nested
 variance of zero (the ``kreutzer_ter`` pilot's estimate of its seed
-variance) and small ones, where many refits put the component at zero. The
-study writes the figures of every design to ``studies/results/plan_calibration.json``,
-which ``tests/test_studies.py`` checks for freshness and against the tolerance:
+variance) and small ones, where many refits put the component at zero.
 
-    python studies/plan_calibration.py [--workers 2]
-
-Measured before the study kept its record (seed 7, 4,000 simulations each, 2 workers):
-closed form, simulated ± MC SE, difference, and the noncentral t with Satterthwaite's
-df that ignores the boundary:
+Measured (seed 7, 4,000 simulations each, 2 workers; ``pytest -m slow -s
+tests/test_plan_calibration.py``): closed form, simulated ± MC SE, difference,
+and the noncentral t with Satterthwaite's df that ignores the boundary:
 
     zero seed variance, wald               0.104  0.111 ± 0.005  −0.007   (noncentral t 0.212)
     zero seed variance, kenward-roger      0.046  0.051 ± 0.003  −0.005   (0.162)
@@ -30,24 +26,17 @@ Nine of ten differences are negative (mean −0.004): the refits reject a
 little more often than the closed form, within 0.01 everywhere.
 """
 
-import argparse
-import sys
-from pathlib import Path
+import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout's bayesrepro and studies
-
-from bayesrepro.plan import assume, simulate_power  # noqa: E402
-from bayesrepro.plan.closed_form import rejection_probability  # noqa: E402
-from bayesrepro.plan.planned_test import PlannedTest  # noqa: E402
-from studies.record import write_record  # noqa: E402
+from bayesrepro.plan import assume, simulate_power
+from bayesrepro.plan.closed_form import rejection_probability
+from bayesrepro.plan.planned_test import PlannedTest
 
 SEEDS = {"item": ("item",), "system:seed": ("system", "seed")}
 INTERACTION = {**SEEDS, "item:system": ("item", "system")}
 CROSSED = {"item": ("item",), "seed": ("seed",), "system:seed": ("system", "seed")}
 SIMULATIONS = 4000
 TOLERANCE = 0.03
-# what the figures depend on: the study, the planning modules and the REML engine the refits use
-SOURCES = ["studies/plan_calibration.py", "bayesrepro/plan/*.py", "bayesrepro/frequentist/*.py", "bayesrepro/design/*.py"]
 
 GRID = [
     # name, groups, variances, effect, counts, test
@@ -74,29 +63,18 @@ GRID = [
 ]
 
 
-def one_design(name, groups, variances, effect, counts, test, workers: int) -> dict:
+@pytest.mark.slow
+@pytest.mark.parametrize("name, groups, variances, effect, counts, test", GRID,
+                         ids=[f"{case[0]}-{case[5]}" for case in GRID])
+def test_closed_form_power_is_the_simulated_power(name, groups, variances, effect, counts, test):
     a = assume("system", ("A", "B"), groups, variances, effect, counts)
     planned = PlannedTest(a.structure)
     closed, exact = planned.power(effect, a.design(), a.variances, 0.05, test)
-    simulated = simulate_power(a, [a.design()], simulations=SIMULATIONS, seed=7, test=test, workers=workers)[0]
+    simulated = simulate_power(a, [a.design()], simulations=SIMULATIONS, seed=7, test=test, workers=2)[0]
     precision = planned.precision(a.design(), a.variances)
     textbook = rejection_probability(effect, precision, 0.05, "normal" if test == "wald" else "t")
-    print(f"{name}, {test}: closed form {closed:.3f}, simulated {simulated.power:.3f} (MC SE {simulated.mc_se:.3f}), "
+    print(f"\n{name}, {test}: closed form {closed:.3f}, simulated {simulated.power:.3f} (MC SE {simulated.mc_se:.3f}), "
           f"difference {closed - simulated.power:+.3f}; noncentral t {textbook:.3f}; not converged "
-          f"{simulated.not_converged}", flush=True)
-    return {"design": name, "test": test, "closed_form": closed, "exact": exact, "simulated": simulated.power,
-            "mc_se": simulated.mc_se, "not_converged": simulated.not_converged, "simulations": SIMULATIONS,
-            "noncentral_t": textbook}
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description="closed-form power against the power of simulated refits")
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
-    rows = [one_design(*case, workers=args.workers) for case in GRID]
-    write_record("plan_calibration", SOURCES, {"tolerance": TOLERANCE, "rows": rows})
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+          f"{simulated.not_converged}")
+    assert exact and simulated.not_converged == 0
+    assert abs(closed - simulated.power) < TOLERANCE
