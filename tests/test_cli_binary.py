@@ -43,6 +43,7 @@ def test_vca_fits_zero_one_scores_as_bernoulli_and_keeps_its_json_schema(grid_fi
     assert sum("0/1: fitted as a Bernoulli model" in note for note in payload["notes"]) == 1
 
 
+@pytest.mark.slow   # two Bernoulli posteriors of 1,000 draws: about 70 s
 def test_phi_gives_the_posterior_on_both_scales_and_the_probit_link(grid_file, bayesrepro):
     runs = {link: bayesrepro("phi", grid_file, "--formula", "correct ~ system + (1|item) + (1|system:seed)",
                              "--link", link, "--draws", "500", "--tune", "500", "--seed", "1", "--json")

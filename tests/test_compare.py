@@ -136,7 +136,7 @@ def test_asymptotic_and_calibrated_disagreement_in_words():
 
 def test_compare_flags_a_chi2_rejection_that_few_seeds_do_not_support():
     """Three seeds per system and no system effect: the chi2 rejects, Kenward-Roger does not, and compare says so."""
-    from test_small_sample_calibration import Design, anova_f, simulate
+    from studies.small_sample_calibration import Design, anova_f, simulate
 
     data = simulate(Design("fixed3", "fixed", 3, True), np.random.default_rng([15000, 248]))
     result = cmp.compare("score ~ system + (1|item) + (1|system:seed)", data, factor="system", loo=False,

@@ -204,7 +204,7 @@ def test_small_sample_f_tests_are_the_exact_anova_f_of_a_balanced_design():
     """Seeds nested in systems, items crossed, balanced: the ANOVA F of the system (over seeds within systems,
     F(1, 2(seeds − 1))) is exact. Kenward-Roger and Satterthwaite equal it whenever REML's seed variance is
     positive; at zero, REML pools seed and residual variance and Kenward-Roger keeps 4 df: a larger p."""
-    from test_small_sample_calibration import Design, anova_f, simulate
+    from studies.small_sample_calibration import Design, anova_f, simulate
 
     design = Design("fixed3", "fixed", 3, True)
     frame0, frame1 = nested_frames(H0, H1, simulate(design, np.random.default_rng([7, 0])))
@@ -256,7 +256,7 @@ def test_binary_models_refuse_the_gaussian_references(binary_seeds):
 
 
 def test_auto_turns_to_the_bootstrap_where_reml_puts_the_carrier_at_zero():
-    from test_small_sample_calibration import Design, simulate
+    from studies.small_sample_calibration import Design, simulate
 
     design = Design("fixed3", "fixed", 3, True)
     at_zero, positive = (simulate(design, np.random.default_rng([15000, k])) for k in (1, 0))

@@ -15,19 +15,17 @@ seed 0.0005, residual 0.01.
 Each dataset is tested against every reference: ``chi2`` (the boundary
 mixture for the variance component), ``kenward-roger``, ``satterthwaite``
 (fixed effect), ``exact-rlrt`` (variance component) and ``bootstrap``. The
-slow tests run fewer datasets and bootstrap refits than the full study, with
-bounds of 2.6 binomial standard errors (a 1 % chance each of failing when the
-rate is exactly 5 %). The full study (1,000 datasets per design) is run as a
-script, two processes:
+study (1,000 datasets per design and more, see REGENERATE: several hours on two
+cores) writes its figures to ``studies/results/small_sample_calibration.json``,
+which ``tests/test_studies.py`` checks for freshness and against the targets:
 
-    python tests/test_small_sample_calibration.py [--datasets 1000] [--bootstrap-samples 99] [--json OUT]
+    python studies/small_sample_calibration.py [--datasets 1000] [--bootstrap-samples 99] [--record]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -36,8 +34,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 import scipy.stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout's bayesrepro and studies
+
+from studies.record import write_record  # noqa: E402
 
 ITEMS = 60
 VARIANCES = {"item": 0.01, "seed": 0.0005, "residual": 0.01}
@@ -47,6 +48,8 @@ H0_COMPONENT = "score ~ system + (1|item)"
 FIXED_REFERENCES = ("chi2", "kenward-roger", "satterthwaite", "bootstrap", "anova-f")
 COMPONENT_REFERENCES = ("chi2", "exact-rlrt", "bootstrap")
 ALPHA = 0.05
+# what the figures depend on: the study, the model frames and the references' engine
+SOURCES = ["studies/small_sample_calibration.py", "bayesrepro/design/*.py", "bayesrepro/frequentist/*.py"]
 
 
 @dataclass(frozen=True)
@@ -175,40 +178,6 @@ def rates(p_values: pd.DataFrame) -> pd.DataFrame:
                          "se": np.sqrt(rate.to_numpy() * (1 - rate.to_numpy()) / n), "datasets": n})
 
 
-def _within(p_values: pd.DataFrame, reference: str) -> tuple[float, float, float]:
-    rate = float((p_values[reference] <= ALPHA).mean())
-    margin = 2.6 * np.sqrt(ALPHA * (1 - ALPHA) / len(p_values))
-    return rate, ALPHA - margin, ALPHA + margin
-
-
-# ---------------------------------------------------------------- slow tests (each a few minutes on 2 cores)
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seeds", [3, 4, 10])
-def test_f_tests_hold_their_level_with_few_seeds(seeds):
-    p_values = study(Design(f"fixed{seeds}", "fixed", seeds, True), 1000, 20, seed=15100 + seeds,
-                     references=("chi2", "kenward-roger", "satterthwaite"))
-    for reference in ("kenward-roger", "satterthwaite"):
-        rate, low, high = _within(p_values, reference)
-        assert low <= rate <= high, f"{reference} rejects {rate:.3f} of true nulls with {seeds} seeds per system"
-
-
-@pytest.mark.slow
-def test_bootstrap_glrt_holds_its_level_with_three_seeds():
-    p_values = study(Design("fixed3", "fixed", 3, True), 400, 99, seed=15200, references=("bootstrap",))
-    rate, low, high = _within(p_values, "bootstrap")
-    assert low <= rate <= high, f"the bootstrap GLRT rejects {rate:.3f} of true nulls with 3 seeds per system"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seeds", [2, 4])
-def test_exact_rlrt_holds_its_level_with_few_seed_levels(seeds):
-    p_values = study(Design(f"component{2 * seeds}", "component", seeds, True), 1000, 20, seed=15300 + seeds,
-                     references=("exact-rlrt",))
-    rate, low, high = _within(p_values, "exact-rlrt")
-    assert low <= rate <= high, f"the exact RLRT rejects {rate:.3f} of true nulls with {2 * seeds} seed levels"
-
-
 # ---------------------------------------------------------------- the full study, as a script
 
 # the designs of the targets; the fixed-effect null with no seed variance and with ten times as much (how
@@ -232,8 +201,9 @@ def main() -> int:
     parser.add_argument("--references", help="only these references (default: every one of the design)")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--p-values", default="calibration-p-values", help="directory of the p-values per dataset")
-    parser.add_argument("--json", help="summarise every design of the p-values directory into this file")
-    parser.add_argument("--summarise-only", action="store_true", help="run nothing, only write --json")
+    parser.add_argument("--record", action="store_true",
+                        help="summarise every design of the p-values directory into studies/results/")
+    parser.add_argument("--summarise-only", action="store_true", help="run nothing, only write --record")
     parser.add_argument("--markdown", action="store_true", help="print the tables of README's 'Few seeds' too")
     args = parser.parse_args()
     chosen, hypotheses = set(args.designs.split(",")), set(args.hypotheses.split(","))
@@ -252,11 +222,10 @@ def main() -> int:
         print(f"{design.name} ({design.hypothesis}): {time.time() - start:.0f} s", flush=True)
         print(rates(p_values.drop(columns="bootstrap_samples")).to_string(index=False, float_format=lambda v: f"{v:.4f}"),
               flush=True)
-    if args.json:
+    if args.record:
         rows = summarise(directory)
-        with open(args.json, "w") as file:
-            json.dump({"regenerate": REGENERATE, "variances": VARIANCES, "items": ITEMS, "alpha": ALPHA,
-                       "rows": rows}, file, indent=1)
+        write_record("small_sample_calibration", SOURCES, {"regenerate": REGENERATE, "variances": VARIANCES,
+                                                           "items": ITEMS, "alpha": ALPHA, "rows": rows})
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         if args.markdown:
             print(markdown(rows))
@@ -381,17 +350,16 @@ def _auto_p(design: Design, p_values: pd.DataFrame) -> pd.Series:
     return chosen
 
 
-REGENERATE = [    # the runs behind tests/reference/small_sample_calibration.json
-    "python tests/test_small_sample_calibration.py --datasets 3000 --designs fixed3,fixed4,fixed10 --hypotheses null "
+REGENERATE = [    # the runs behind studies/results/small_sample_calibration.json
+    "python studies/small_sample_calibration.py --datasets 3000 --designs fixed3,fixed4,fixed10 --hypotheses null "
     "--references chi2,kenward-roger,satterthwaite,anova-f",
-    "python tests/test_small_sample_calibration.py --datasets 3000 --designs fixed3 --hypotheses null",
-    "python tests/test_small_sample_calibration.py --datasets 2000 --designs fixed4,fixed10 --hypotheses null "
+    "python studies/small_sample_calibration.py --datasets 3000 --designs fixed3 --hypotheses null",
+    "python studies/small_sample_calibration.py --datasets 2000 --designs fixed4,fixed10 --hypotheses null "
     "--references bootstrap",
-    "python tests/test_small_sample_calibration.py --datasets 1000 --designs component4,component6,component8",
-    "python tests/test_small_sample_calibration.py --datasets 1000 --designs fixed3,fixed4,fixed10 "
+    "python studies/small_sample_calibration.py --datasets 1000 --designs component4,component6,component8",
+    "python studies/small_sample_calibration.py --datasets 1000 --designs fixed3,fixed4,fixed10 "
     "--hypotheses alternative",
-    "python tests/test_small_sample_calibration.py --summarise-only --json tests/reference/small_sample_calibration.json "
-    "--markdown",
+    "python studies/small_sample_calibration.py --summarise-only --record --markdown",
 ]
 
 

@@ -13,24 +13,34 @@ a long lower tail. φ's interval is therefore conservative at this design
 SD to the nominal band and φ to "never too narrow": an interval that covers less
 than nominal would overstate what the data show.
 
-The slow test fits 100 grids of 300 items (18,000 rows), two at a time. The full
-study, on grids of the benchmark's size, runs as a script (datasets START..STOP-1,
-one CSV row each, appended as they finish, so several processes can share the work),
-then prints the coverage table of all rows:
-    python tests/test_binary_calibration.py run START STOP OUT.csv [ITEMS]
-    python tests/test_binary_calibration.py table OUT.csv [...]
+The study fits 100 grids of 300 items (18,000 rows), one per task on each of
+``--processes`` cores, and writes its coverage table to
+``studies/results/binary_calibration.json``, which ``tests/test_studies.py``
+checks for freshness and against the targets (``--items`` runs grids of another
+size, such as the benchmark's 2,000 items; only the default is recorded):
+
+    python studies/binary_calibration.py [--datasets 100] [--processes 2] [--items 300]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout's bayesrepro and studies
+
+from studies.record import write_record  # noqa: E402
 
 FORMULA = "correct ~ system + (1|item) + (1|system:seed) + (1|prompt)"
+# what the figures depend on: the study, the simulated grid, the Bayesian fit and the model frames it samples
+SOURCES = ["studies/binary_calibration.py", "bayesrepro/simulate.py", "bayesrepro/bayes/*.py", "bayesrepro/design/*.py"]
+ITEMS = 300
 TRUTH = {"item": 1.5, "system:seed": 0.2, "prompt": 0.3}  # SDs on the logit scale
 LOGISTIC = np.pi**2 / 3
 TRUE_PHI = TRUTH["item"] ** 2 / (sum(sd**2 for sd in TRUTH.values()) + LOGISTIC)
@@ -46,7 +56,7 @@ def _quantiles(name: str, draws) -> dict:
     return {f"{name}_low": float(low), f"{name}_median": float(median), f"{name}_high": float(high)}
 
 
-def study(datasets, items: int = 300, seed: int = 20240, out: str | None = None) -> pd.DataFrame:
+def study(datasets, items: int = ITEMS, seed: int = 20240) -> pd.DataFrame:
     from bayesrepro.bayes import fit_bayes
     from bayesrepro.simulate import binary_grid
 
@@ -71,8 +81,6 @@ def study(datasets, items: int = 300, seed: int = 20240, out: str | None = None)
             conditional = variances["item"] / (sum(variances.values()) + LOGISTIC)
             row[f"phi_given_{'_'.join(known)}"] = covered(conditional, TRUE_PHI)
         rows.append(row)
-        if out is not None:
-            pd.DataFrame([row]).to_csv(out, mode="a", header=not Path(out).exists(), index=False)
     return pd.DataFrame(rows)
 
 
@@ -92,25 +100,25 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-@pytest.mark.slow
-def test_intervals_of_latent_phi_and_every_sd_cover_the_truth_at_the_nominal_rate():
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=2) as pool:  # one dataset per task, each sampled on one core
-        results = pd.concat(pool.map(study, [[k] for k in range(100)]))
+def main() -> int:
+    parser = argparse.ArgumentParser(description="coverage of the 90 % intervals of latent phi and every SD")
+    parser.add_argument("--datasets", type=int, default=100)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--items", type=int, default=ITEMS)
+    args = parser.parse_args()
+    with ProcessPoolExecutor(max_workers=args.processes) as pool:  # one dataset per task, each sampled on one core
+        results = pd.concat(pool.map(partial(study, items=args.items), [[k] for k in range(args.datasets)]))
     table = coverage_table(results)
-    print(table.to_string(), f"\nconverged (R-hat, ESS, divergences): {results['converged'].mean():.2f}")
-    # 90 % nominal; with 100 datasets the binomial SD is 3 points: 85–95 % is ±1.7 SD
-    assert 0.85 <= table.loc["sd_item", "coverage_90"] <= 0.95, table
-    assert table.loc["phi", "coverage_90"] >= 0.85, table
-    assert results["converged"].mean() >= 0.95
+    converged = float(results["converged"].mean())
+    print(table.to_string(), f"\nconverged (R-hat, ESS, divergences): {converged:.2f}",
+          "seconds per fit (median):", results["seconds"].median())
+    if args.items == ITEMS:
+        write_record("binary_calibration", SOURCES, {
+            "datasets": args.datasets, "items": args.items, "truth_sds": TRUTH, "true_phi": TRUE_PHI,
+            "coverage_90": table["coverage_90"].to_dict(), "truth_below": table["truth_below"].dropna().to_dict(),
+            "truth_above": table["truth_above"].dropna().to_dict(), "converged": converged})
+    return 0
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "run":
-        items = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
-        study(range(int(sys.argv[2]), int(sys.argv[3])), items=items, out=sys.argv[4])
-    else:
-        results = pd.concat([pd.read_csv(path) for path in sys.argv[2:]]).drop_duplicates("dataset")
-        print(coverage_table(results).to_string())
-        print("converged:", results["converged"].mean(), "seconds per fit (median):", results["seconds"].median())
+    sys.exit(main())
