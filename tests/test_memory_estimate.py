@@ -53,16 +53,18 @@ def test_the_same_design_in_vca_takes_the_moments_path_instead(capsys):
     frame = model_frame("y ~ 1 + (1|a) + (1|b)", _two_huge_factors(), max_memory="8G")
     fit = choose_fit(frame, "reml", progress=True)
     assert fit.method == "moments"
-    assert "path: moments: the exact path would need a dense" in capsys.readouterr().err
+    assert "path: moments: a sparse factor of 49," in capsys.readouterr().err
     assert any("memory limit 8.0 GB" in note for note in fit.notes)
 
 
-def test_three_factors_of_2600_levels_take_the_moments_path_or_are_refused():
+def test_three_factors_of_2600_levels_take_the_sparse_core_the_moments_path_or_are_refused():
     frame = model_frame("y ~ 1 + (1|a) + (1|b) + (1|c)", _three_factors())
-    assert frame.dense_estimate().seconds > 60       # the exact path's estimated minutes
-    assert choose_fit(frame, "reml").method == "moments"
+    assert frame.dense_estimate().seconds > 60       # the dense path's estimated minutes
+    exact = choose_fit(frame, "reml")
+    assert exact.method == "reml" and any("sparse core" in note for note in exact.notes)
+    assert choose_fit(frame.with_memory_limit("200M"), "reml").method == "moments"   # its factor's bound: 432 MB
     with pytest.raises(BayesreproError, match=r"past the memory limit of 100.0 MB \(--max-memory\)"):
-        fit_lmm(frame, max_memory="100M")
+        fit_lmm(model_frame("y ~ 1 + (1|a) + (1|b) + (1|c)", _three_factors()), max_memory="100M")
 
 
 def test_a_glrt_is_refused_before_its_smaller_model_is_fitted(tmp_path, capsys):
@@ -145,7 +147,7 @@ def test_the_estimate_counts_levels_of_all_but_the_largest_factor():
 def test_vca_json_of_the_moments_path_has_standard_errors_and_no_likelihood(tmp_path, capsys):
     path = tmp_path / "three.csv"
     _three_factors().to_csv(path, index=False)
-    assert main(["vca", str(path), "--formula", "y ~ 1 + (1|a) + (1|b) + (1|c)", "--json"]) == 0
+    assert main(["vca", str(path), "--formula", "y ~ 1 + (1|a) + (1|b) + (1|c)", "--max-memory", "200M", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["method"] == "moments" and payload["loglik"] is None
     assert set(payload["variance_se"]) == {"a", "b", "c", "Residual"}

@@ -15,6 +15,7 @@ import pandas as pd
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from ..design import ModelFrame, model_frame, parse_formula
+from ..design.memory_estimate import require_within
 from .deviance import ProfiledDeviance
 from .optimise import BOUNDARY_THETA, optimise
 
@@ -143,13 +144,12 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
 
 
 def require_memory(*frames: ModelFrame) -> None:
-    """Refuse, before any fit, a frame whose dense block would pass its memory limit (the sparse core, which
-    random slopes and two large crossed factors take, builds none)."""
-    from .general_lmm import needs_general_core
-
+    """Refuse, before any fit, a random-intercept frame whose dense block would pass its memory limit: the dense
+    path allocates it, and it bounds the sparse core's factor of the same levels (slope models are not
+    bounded yet)."""
     for frame in frames:
-        if not needs_general_core(frame):
-            frame.stats()
+        if not frame.spec.has_slopes:
+            require_within(frame.dense_estimate("gaussian"), frame.max_memory)
 
 
 def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:
@@ -164,6 +164,7 @@ def fit_frame_once(frame: ModelFrame, method: str) -> LmmFit:
         )
     from .general_lmm import fit_general_frame, needs_general_core
 
+    require_memory(frame)
     if needs_general_core(frame):
         return fit_general_frame(frame, method)
     objective = ProfiledDeviance(frame.stats(), reml=(method == "reml"))

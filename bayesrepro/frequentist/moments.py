@@ -175,8 +175,8 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
             announce_path(f"exact {method.upper()} on the sparse core ({levels:,} levels after eliminating the "
                           f"largest factor; at most {format_bytes(bound)} of factor)", progress)
             return fit_model_frame(frame, method)
-        reason = (f"a sparse factor of {levels:,} levels could need up to {format_bytes(bound)} (a quarter of the "
-                  f"memory limit {format_bytes(limit)}, --max-memory)")
+        reason = (f"a sparse factor of {levels:,} levels could need up to {format_bytes(bound)}, more than a quarter "
+                  f"of the memory limit {format_bytes(limit)} (--max-memory)")
     else:
         estimate = frame.dense_estimate("gaussian")
         if not beyond_dense_path(estimate, frame.max_memory) or not _moment_model(frame):
