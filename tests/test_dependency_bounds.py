@@ -1,4 +1,5 @@
-"""Every dependency has a lower bound, and .ci/constraints-lower.txt installs exactly that bound."""
+"""Every dependency has a lower bound, .ci/constraints-lower.txt installs exactly that bound, and every package of
+the source tree is installed."""
 
 import tomllib
 from pathlib import Path
@@ -24,3 +25,9 @@ def test_the_lower_constraints_pin_every_dependency_at_its_lower_bound():
         assert pins.get(canonicalize_name(requirement.name)) == lower[0], \
             f"{requirement}: .ci/constraints-lower.txt pins {pins.get(canonicalize_name(requirement.name))}"
     assert set(pins) == {canonicalize_name(r.name) for r in requirements}
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "bayesrepro").rglob("__init__.py")}
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
