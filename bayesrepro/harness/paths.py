@@ -29,21 +29,25 @@ def expand_paths(paths: Iterable[str | Path]) -> list[FoundFile]:
             raise BayesreproError("a log path is empty; name log files or directories that hold them "
                                   "(lm-eval:PATH, inspect:PATH)")
         path = Path(given)
-        if path.is_dir():
+        try:
+            mode = path.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            raise BayesreproError(f"log path '{given}' does not exist") from None
+        except OSError as exc:   # a name too long for the file system, a loop of links, no permission
+            raise BayesreproError(f"log path '{given}' cannot be read ({exc.strerror}); name log files or "
+                                  "directories that hold them") from None
+        if stat.S_ISDIR(mode):
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 found.setdefault(child.resolve(), FoundFile(child, named=False))
-        elif path.is_file():
+        elif stat.S_ISREG(mode):
             found[path.resolve()] = FoundFile(path, named=True)
-        elif path.exists():
-            raise BayesreproError(f"log path '{given}' is {_kind(path)}, not a log file or a directory; reading it "
-                                  "may never end: name the log files")
         else:
-            raise BayesreproError(f"log path '{given}' does not exist")
+            raise BayesreproError(f"log path '{given}' is {_kind(mode)}, not a log file or a directory; reading it "
+                                  "may never end: name the log files")
     return list(found.values())
 
 
-def _kind(path: Path) -> str:
-    mode = path.stat().st_mode
+def _kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISSOCK(mode):

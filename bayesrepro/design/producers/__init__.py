@@ -7,10 +7,12 @@ grouped results reach Python) and a Spark DataFrame to Spark. DuckDB and Spark a
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from ...data import HARNESS_PREFIXES
 from ...errors import BayesreproError
+from .files import stat_mode
 from .memory_estimate import expected_memory
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
@@ -43,8 +45,9 @@ def choose_engine(data, engine: str) -> str:
         return engine
     if isinstance(data, (str, Path)):
         path = Path(data)
-        if path.is_dir() or any(ch in str(data) for ch in "*?["):
+        mode = stat_mode(path)
+        if (mode is not None and stat.S_ISDIR(mode)) or any(ch in str(data) for ch in "*?["):
             return "duckdb"
-        if path.is_file() and expected_memory(path) > LARGE_FRAME_BYTES:
+        if mode is not None and stat.S_ISREG(mode) and expected_memory(path) > LARGE_FRAME_BYTES:
             return "duckdb"
     return "memory"

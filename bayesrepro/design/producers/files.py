@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from pathlib import Path
 
 from ...errors import BayesreproError
@@ -25,11 +26,12 @@ def data_files(path: str, is_data_file) -> list[str]:
     """The absolute paths of the files ``path`` names: itself, the data files under a directory, or a glob's
     matches (only when no file has the name as written); sorted. ``is_data_file(name)`` picks a directory's files."""
     target = Path(path)
-    if target.is_dir():
+    mode = stat_mode(target)
+    if mode is not None and stat.S_ISDIR(mode):
         files = [p for p in target.rglob("*") if p.is_file() and is_data_file(p.name)]
-    elif target.is_file():
+    elif mode is not None and stat.S_ISREG(mode):
         files = [target]
-    elif target.exists():   # a FIFO or a device: reading it may never end
+    elif mode is not None:   # a FIFO or a device: reading it may never end
         raise BayesreproError(f"data '{path}' is not a regular file; name a file")
     elif any(ch in path for ch in GLOB_CHARACTERS):
         files = [Path(name) for name in glob.glob(path, recursive=True)]
@@ -38,6 +40,17 @@ def data_files(path: str, is_data_file) -> list[str]:
     if not files:
         raise BayesreproError(f"no data files match '{path}'")
     return sorted(os.path.abspath(file) for file in files)
+
+
+def stat_mode(path: Path) -> int | None:
+    """The file mode of ``path``; None where nothing has that name. A name the system cannot look up (too long, a
+    loop of links, no permission) is refused in one line."""
+    try:
+        return path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise BayesreproError(f"data '{path}' cannot be opened: {exc.strerror}") from None
 
 
 def duckdb_literal_name(file: str) -> str:
