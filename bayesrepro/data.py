@@ -19,7 +19,7 @@ import pandas as pd
 from .datasets import DATASETS, load_dataset
 from .errors import BayesreproError, shown
 from .frame_types import check_frame
-from .readers import SUPPORTED_SUFFIXES, parse_numbers, read_file
+from .readers import SUPPORTED_SUFFIXES, file_mode, parse_numbers, read_file
 
 if TYPE_CHECKING:
     from .where import Where
@@ -97,11 +97,7 @@ def _read_source(source, text_columns: list[str]) -> pd.DataFrame:
         harness, _, logs = source.partition(":")
         return read_logs(harness, [logs])
     path = Path(source)
-    try:
-        exists = path.exists()
-    except OSError as exc:
-        raise BayesreproError(f"data file '{source}' cannot be opened: {exc.strerror}") from None
-    if not exists:
+    if file_mode(path) is None:
         if str(source) in DATASETS:
             return load_dataset(str(source))
         raise BayesreproError(

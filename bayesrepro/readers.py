@@ -106,6 +106,17 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def file_mode(path: Path, what: str = "data file") -> int | None:
+    """The file mode of ``path``; None where nothing has that name. A name the system cannot look up (too long, a
+    loop of links, no permission) is refused in one line naming ``what`` it is."""
+    try:
+        return path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise BayesreproError(f"{what} '{path}' cannot be opened: {exc.strerror}") from None
+
+
 def read_header(path: Path, delimiter: str) -> list[str]:
     """The column names, after checking that the file is UTF-8 text with a header and no repeated name."""
     try:

@@ -25,4 +25,4 @@ def test_a_log_path_too_long_is_refused(argv, tmp_path, capsys, monkeypatch):
     status = main(argv)
     err = capsys.readouterr().err
     assert status == EXIT_BAD_INPUT
-    assert err.count("\n") == 1 and "cannot be read (File name too long)" in err
+    assert err.count("\n") == 1 and "cannot be opened: File name too long" in err

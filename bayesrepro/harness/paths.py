@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import BayesreproError
+from ..readers import file_mode
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[FoundFile]:
             raise BayesreproError("a log path is empty; name log files or directories that hold them "
                                   "(lm-eval:PATH, inspect:PATH)")
         path = Path(given)
-        try:
-            mode = path.stat().st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            raise BayesreproError(f"log path '{given}' does not exist") from None
-        except OSError as exc:   # a name too long for the file system, a loop of links, no permission
-            raise BayesreproError(f"log path '{given}' cannot be read ({exc.strerror}); name log files or "
-                                  "directories that hold them") from None
+        mode = file_mode(path, "log path")
+        if mode is None:
+            raise BayesreproError(f"log path '{given}' does not exist")
         if stat.S_ISDIR(mode):
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 found.setdefault(child.resolve(), FoundFile(child, named=False))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...data import HARNESS_PREFIXES
 from ...errors import BayesreproError
-from .files import stat_mode
+from ...readers import file_mode
 from .memory_estimate import expected_memory
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
@@ -45,7 +45,7 @@ def choose_engine(data, engine: str) -> str:
         return engine
     if isinstance(data, (str, Path)):
         path = Path(data)
-        mode = stat_mode(path)
+        mode = file_mode(path)
         if (mode is not None and stat.S_ISDIR(mode)) or any(ch in str(data) for ch in "*?["):
             return "duckdb"
         if mode is not None and stat.S_ISREG(mode) and expected_memory(path) > LARGE_FRAME_BYTES:

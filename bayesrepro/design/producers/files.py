@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 from ...errors import BayesreproError
-from ...readers import read_header
+from ...readers import file_mode, read_header
 
 GLOB_CHARACTERS = "*?["
 
@@ -26,7 +26,7 @@ def data_files(path: str, is_data_file) -> list[str]:
     """The absolute paths of the files ``path`` names: itself, the data files under a directory, or a glob's
     matches (only when no file has the name as written); sorted. ``is_data_file(name)`` picks a directory's files."""
     target = Path(path)
-    mode = stat_mode(target)
+    mode = file_mode(target)
     if mode is not None and stat.S_ISDIR(mode):
         files = [p for p in target.rglob("*") if p.is_file() and is_data_file(p.name)]
     elif mode is not None and stat.S_ISREG(mode):
@@ -40,17 +40,6 @@ def data_files(path: str, is_data_file) -> list[str]:
     if not files:
         raise BayesreproError(f"no data files match '{path}'")
     return sorted(os.path.abspath(file) for file in files)
-
-
-def stat_mode(path: Path) -> int | None:
-    """The file mode of ``path``; None where nothing has that name. A name the system cannot look up (too long, a
-    loop of links, no permission) is refused in one line."""
-    try:
-        return path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise BayesreproError(f"data '{path}' cannot be opened: {exc.strerror}") from None
 
 
 def duckdb_literal_name(file: str) -> str:
