@@ -115,6 +115,8 @@ def file_mode(path: Path, what: str = "data file") -> int | None:
         return None
     except OSError as exc:
         raise BayesreproError(f"{what} '{path}' cannot be opened: {exc.strerror}") from None
+    except ValueError:   # a NUL byte, which no file name can hold
+        raise BayesreproError(f"{what} {str(path)!r} cannot be opened: its name holds a NUL byte") from None
 
 
 def read_header(path: Path, delimiter: str) -> list[str]:

@@ -75,3 +75,43 @@ def test_an_interrupt_is_raised_not_returned_as_a_short_posterior():
             sample_compiled(density, SamplingSettings(seed=1, draws=100_000, tune=1000, chains=2))
     finally:
         timer.cancel()
+
+
+class _StoppableSampler:
+    """nutpie's sampler, recording whether it was stopped."""
+
+    def __init__(self, sampler):
+        self.sampler, self.aborted = sampler, False
+
+    def wait(self, timeout):
+        return self.sampler.wait(timeout)
+
+    def abort(self):
+        self.aborted = True
+        return self.sampler.abort()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT to its own process")
+def test_an_interrupt_as_the_chains_start_stops_them_before_it_is_raised(monkeypatch):
+    from types import SimpleNamespace
+
+    from bayesrepro.bayes import nuts
+
+    lib = nuts.nutpie_lib()
+    started = []
+
+    def start_then_interrupt(*args):   # Ctrl-C arrives once the threads run, before the caller holds their handle
+        started.append(_StoppableSampler(lib.PySampler.from_pymc(*args)))
+        os.kill(os.getpid(), signal.SIGINT)
+        return started[-1]
+
+    patched = SimpleNamespace(**{name: getattr(lib, name) for name in dir(lib) if not name.startswith("__")})
+    patched.PySampler = SimpleNamespace(from_pymc=start_then_interrupt)
+    monkeypatch.setattr(nuts, "nutpie_lib", lambda: patched)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sample_compiled(gaussian_density(slow_logp), SamplingSettings(seed=1, draws=100_000, tune=1000, chains=2))
+        assert started and started[0].aborted
+    finally:
+        for sampler in started:
+            sampler.sampler.abort()

@@ -31,7 +31,7 @@ import numpy as np
 from ..progress import in_notebook, sampling_lines
 from ..runtime import numerical_work
 from .draws import Draws
-from .sampling import SamplingSettings, interrupts_raised, require_complete
+from .sampling import SamplingSettings, interrupts_held, interrupts_raised, require_complete
 
 PROGRESS_BAR_EVERY_MS = 100    # nutpie's own bar in a terminal
 PROGRESS_LINE_EVERY_MS = 2000  # progress written as lines when stderr is not a terminal
@@ -63,12 +63,15 @@ def sample_density(density: CompiledDensity, settings: SamplingSettings) -> Draw
     nuts.target_accept = settings.target_accept
     cores = settings.n_cores
     with numerical_work(), interrupts_raised():
-        sampler = lib.PySampler.from_pymc(nuts, cores, _model(lib, density), _progress(lib, settings, cores),
-                                          lib.PyStorage.arrow())
+        sampler = None
         try:
+            with interrupts_held():   # the threads run from here on: the handle must be kept to stop them
+                sampler = lib.PySampler.from_pymc(nuts, cores, _model(lib, density),
+                                                  _progress(lib, settings, cores), lib.PyStorage.arrow())
             sampler.wait(None)
         except BaseException:
-            sampler.abort()
+            if sampler is not None:
+                sampler.abort()
             raise
         draw_batches, stat_batches = sampler.take_results().get_arrow_trace()
     draws = _draws(draw_batches, stat_batches, density)

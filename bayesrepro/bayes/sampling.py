@@ -118,6 +118,28 @@ def library_progress(settings: SamplingSettings):
 
 
 @contextlib.contextmanager
+def interrupts_held():
+    """A Ctrl-C inside the block is raised when the block ends, not in the middle of it.
+
+    Starting native sampler threads is one such block: an interrupt raised
+    between the start and the assignment of its handle would leave threads
+    running that nobody can stop, while the interpreter shuts down under them.
+    """
+    held = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
 def interrupts_raised():
     """Re-raise a Ctrl-C that a library caught and swallowed inside the block."""
     interrupted = []

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     command_line = COMMAND_LINE.set(True)   # errors name the options (--object), not the Python arguments
     try:
+        refuse_nul_bytes(sys.argv[1:] if argv is None else argv)
         args, unknown = build_parser().parse_known_args(argv)
         if unknown:
             raise BayesreproError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}; "
@@ -86,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
     finally:
         COMMAND_LINE.reset(command_line)
+
+
+def refuse_nul_bytes(argv: list[str]) -> None:
+    """No command line from a shell holds a NUL byte, but one built in Python may: no file or column name can."""
+    for position, argument in enumerate(argv):
+        if "\x00" in argument:
+            option = argv[position - 1] if position and argv[position - 1].startswith("--") else None
+            where = f"the value of {option}" if option else f"argument {position + 1}"
+            raise BayesreproError(f"{where} holds a NUL byte ({argument!r}); no file, column or option name can")
 
 
 def console_main() -> int:
