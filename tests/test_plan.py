@@ -229,7 +229,7 @@ def test_simulated_statistics_have_the_moments_of_simulated_rows():
 @pytest.mark.parametrize("test", ["wald", "kenward-roger"])
 def test_simulated_power_agrees_with_the_closed_form(test):
     """Seeds nested in systems carry Var(B − A); the closed form integrates over the REML estimate of the seed
-    variance, zero included (tests/test_plan_calibration.py holds it to 0.03 on a grid, slow)."""
+    variance, zero included (studies/plan_calibration.py holds it to 0.03 on a grid)."""
     a = seeds_assumptions()
     result = simulate_power(a, [a.design()], simulations=300, seed=5, test=test, workers=1)[0]
     expected, exact = PlannedTest(a.structure).power(a.effect, a.design(), a.variances, 0.05, test)
@@ -259,7 +259,7 @@ def test_closed_form_is_the_noncentral_t_where_no_component_reaches_zero():
 def test_a_zero_seed_variance_halves_the_power_the_noncentral_t_promises():
     """At the kreutzer_ter pilot's own estimate (seed variance 0) half of the planned REML fits pool the seeds'
     stratum with the residual one: the Wald test's power is 0.10 where the noncentral t says 0.21
-    (simulated: 0.111 ± 0.005, tests/test_plan_calibration.py)."""
+    (simulated: 0.111 ± 0.005, studies/plan_calibration.py)."""
     a = assume("system", ("A", "B"), SEEDS, {"item": 0.064, "system:seed": 0.0, "Residual": 0.0035}, 0.004,
                {"item": 100, "seed": 3})
     planned = PlannedTest(a.structure)
