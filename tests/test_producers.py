@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -323,9 +324,14 @@ def test_a_polled_query_hands_back_its_error_and_ctrl_c_stops_the_engine():
     def interrupted():
         raise KeyboardInterrupt   # what Ctrl-C raises in the waiting thread
 
+    def engine():   # stops a while after it is told to
+        stopped.wait(60)
+        time.sleep(0.3)
+
+    threads = threading.active_count()
     with pytest.raises(KeyboardInterrupt):
-        run_polled(lambda: stopped.wait(60), interrupted, Progress("x", True, io.StringIO()), stopped.set)
-    assert stopped.is_set()
+        run_polled(engine, interrupted, Progress("x", True, io.StringIO()), stopped.set)
+    assert stopped.is_set() and threading.active_count() == threads   # the engine's thread ended before Ctrl-C left
 
 
 def test_spark_without_pyspark_is_one_line_naming_the_extra(monkeypatch, capsys):
