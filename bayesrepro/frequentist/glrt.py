@@ -138,11 +138,6 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
-SLOPES_REFERENCE_REASON = ("models with random slopes are read against chi2 with the added covariance parameters "
-                           "as df (conservative where a variance is added, Stram & Lee 1994); calibrated references "
-                           "are not available for them")
-
-
 def _sd_count(fit: LmmFit) -> int:
     """Standard deviations among the fit's covariance parameters (the residual's included)."""
     return sum(row["var2"] is None for row in fit.varcorr())
@@ -193,11 +188,11 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
 def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, reference: str = ref.AUTO,
               samples: int = DEFAULT_SAMPLES, seed=None, workers: int | None = None) -> GlrtResult:
     """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
-    if frame0.spec.has_slopes or frame1.spec.has_slopes:
-        if reference not in (ref.AUTO, ref.CHI2):
-            raise BayesreproError(f"--reference {reference} is not available for models with random slopes; "
-                                  "use --reference chi2")
-        return dataclasses.replace(test, reason=SLOPES_REFERENCE_REASON)
+    if set(frame0.spec.random_terms) != set(frame1.spec.random_terms) and \
+            (frame0.spec.has_slopes or frame1.spec.has_slopes):
+        from .slope_glrt import calibrate_structure
+
+        return calibrate_structure(test, frame0, frame1, reference, samples, seed, workers)
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)
     if choice.method == ref.CHI2:
@@ -206,10 +201,9 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
         reml1 = fit_model_frame(frame1, "reml")
         choice = ref.unless_carrier_at_zero(choice, reml1)
         if choice.method != ref.BOOTSTRAP:
-            from .ddf import small_sample_inference
+            from .ddf import frame_inference
 
-            f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1),
-                                                                     choice.method)
+            f = frame_inference(frame1, reml1).f_test(restriction_matrix(frame1, x0_on_h1), choice.method)
             return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=choice.method,
                                        reason=choice.reason,
                                        details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
