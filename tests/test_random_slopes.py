@@ -147,3 +147,12 @@ def test_terms_outside_the_larger_model_are_not_nested():
     rows = read_table(HERE / "data" / "sleepstudy.csv.gz")
     with pytest.raises(BayesreproError, match=r"H0's random-effect term '\(1 \+ Days\|Subject\)' is not contained"):
         glrt("Reaction ~ Days + (Days|Subject)", "Reaction ~ Days + (Days||Subject)", rows)
+
+
+def test_plan_refuses_slopes_in_one_line():
+    data = str(HERE / "data" / "sleepstudy.csv.gz")
+    run = _command("plan", data, "--formula", "Reaction ~ Days + (Days|Subject)", "--vary", "Subject=20,40")
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "bayesrepro: error: random slope '(1 + Days|Subject)': plan projects designs of random intercepts only "
+        "(power and D-study); fit the slope model with vca and test it with glrt"]
