@@ -24,6 +24,8 @@ NULL_MODELS = {
     "sleep_independent": "Reaction ~ 1 + (Days || Subject)",
     "crossed_categorical": "y ~ 1 + (1 + c | subject) + (1 + c | item)",
     "categorical_three_levels": "score ~ 1 + (1 + cond | g)",
+    "singular_correlation": "Reaction ~ 1 + (1 + w | Subject)",
+    "singular_nested": "y ~ 1 + (1 + c | subject/block)",
 }
 
 

@@ -57,11 +57,11 @@ class VarianceDerivatives:
     variances: np.ndarray               # ψ
     free: np.ndarray                    # components estimated above zero (and the residual)
     covariance: np.ndarray              # Φ
-    jacobian: list[np.ndarray]          # ∂Φ/∂ψ_r
+    jacobian: list[np.ndarray]          # ∂Φ/∂ψ_r (slope models: ∂Φ/∂(θ, σ), see ``slope_ddf``)
     p_matrices: list[np.ndarray]        # P_r
     q_matrices: dict | None             # (r, s), r ≤ s → Q_rs; None when built for Satterthwaite alone
     information2: np.ndarray            # tr(PV_rPV_s)
-    observed_information: np.ndarray    # −∂²ℓ_R/∂ψ_r∂ψ_s
+    observed_information: np.ndarray    # −∂²ℓ_R/∂ψ_r∂ψ_s (slope models: in (θ, σ))
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,9 @@ class WoodburyProducts:
     py: np.ndarray            # U'P̃y
     p2y: np.ndarray           # U'P̃²y
     phi_scaled: np.ndarray    # Φ/σ² = (X'W⁻¹X)⁻¹
+    y_p2_y: float
     y_p3_y: float
+    trace_p1: float           # tr(P̃)
     trace_p2: float           # tr(P̃²)
 
 
@@ -164,8 +166,9 @@ def woodbury_products(gram: np.ndarray, u: np.ndarray, yty: float, n_obs: int, k
     py = u - g_h @ u
     p2y = py - g_h @ py
     y_p2_y = yty - 2.0 * float(u @ h @ u) + float(u @ h @ gram @ h @ u)
-    return WoodburyProducts(a1, a2, a3, b1, b2, py, p2y, phi_scaled, y_p2_y - float(py @ h @ py),
-                            n_obs - 2.0 * np.trace(g_h) + float(np.sum(g_h * g_h.T)))
+    trace_gh = float(np.trace(g_h))
+    return WoodburyProducts(a1, a2, a3, b1, b2, py, p2y, phi_scaled, y_p2_y, y_p2_y - float(py @ h @ py),
+                            n_obs - trace_gh, n_obs - 2.0 * trace_gh + float(np.sum(g_h * g_h.T)))
 
 
 def scaled_derivatives(names: list[str], variances: np.ndarray, free: np.ndarray, sigma2: float,

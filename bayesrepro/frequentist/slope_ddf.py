@@ -6,13 +6,19 @@ The variance parameters ψ are the elements of each term's covariance matrix
 V_r = Z D_r Z' and D_r, per level of the term, the symmetric indicator of
 the element (E_ii for a variance, E_ij + E_ji for a covariance). Every
 product of ``ddf.variance_derivatives`` then holds with the block of a
-component replaced by D_r. Satterthwaite's ν is invariant to the
-parametrisation at an interior optimum, so it equals lmerTest's, computed
-there on (θ, σ); at a singular fit the parameters of an SD estimated at zero
-are held there, as for random intercepts.
+component replaced by D_r; Kenward–Roger works on these.
+
+Satterthwaite follows lmerTest, which differentiates in (θ, σ): the chain
+rule takes ∂Φ/∂ψ and the observed information to those parameters,
+I_(θ,σ) = J'I_ψJ − Σ_r s_r ∂²ψ_r, with J = ∂ψ/∂(θ, σ) and s the REML score
+in ψ. At an interior optimum s = 0 and ν is the one of ψ; at a singular fit
+(an SD of zero, or a correlation of ±1) s is not zero, and the directions of
+θ whose first derivatives of ψ vanish there drop out, as in lmerTest.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import scipy.linalg
@@ -23,7 +29,6 @@ from ..design.random_design import RandomDesign, lower_triangle, random_design
 from ..errors import BayesreproError
 from .covariance_structure import term_covariance
 from .ddf import DENSE_LIMIT, VarianceDerivatives, scaled_derivatives, woodbury_products
-from .optimise import BOUNDARY_THETA
 
 
 def slope_dense_size(frame: ModelFrame) -> int:
@@ -49,7 +54,7 @@ def slope_variance_derivatives(frame: ModelFrame, theta: np.ndarray, sigma2: flo
     k = lam @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(m), lam.T)
     w = woodbury_products(gram, u, float(frame.y @ frame.y), len(frame.y), k, p)
     fixed = slice(q, q + p)
-    names, variances, free, indicators = covariance_parameters(design, theta, sigma2)
+    names, variances, indicators = covariance_parameters(design, theta, sigma2)
 
     zx1 = w.a1[:q, fixed]                                   # Z'W⁻¹X
     b1, py = w.b1[:q, :q], w.py[:q]
@@ -73,17 +78,52 @@ def slope_variance_derivatives(frame: ModelFrame, theta: np.ndarray, sigma2: flo
             quadratic[r, s] = float(d_py[r] @ b1 @ d_py[s])
     trace = np.triu(trace) + np.triu(trace, 1).T
     quadratic = np.triu(quadratic) + np.triu(quadratic, 1).T
-    return scaled_derivatives([*names, "Residual"], np.append(variances, sigma2), np.append(free, True), sigma2,
-                              w.phi_scaled, sandwich, q_scaled, trace, quadratic)
+    in_psi = scaled_derivatives([*names, "Residual"], np.append(variances, sigma2), np.ones(n_comp, dtype=bool),
+                                sigma2, w.phi_scaled, sandwich, q_scaled, trace, quadratic)
+    # ∂ℓ_R/∂ψ_r = −½tr(PV_r) + ½y'PV_rPy, with P = P̃/σ²
+    score = np.append([-0.5 * float(d.multiply(b1).sum()) / sigma2 + 0.5 * float(py @ dpy) / sigma2**2
+                       for d, dpy in zip(indicators, d_py)], -0.5 * w.trace_p1 / sigma2 + 0.5 * w.y_p2_y / sigma2**2)
+    jacobian, second = theta_sigma_chain(design, theta, np.sqrt(sigma2))
+    return dataclasses.replace(
+        in_psi, free=np.ones(jacobian.shape[1], dtype=bool),
+        jacobian=[sum(jacobian[r, a] * in_psi.jacobian[r] for r in range(n_comp)) for a in range(jacobian.shape[1])],
+        observed_information=jacobian.T @ in_psi.observed_information @ jacobian - np.einsum("r,rab->ab", score, second))
+
+
+def theta_sigma_chain(design: RandomDesign, theta: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """J = ∂ψ/∂(θ, σ) and ∂²ψ_r/∂(θ, σ)², for ψ in the order of ``covariance_parameters`` then σ²."""
+    n_theta = len(theta)
+    rows = []
+    for block in design.blocks:
+        t = block.factor_of(theta)
+        lower = [(int(a), int(b)) for a, b in zip(*lower_triangle(block.nc))]
+        position = {pair: block.theta_offset + k for k, pair in enumerate(lower)}
+        for i, j in lower:
+            first = np.zeros(n_theta + 1)
+            second = np.zeros((n_theta + 1, n_theta + 1))
+            # M_ij = Σ_k T_ik T_jk: ∂M_ij/∂T_ab = δ_ia T_jb + δ_ja T_ib, ∂²M_ij/∂T_ab∂T_cb = δ_ia δ_jc + δ_ja δ_ic
+            for (a, b), x in position.items():
+                first[x] = sigma**2 * ((a == i) * t[j, b] + (a == j) * t[i, b])
+                for (c, d), y in position.items():
+                    if b == d:
+                        second[x, y] = sigma**2 * ((a == i) * (c == j) + (a == j) * (c == i))
+            m = float(t[i] @ t[j])
+            first[n_theta] = 2.0 * sigma * m
+            second[:n_theta, n_theta] = second[n_theta, :n_theta] = 2.0 * first[:n_theta] / sigma
+            second[n_theta, n_theta] = 2.0 * m
+            rows.append((first, second))
+    residual_first, residual_second = np.zeros(n_theta + 1), np.zeros((n_theta + 1, n_theta + 1))
+    residual_first[n_theta], residual_second[n_theta, n_theta] = 2.0 * sigma, 2.0
+    rows.append((residual_first, residual_second))
+    return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
 
 def covariance_parameters(design: RandomDesign, theta: np.ndarray, sigma2: float):
-    """Per element of every term's Σ (lower triangle, column by column): its name, value, whether it is free
-    (no SD of its pair estimated at zero) and D_r, the sparse q × q indicator with V_r = Z D_r Z'."""
-    names, values, free, indicators = [], [], [], []
+    """Per element of every term's Σ (lower triangle, column by column): its name, value and D_r, the sparse
+    q × q indicator with V_r = Z D_r Z'."""
+    names, values, indicators = [], [], []
     for block in design.blocks:
         sigma = term_covariance(block, theta, sigma2)
-        zero_sd = np.sqrt(np.diag(sigma)) < BOUNDARY_THETA * np.sqrt(sigma2)
         starts = block.offset + np.arange(block.n_levels) * block.nc
         for i, j in zip(*lower_triangle(block.nc)):
             rows, cols = starts + i, starts + j
@@ -93,5 +133,4 @@ def covariance_parameters(design: RandomDesign, theta: np.ndarray, sigma2: float
             what = f"var({block.columns[i]})" if i == j else f"cov({block.columns[j]}, {block.columns[i]})"
             names.append(f"{block.group}: {what}")
             values.append(sigma[i, j])
-            free.append(not (zero_sd[i] or zero_sd[j]))
-    return names, np.array(values), np.array(free, dtype=bool), indicators
+    return names, np.array(values), indicators

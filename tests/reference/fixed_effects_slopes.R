@@ -6,7 +6,8 @@
 #   satterthwaite / kenward_roger: summary(fit, ddf = ...)$coefficients: terms, estimate, std_error, df, t, p;
 #   anova_satterthwaite / anova_kenward_roger: anova(fit, ddf = ...) (type III): terms, f, ndf, ddf, p.
 # The data are tests/data/*.csv.gz (written by lme4_slopes.R); "crossed_categorical" reads the numeric
-# condition c of crossed_slopes as a factor (levels -0.5, 0.5: bayesrepro's c[0.5], lme4's c0.5).
+# condition c of crossed_slopes as a factor (levels -0.5, 0.5: bayesrepro's c[0.5], lme4's c0.5); the last two
+# designs are singular fits (a correlation of -1; a zero variance).
 
 here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1])))
 source(file.path(here, "lme4_common.R"))
@@ -45,5 +46,7 @@ out <- list(producer = "tests/reference/fixed_effects_slopes.R",
               sleep_independent = design("sleepstudy.csv.gz", "Reaction ~ Days + (Days || Subject)"),
               crossed_categorical = design("crossed_slopes.csv.gz", "y ~ c + (1 + c | subject) + (1 + c | item)",
                                            "c"),
-              categorical_three_levels = design("categorical_slope.csv.gz", "score ~ cond + (1 + cond | g)")))
+              categorical_three_levels = design("categorical_slope.csv.gz", "score ~ cond + (1 + cond | g)"),
+              singular_correlation = design("sleepstudy.csv.gz", "Reaction ~ Days + (1 + w | Subject)"),
+              singular_nested = design("crossed_slopes.csv.gz", "y ~ c + (1 + c | subject/block)")))
 write_json_exact(out, json_out)
