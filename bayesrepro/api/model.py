@@ -240,7 +240,9 @@ class Model:
         reference : str, default "auto"
             Reference distribution of the p-value: "auto" (calibrated when a grouping factor with fewer than 50
             levels carries the tested effect, chi2 otherwise), "chi2", "kenward-roger", "satterthwaite",
-            "bootstrap" or "exact-rlrt".
+            "bootstrap" or "exact-rlrt". Between covariance structures of random slopes, "auto" is the asymptotic
+            reference (the 50:50 chi2 mixture for one added slope with its correlations), "bootstrap" calibrates it
+            and "exact-rlrt" is refused.
         bootstrap_samples : int, default 1000
             Refits of data simulated under H0 for ``reference="bootstrap"``.
         seed : int, optional
