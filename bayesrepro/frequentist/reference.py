@@ -22,8 +22,9 @@ A grouping factor of H1 *carries* the tested effect when at least
 levels: for fixed effects, the sum of squares of H1's fixed-effect columns
 after removing H0's fixed effects, split into between and within the levels
 of the factor (seeds nested in systems carry the system contrast entirely;
-items crossed with the systems carry none of it); for a variance component,
-the tested factor itself. When a carrier has fewer than ``FEW_LEVELS`` (50)
+items crossed with the systems carry none of it), and a factor over which
+H1 has a random slope of a tested variable (its effect varies between the
+levels); for a variance component, the tested factor itself. When a carrier has fewer than ``FEW_LEVELS`` (50)
 levels, the test is calibrated: Kenward–Roger for fixed effects (the
 bootstrap when the models also differ in random intercepts, or when the
 dense algebra would be too large), the exact RLRT for one variance
