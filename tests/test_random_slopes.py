@@ -78,7 +78,13 @@ def test_covariance_structure_glrt_matches_lme4(key):
     result = glrt(case["h0"], case["h1"], rows)
     assert result.df == case["df"]
     assert result.chi2 == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
-    assert result.reference == f"chi2({case['df']})"
+    assert result.reference == STRUCTURE_REFERENCES[key]
+
+
+# Stram & Lee's mixture for one added slope with its correlation; χ² for a correlation alone; χ² (conservative)
+# for two added slopes
+STRUCTURE_REFERENCES = {"sleep_slope": "0.5*chi2(1) + 0.5*chi2(2)", "sleep_correlation": "chi2(1)",
+                        "crossed_slopes": "chi2(4)"}
 
 
 def test_slopes_are_refused_where_no_engine_fits_them():
@@ -128,15 +134,25 @@ def test_glrt_command_tests_a_correlation_against_chi2():
     assert run.returncode == 0, run.stderr
     payload = json.loads(run.stdout)
     assert payload["chi2"] == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
-    assert payload["reference"] == "chi2(1)" and "random slopes" in payload["reason"]
-    refused = _command("glrt", data, "--h0", case["h0"], "--h1", case["h1"], "--reference", "bootstrap")
+    assert payload["reference"] == "chi2(1)" and "covariances only" in payload["reason"]
+    refused = _command("glrt", data, "--h0", case["h0"], "--h1", case["h1"], "--reference", "exact-rlrt")
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
-        "bayesrepro: error: --reference bootstrap is not available for models with random slopes; "
-        "use --reference chi2"]
+        "bayesrepro: error: --reference exact-rlrt is not available for models with random slopes: its exact null "
+        "distribution holds for one variance component without covariances (Crainiceanu & Ruppert 2004); use "
+        "--reference bootstrap"]
 
 
 def test_terms_outside_the_larger_model_are_not_nested():
     rows = read_table(HERE / "data" / "sleepstudy.csv.gz")
     with pytest.raises(BayesreproError, match=r"H0's random-effect term '\(1 \+ Days\|Subject\)' is not contained"):
         glrt("Reaction ~ Days + (Days|Subject)", "Reaction ~ Days + (Days||Subject)", rows)
+
+
+def test_plan_refuses_slopes_in_one_line():
+    data = str(HERE / "data" / "sleepstudy.csv.gz")
+    run = _command("plan", data, "--formula", "Reaction ~ Days + (Days|Subject)", "--vary", "Subject=20,40")
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "bayesrepro: error: random slope '(1 + Days|Subject)': plan projects designs of random intercepts only "
+        "(power and D-study); fit the slope model with vca and test it with glrt"]

@@ -23,9 +23,9 @@ class Fit(Result):
         The resolved family of the scores.
     choice : ObjectChoice
         The object of measurement of φ and the note that explains a default choice.
-    stats : GaussianStats or None
-        Sufficient statistics of a Gaussian model, for the Satterthwaite degrees of freedom of a REML fit
-        (None: Wald z, as for a design too large for the dense Satterthwaite algebra).
+    frame : ModelFrame or None
+        The model frame of a Gaussian model, for the Satterthwaite degrees of freedom of a REML fit (None: Wald
+        z, as for a design too large for the dense Satterthwaite algebra).
 
     Attributes
     ----------
@@ -53,7 +53,7 @@ class Fit(Result):
         The grouping factors whose variance was estimated at exactly zero (a singular fit).
     """
 
-    def __init__(self, engine_fit, family, choice, stats=None):
+    def __init__(self, engine_fit, family, choice, frame=None):
         from ..frequentist.fitting import component_variances
         from ..reliability import phi
 
@@ -62,7 +62,7 @@ class Fit(Result):
         self.object = choice.name
         self.notes = list(engine_fit.notes) + ([choice.note] if choice.note else [])
         self._choice_note = choice.note
-        self._stats = stats
+        self._frame = frame
         self._fixed = None
         self.variances = component_variances(engine_fit)
         self.phi = float(phi(self.variances, self.object))
@@ -87,7 +87,7 @@ class Fit(Result):
     def fixed_effects(self) -> pd.DataFrame:
         """Estimate, standard error, degrees of freedom, t and p of every fixed effect (see the class)."""
         if self._fixed is None:
-            self._fixed = _fixed_effect_tests(self.engine_fit, self._stats)
+            self._fixed = _fixed_effect_tests(self.engine_fit, self._frame)
         return self._fixed
 
     def _problems(self) -> list[str]:
@@ -152,18 +152,18 @@ class Fit(Result):
         return component_bars(self.components["percent"], title or self.engine_fit.formula)
 
 
-def _fixed_effect_tests(fit, stats) -> pd.DataFrame:
+def _fixed_effect_tests(fit, frame) -> pd.DataFrame:
     """Estimate, SE, df, t and p of every coefficient: Satterthwaite t for a REML fit (lmerTest), else Wald z."""
     from scipy.special import ndtr
 
-    from ..frequentist.ddf import SATTERTHWAITE, small_sample_inference, t_p_values
+    from ..frequentist.ddf import SATTERTHWAITE, frame_inference, t_p_values
     from ..runtime import numerical_work
 
     estimate = np.asarray(fit.beta, dtype=float)
     se, df = fit.se, np.full(len(estimate), np.inf)
-    if stats is not None and fit.method == "reml":
+    if frame is not None and fit.method == "reml":
         with numerical_work():   # computed when first asked for, perhaps outside any other numerical work
-            inference = small_sample_inference(stats, fit, (SATTERTHWAITE,))
+            inference = frame_inference(frame, fit, (SATTERTHWAITE,))
             se, df = inference.contrasts(np.eye(len(estimate)), SATTERTHWAITE)
     t = estimate / se
     p = np.where(np.isfinite(df), t_p_values(estimate, se, np.where(np.isfinite(df), df, 1.0)),

@@ -130,7 +130,7 @@ class Model:
             raise BayesreproError("--nagq applies to binary scores; Gaussian models are fitted exactly: drop --nagq")
         engine_fit = self.engine_fit("ml", nagq) if family.binary else self._components_fit(method or "reml")
         choice = object_of_measurement(engine_fit.n_levels, self.object)
-        return Fit(engine_fit, family, choice, self._dense_stats(engine_fit))
+        return Fit(engine_fit, family, choice, self._inference_frame(engine_fit))
 
     def engine_fit(self, method: str, nagq: int = 1):
         """The engine's fit by ``method``, fitted once per model.
@@ -167,16 +167,15 @@ class Model:
                 self._fits.setdefault((method, 1), fit)
         return self._fits[key]
 
-    def _dense_stats(self, engine_fit):
-        """The sufficient statistics for Satterthwaite's df of a Gaussian REML fit, None where they do not apply
-        (binary scores, ML, random slopes, designs beyond the dense algebra)."""
+    def _inference_frame(self, engine_fit):
+        """The model frame for Satterthwaite's df of a Gaussian REML fit, None where they do not apply (binary
+        scores, ML, moment estimates, designs beyond the dense algebra)."""
         from ..frequentist.ddf import DENSE_LIMIT
         from ..frequentist.reference import dense_size
 
-        if (self.family.binary or engine_fit.method != "reml" or self.spec.has_slopes
-                or dense_size(self.frame) > DENSE_LIMIT):
+        if self.family.binary or engine_fit.method != "reml" or dense_size(self.frame) > DENSE_LIMIT:
             return None
-        return self.frame.stats()
+        return self.frame
 
     @public
     def sample(self, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int | None = 1,
@@ -241,7 +240,9 @@ class Model:
         reference : str, default "auto"
             Reference distribution of the p-value: "auto" (calibrated when a grouping factor with fewer than 50
             levels carries the tested effect, chi2 otherwise), "chi2", "kenward-roger", "satterthwaite",
-            "bootstrap" or "exact-rlrt".
+            "bootstrap" or "exact-rlrt". Between covariance structures of random slopes, "auto" is the asymptotic
+            reference (the 50:50 chi2 mixture for one added slope with its correlations), "bootstrap" calibrates it
+            and "exact-rlrt" is refused.
         bootstrap_samples : int, default 1000
             Refits of data simulated under H0 for ``reference="bootstrap"``.
         seed : int, optional

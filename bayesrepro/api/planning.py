@@ -72,11 +72,22 @@ class PowerPlan(Result):
 def power_plan(model, request) -> PowerPlan:
     """The plan ``request`` (the arguments of ``Model.plan``) asks for, from ``model`` as the pilot."""
     options = Options(request)
+    _refuse_slopes(model.spec)
     if options.criterion == "phi":
         payload, text, figure, problems = _reliability_plan(request, options, model)
     else:
         payload, text, figure, problems = _contrast_plan(request, options, model.frame)
     return PowerPlan(payload, text, figure, problems)
+
+
+def _refuse_slopes(spec) -> None:
+    """Power and D-study projections scale random-intercept variances by facet counts: a slope has no such count."""
+    from ..errors import BayesreproError
+
+    slope = next((term.text for term in spec.random_terms if not term.intercept_only), None)
+    if slope is not None:
+        raise BayesreproError(f"random slope '{slope}': plan projects designs of random intercepts only (power and "
+                              "D-study); fit the slope model with vca and test it with glrt")
 
 
 class Options:

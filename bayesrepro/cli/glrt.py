@@ -19,7 +19,8 @@ def register(subparsers) -> None:
         "--reference", default="auto",
         help="reference distribution of the p-value: auto (default: calibrated when a grouping factor with fewer "
              "than 50 levels carries the tested effect, chi2 otherwise), chi2 (the boundary mixture for one "
-             "variance component), kenward-roger, satterthwaite, bootstrap, exact-rlrt")
+             "variance component, or one random slope with its correlations), kenward-roger, satterthwaite, "
+             "bootstrap, exact-rlrt (not for random slopes)")
     add_count(parser, limits.BOOTSTRAP_SAMPLES, 1000, "refits of data simulated under H0 for --reference bootstrap")
     add_seed(parser, None, "the simulated references (bootstrap, exact-rlrt)")
     parser.set_defaults(func=run)

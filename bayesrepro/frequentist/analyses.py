@@ -29,7 +29,7 @@ from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula
 from . import reference as ref
 from .contrasts import SmallSample, estimated_means, pairwise_contrasts, slopes
-from .ddf import KENWARD_ROGER, SATTERTHWAITE, small_sample_inference
+from .ddf import KENWARD_ROGER, SATTERTHWAITE, frame_inference
 from .glrt import (DEFAULT_SAMPLES, GlrtResult, calibrate, check_samples, compare_fits, fixed_parts_equal, glrt,
                    nested_frames)
 from .lmm import fit_model_frame, require_memory
@@ -198,7 +198,7 @@ def _tested(h0, h1, data, where, drop_missing, reference, samples, seed):
     if test.calibrated and ref.dense_size(frame1) <= ref.DENSE_LIMIT:
         reml = fit_model_frame(frame1, "reml")
         method = SATTERTHWAITE if test.method == SATTERTHWAITE else KENWARD_ROGER
-        small = SmallSample(reml, small_sample_inference(frame1.stats(), reml), method)
+        small = SmallSample(reml, frame_inference(frame1, reml), method)
     return test, frame0, frame1, small
 
 

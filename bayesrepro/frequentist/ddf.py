@@ -57,11 +57,11 @@ class VarianceDerivatives:
     variances: np.ndarray               # ψ
     free: np.ndarray                    # components estimated above zero (and the residual)
     covariance: np.ndarray              # Φ
-    jacobian: list[np.ndarray]          # ∂Φ/∂ψ_r
+    jacobian: list[np.ndarray]          # ∂Φ/∂ψ_r (slope models: ∂Φ/∂(θ, σ), see ``slope_ddf``)
     p_matrices: list[np.ndarray]        # P_r
     q_matrices: dict | None             # (r, s), r ≤ s → Q_rs; None when built for Satterthwaite alone
     information2: np.ndarray            # tr(PV_rPV_s)
-    observed_information: np.ndarray    # −∂²ℓ_R/∂ψ_r∂ψ_s
+    observed_information: np.ndarray    # −∂²ℓ_R/∂ψ_r∂ψ_s (slope models: in (θ, σ))
 
 
 @dataclass(frozen=True)
@@ -84,32 +84,13 @@ def variance_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: float)
     """Every derivative of Φ the two methods need, at θ (formula order) and σ² of a REML fit."""
     gram, u, blocks, lam = _dense_system(stats, theta)
     theta = np.asarray(theta, dtype=float)
-    size, p, q = gram.shape[0], stats.n_fixed, len(lam)
-    fixed = slice(q, size)
-    # W = V/σ² = I + ZΛΛ'Z';  W⁻¹ = I − U Kz U' with Kz = diag(ΛM⁻¹Λ, 0), M = ΛZ'ZΛ + I
+    q = len(lam)
+    # Kz = ΛM⁻¹Λ with M = ΛZ'ZΛ + I
     m = lam[:, None] * gram[:q, :q] * lam[None, :] + np.eye(q)
     k = lam[:, None] * scipy.linalg.cho_solve(scipy.linalg.cho_factor(m), np.diag(lam)) if q else np.zeros((0, 0))
-    g_k = gram[:, :q] @ k                                  # G Kz (its nonzero columns)
-    a1 = gram - g_k @ gram[:q, :]                          # U'W⁻¹U
-    a2 = a1 - g_k @ a1[:q, :]                              # U'W⁻²U
-    a3 = a2 - g_k @ a2[:q, :]                              # U'W⁻³U
-    fixed_precision = a1[fixed, fixed]                     # X'W⁻¹X = R_X'R_X
-    phi_scaled = np.linalg.inv(fixed_precision)            # Φ/σ²
-    # W⁻¹X = U F and P̃ = σ²P = I − U H U' with H = Kz + F Φ̃ F'
-    f = np.zeros((size, p))
-    f[:q] = -k @ gram[:q, fixed]
-    f[fixed] = np.eye(p)
-    h = f @ phi_scaled @ f.T
-    h[:q, :q] += k
-    g_h = gram @ h
-    b1 = gram - g_h @ gram                                 # U'P̃U
-    b2 = b1 - g_h @ b1                                     # U'P̃²U
-    py = u - g_h @ u                                       # U'P̃y
-    p2y = py - g_h @ py                                    # U'P̃²y
-    u_h_u = float(u @ h @ u)
-    y_p2_y = stats.yty - 2.0 * u_h_u + float(u @ h @ gram @ h @ u)
-    y_p3_y = y_p2_y - float(py @ h @ py)
-    trace_p2 = stats.n_obs - 2.0 * np.trace(g_h) + float(np.sum(g_h * g_h.T))
+    w = woodbury_products(gram, u, stats.yty, stats.n_obs, k, stats.n_fixed)
+    a1, a2, a3, b1 = w.a1, w.a2, w.a3, w.b1
+    fixed = slice(q, gram.shape[0])
 
     n_comp = len(blocks) + 1
     residual = n_comp - 1
@@ -126,30 +107,83 @@ def variance_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: float)
         for s in range(r, n_comp):
             if r == residual:                                    # then s is the residual too
                 q_scaled[r, s] = a3[fixed, fixed]
-                trace[r, s] = trace_p2
-                quadratic[r, s] = y_p3_y
+                trace[r, s] = w.trace_p2
+                quadratic[r, s] = w.y_p3_y
             elif s == residual:
                 br = blocks[r]
                 q_scaled[r, s] = a1[fixed, br] @ a2[br, fixed]
-                trace[r, s] = np.trace(b2[br, br])
-                quadratic[r, s] = float(p2y[br] @ py[br])
+                trace[r, s] = np.trace(w.b2[br, br])
+                quadratic[r, s] = float(w.p2y[br] @ w.py[br])
             else:
                 br, bs = blocks[r], blocks[s]
                 q_scaled[r, s] = a1[fixed, br] @ a1[br, bs] @ a1[bs, fixed]
                 trace[r, s] = float(np.sum(b1[br, bs] ** 2))
-                quadratic[r, s] = float(py[br] @ b1[br, bs] @ py[bs])
+                quadratic[r, s] = float(w.py[br] @ b1[br, bs] @ w.py[bs])
             trace[s, r], quadratic[s, r] = trace[r, s], quadratic[r, s]
-    # back to V = σ²W: each V⁻¹ or P brings 1/σ²
+    return scaled_derivatives([*stats.group_names, "Residual"], np.append(sigma2 * theta**2, sigma2),
+                              np.append(theta > 0, True), sigma2, w.phi_scaled, sandwich, q_scaled, trace, quadratic)
+
+
+@dataclass(frozen=True)
+class WoodburyProducts:
+    """The products U'f(W)U that every derivative is assembled from, W = V/σ² = I + UKU' (K = diag(Kz, 0))."""
+
+    a1: np.ndarray            # U'W⁻¹U
+    a2: np.ndarray            # U'W⁻²U
+    a3: np.ndarray            # U'W⁻³U
+    b1: np.ndarray            # U'P̃U
+    b2: np.ndarray            # U'P̃²U
+    py: np.ndarray            # U'P̃y
+    p2y: np.ndarray           # U'P̃²y
+    phi_scaled: np.ndarray    # Φ/σ² = (X'W⁻¹X)⁻¹
+    y_p2_y: float
+    y_p3_y: float
+    trace_p1: float           # tr(P̃)
+    trace_p2: float           # tr(P̃²)
+
+
+def woodbury_products(gram: np.ndarray, u: np.ndarray, yty: float, n_obs: int, k: np.ndarray,
+                      n_fixed: int) -> WoodburyProducts:
+    """``WoodburyProducts`` from the Gram matrix of U = [Z, X], U'y, y'y and Kz = ΛM⁻¹Λ' (M = Λ'Z'ZΛ + I)."""
+    size, p = gram.shape[0], n_fixed
+    q = size - p
+    fixed = slice(q, size)
+    # W⁻¹ = I − U Kz U'
+    g_k = gram[:, :q] @ k                                  # G Kz (its nonzero columns)
+    a1 = gram - g_k @ gram[:q, :]
+    a2 = a1 - g_k @ a1[:q, :]
+    a3 = a2 - g_k @ a2[:q, :]
+    phi_scaled = np.linalg.inv(a1[fixed, fixed])           # X'W⁻¹X = R_X'R_X
+    # W⁻¹X = U F and P̃ = σ²P = I − U H U'
+    f = np.zeros((size, p))
+    f[:q] = -k @ gram[:q, fixed]
+    f[fixed] = np.eye(p)
+    h = f @ phi_scaled @ f.T
+    h[:q, :q] += k
+    g_h = gram @ h
+    b1 = gram - g_h @ gram
+    b2 = b1 - g_h @ b1
+    py = u - g_h @ u
+    p2y = py - g_h @ py
+    y_p2_y = yty - 2.0 * float(u @ h @ u) + float(u @ h @ gram @ h @ u)
+    trace_gh = float(np.trace(g_h))
+    return WoodburyProducts(a1, a2, a3, b1, b2, py, p2y, phi_scaled, y_p2_y, y_p2_y - float(py @ h @ py),
+                            n_obs - trace_gh, n_obs - 2.0 * trace_gh + float(np.sum(g_h * g_h.T)))
+
+
+def scaled_derivatives(names: list[str], variances: np.ndarray, free: np.ndarray, sigma2: float,
+                       phi_scaled: np.ndarray, sandwich: list, q_scaled: dict | None, trace: np.ndarray,
+                       quadratic: np.ndarray) -> VarianceDerivatives:
+    """``VarianceDerivatives`` from the products computed with W = V/σ²: each V⁻¹ or P brings 1/σ²."""
     information2 = trace / sigma2**2
-    variances = np.append(sigma2 * theta**2, sigma2)
     return VarianceDerivatives(
-        names=[*stats.group_names, "Residual"],
+        names=names,
         variances=variances,
-        free=np.append(theta > 0, True),
+        free=free,
         covariance=sigma2 * phi_scaled,
         jacobian=[phi_scaled @ s @ phi_scaled for s in sandwich],
         p_matrices=[-s / sigma2**2 for s in sandwich],
-        q_matrices={key: value / sigma2**3 for key, value in q_scaled.items()},
+        q_matrices=None if q_scaled is None else {key: value / sigma2**3 for key, value in q_scaled.items()},
         information2=information2,
         observed_information=quadratic / sigma2**3 - 0.5 * information2,
     )
@@ -203,18 +237,8 @@ def satterthwaite_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: f
             quadratic[r, s] = float(py[br] @ b1[br, bs] @ py[bs])
     trace = np.triu(trace) + np.triu(trace, 1).T
     quadratic = np.triu(quadratic) + np.triu(quadratic, 1).T
-    information2 = trace / sigma2**2
-    return VarianceDerivatives(
-        names=[*stats.group_names, "Residual"],
-        variances=np.append(sigma2 * theta**2, sigma2),
-        free=np.append(theta > 0, True),
-        covariance=sigma2 * phi_scaled,
-        jacobian=[phi_scaled @ s @ phi_scaled for s in sandwich],
-        p_matrices=[-s / sigma2**2 for s in sandwich],
-        q_matrices=None,
-        information2=information2,
-        observed_information=quadratic / sigma2**3 - 0.5 * information2,
-    )
+    return scaled_derivatives([*stats.group_names, "Residual"], np.append(sigma2 * theta**2, sigma2),
+                              np.append(theta > 0, True), sigma2, phi_scaled, sandwich, None, trace, quadratic)
 
 
 def _dense_system(stats: GaussianStats, theta: np.ndarray):
@@ -388,15 +412,30 @@ def small_sample_inference(stats: GaussianStats, fit, methods: tuple = METHODS) 
 
     ``methods=(SATTERTHWAITE,)`` takes the cheaper route that leaves out what only Kenward–Roger needs.
     """
-    if fit.method != "reml":
-        raise BayesreproError("Satterthwaite and Kenward-Roger degrees of freedom need a REML fit (method='reml')")
+    _require_reml(fit)
     derivatives = satterthwaite_derivatives if KENWARD_ROGER not in methods else variance_derivatives
     return SmallSampleInference(derivatives(stats, fit.theta, fit.variances["Residual"]), fit.beta)
+
+
+def frame_inference(frame, fit, methods: tuple = METHODS) -> SmallSampleInference:
+    """``small_sample_inference`` at a REML fit of a model frame: from its sufficient statistics for random
+    intercepts, from its rows (``slope_ddf``) for random slopes."""
+    if not frame.spec.has_slopes:
+        return small_sample_inference(frame.stats(), fit, methods)
+    from .slope_ddf import slope_variance_derivatives
+
+    _require_reml(fit)
+    return SmallSampleInference(slope_variance_derivatives(frame, fit.theta, fit.variances["Residual"]), fit.beta)
 
 
 def t_p_values(estimate: np.ndarray, se: np.ndarray, df: np.ndarray) -> np.ndarray:
     """Two-sided p-values of t = estimate/se on df degrees of freedom."""
     return 2.0 * stdtr(df, -np.abs(estimate / se))
+
+
+def _require_reml(fit) -> None:
+    if fit.method != "reml":
+        raise BayesreproError("Satterthwaite and Kenward-Roger degrees of freedom need a REML fit (method='reml')")
 
 
 def _combined_ddf(nu: np.ndarray) -> float:

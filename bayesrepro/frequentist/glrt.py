@@ -12,11 +12,10 @@ is in ``reference``). The result says which reference was used and keeps the
 asymptotic p-value beside it. 0/1 scores are tested as Bernoulli GLMMs (or
 binomial, for p(successes, trials)) fitted by ML with the Laplace
 approximation, unless a Gaussian family is asked for; their only reference is
-the asymptotic one. Models with random slopes are tested against χ²
-with the number of added parameters as df: exact asymptotically for a
-correlation (an interior point), conservative where a variance is added (its
-null value is on the boundary; Stram & Lee 1994); calibrated references are
-not available for them.
+the asymptotic one. Covariance structures of random-slope models (H0 and
+H1 differing in their random-effect terms) are referred in ``slope_glrt``;
+H1 adding one variance with the covariances of its effect gets the 50:50
+mixture of χ²_{df−1} and χ²_df (``compare_fits``).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from .bootstrap_test import check_samples
 from .lmm import LmmFit, fit_model_frame, require_memory
 
 CHI2 = "chi2"
-BOUNDARY_MIXTURE = "0.5*chi2(0) + 0.5*chi2(1)"
 # Differences of −2 log L below this are within the optimizer's tolerance: the
 # statistic is zero (which matters for the point mass of the boundary mixture).
 STATISTIC_RESOLUTION = 1e-6
@@ -132,18 +130,12 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
         return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
     require_memory(frame1, frame0)   # the larger model first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    only_variances = fixed_parts_equal(frame0, frame1) and \
-        _sd_count(fit1) - _sd_count(fit0) == fit1.n_parameters - fit0.n_parameters
-    test = compare_fits(fit0, fit1, variance_component_only=only_variances)
+    test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1),
+                        added_variances=sd_count(fit1) - sd_count(fit0))
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
-SLOPES_REFERENCE_REASON = ("models with random slopes are read against chi2 with the added covariance parameters "
-                           "as df (conservative where a variance is added, Stram & Lee 1994); calibrated references "
-                           "are not available for them")
-
-
-def _sd_count(fit: LmmFit) -> int:
+def sd_count(fit: LmmFit) -> int:
     """Standard deviations among the fit's covariance parameters (the residual's included)."""
     return sum(row["var2"] is None for row in fit.varcorr())
 
@@ -166,12 +158,20 @@ def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str,
         return test
     from .binary_bootstrap import binary_bootstrap_lrt
 
-    simulated = binary_bootstrap_lrt(frame0, frame1, test.h0, test.h1, samples, seed, _workers(workers, samples))
-    return _read_against(test, simulated, f"parametric bootstrap, {samples} Laplace refits under H0", choice)
+    simulated = binary_bootstrap_lrt(frame0, frame1, test.h0, test.h1, samples, seed, bootstrap_workers(workers, samples))
+    return read_against(test, simulated, f"parametric bootstrap, {samples} Laplace refits under H0", choice)
 
 
-def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> GlrtResult:
-    """The statistic and its reference distribution for two ML fits of nested models."""
+def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool,
+                 added_variances: int | None = None) -> GlrtResult:
+    """The statistic and its asymptotic reference for two ML fits of nested models.
+
+    ``variance_component_only``: the models share their fixed effects, and H1 adds ``added_variances`` variances
+    (default: every added parameter is one), the rest of its added parameters being covariances. With one added
+    variance its null value is on the boundary, and with it any covariances of its effect (Stram & Lee 1994):
+    the statistic follows the 50:50 mixture of χ²_{df−1} and χ²_df (Self & Liang 1987). Covariances alone are
+    interior: χ²_df. With several added variances χ²_df is conservative.
+    """
     if fit0.method != "ml" or fit1.method != "ml":
         raise BayesreproError("a likelihood-ratio test needs ML fits of both models (method='ml')")
     df = fit1.n_parameters - fit0.n_parameters
@@ -180,24 +180,37 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
     statistic = 2.0 * (fit1.loglik - fit0.loglik)
     if statistic < STATISTIC_RESOLUTION:
         statistic = 0.0
-    if variance_component_only and df == 1:
-        # χ²₀ is a point mass at zero: it adds 0.5 to the tail only at a zero statistic
-        p = 0.5 * chdtrc(1, statistic) + (0.5 if statistic == 0 else 0.0)
-        reference = BOUNDARY_MIXTURE
+    added = df if added_variances is None else added_variances
+    if variance_component_only and added == 1:
+        p, reference = mixture_p(df - 1, statistic), boundary_mixture(df - 1)
     else:
         p, reference = chdtrc(df, statistic), f"{CHI2}({df})"
     return GlrtResult(fit0, fit1, statistic, df, float(p), reference, asymptotic_p=float(p),
                       asymptotic_reference=reference)
 
 
+def boundary_mixture(low: int) -> str:
+    return f"0.5*{CHI2}({low}) + 0.5*{CHI2}({low + 1})"
+
+
+def mixture_p(low: int, statistic: float) -> float:
+    """Upper tail of the 50:50 mixture of χ²_low and χ²_(low+1); χ²₀ is a point mass at zero."""
+    def tail(k: int) -> float:
+        if k == 0:
+            return 1.0 if statistic == 0 else 0.0
+        return float(chdtrc(k, statistic))
+
+    return 0.5 * tail(low) + 0.5 * tail(low + 1)
+
+
 def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, reference: str = ref.AUTO,
               samples: int = DEFAULT_SAMPLES, seed=None, workers: int | None = None) -> GlrtResult:
     """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
-    if frame0.spec.has_slopes or frame1.spec.has_slopes:
-        if reference not in (ref.AUTO, ref.CHI2):
-            raise BayesreproError(f"--reference {reference} is not available for models with random slopes; "
-                                  "use --reference chi2")
-        return dataclasses.replace(test, reason=SLOPES_REFERENCE_REASON)
+    if set(frame0.spec.random_terms) != set(frame1.spec.random_terms) and \
+            (frame0.spec.has_slopes or frame1.spec.has_slopes):
+        from .slope_glrt import calibrate_structure
+
+        return calibrate_structure(test, frame0, frame1, reference, samples, seed, workers)
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)
     if choice.method == ref.CHI2:
@@ -206,18 +219,23 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
         reml1 = fit_model_frame(frame1, "reml")
         choice = ref.unless_carrier_at_zero(choice, reml1)
         if choice.method != ref.BOOTSTRAP:
-            from .ddf import small_sample_inference
+            from .ddf import frame_inference
 
-            f = small_sample_inference(frame1.stats(), reml1).f_test(restriction_matrix(frame1, x0_on_h1),
-                                                                     choice.method)
+            f = frame_inference(frame1, reml1).f_test(restriction_matrix(frame1, x0_on_h1), choice.method)
             return dataclasses.replace(test, p=f.p, reference=f"{f.describe()} = {f.f:.4g}", method=choice.method,
                                        reason=choice.reason,
                                        details={"f": f.f, "ndf": f.ndf, "ddf": f.ddf, "f_scaling": f.scaling})
-    if choice.method == ref.BOOTSTRAP:
+    if choice.method == ref.BOOTSTRAP and frame1.spec.has_slopes:
+        from .slope_bootstrap import row_bootstrap_lrt
+
+        simulated = row_bootstrap_lrt(frame0, frame1, test.h0, test.h1, samples, seed,
+                                      bootstrap_workers(workers, samples))
+        text = f"parametric bootstrap, {samples} refits under H0"
+    elif choice.method == ref.BOOTSTRAP:
         from .bootstrap_test import bootstrap_lrt
 
         simulated = bootstrap_lrt(frame0, frame1, test.h0, test.h1, x0_on_h1, samples, seed,
-                                  _workers(workers, samples))
+                                  bootstrap_workers(workers, samples))
         text = f"parametric bootstrap, {samples} refits under H0"
     else:
         from .rlrt import exact_rlrt
@@ -226,10 +244,10 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
         component = ref.test_kind(frame0, frame1).random[0]
         simulated = exact_rlrt(frame1, reml0, reml1, component, RLRT_DRAWS, seed)
         text = f"exact restricted LRT = {simulated.statistic:.4g} against {RLRT_DRAWS} draws of its null"
-    return _read_against(test, simulated, text, choice)
+    return read_against(test, simulated, text, choice)
 
 
-def _read_against(test: GlrtResult, simulated, text: str, choice: ref.Choice) -> GlrtResult:
+def read_against(test: GlrtResult, simulated, text: str, choice: ref.Choice) -> GlrtResult:
     """``test`` with the p-value of a simulated reference distribution (``bootstrap_test.SimulatedReference``)."""
     details = {"samples": len(simulated.sample), "exceed": simulated.exceed, "mc_se": simulated.mc_se,
                "statistic": simulated.statistic, "unconverged": simulated.unconverged}
@@ -245,7 +263,7 @@ def restriction_matrix(frame1: ModelFrame, x0_on_h1_cells: np.ndarray) -> np.nda
     return scipy.linalg.null_space(to_h1.T).T
 
 
-def _workers(workers: int | None, samples: int) -> int:
+def bootstrap_workers(workers: int | None, samples: int) -> int:
     """Processes for a bootstrap: two where a machine has them and the run is long enough to repay the start."""
     if workers is not None:
         return max(int(workers), 1)

@@ -22,8 +22,9 @@ A grouping factor of H1 *carries* the tested effect when at least
 levels: for fixed effects, the sum of squares of H1's fixed-effect columns
 after removing H0's fixed effects, split into between and within the levels
 of the factor (seeds nested in systems carry the system contrast entirely;
-items crossed with the systems carry none of it); for a variance component,
-the tested factor itself. When a carrier has fewer than ``FEW_LEVELS`` (50)
+items crossed with the systems carry none of it), and a factor over which
+H1 has a random slope of a tested variable (its effect varies between the
+levels); for a variance component, the tested factor itself. When a carrier has fewer than ``FEW_LEVELS`` (50)
 levels, the test is calibrated: Kenward–Roger for fixed effects (the
 bootstrap when the models also differ in random intercepts, or when the
 dense algebra would be too large), the exact RLRT for one variance
@@ -69,8 +70,11 @@ class Carrier:
     name: str
     n_levels: int
     share: float          # of the tested variation that lies between its levels
+    slope: bool = False   # a random slope of a tested variable varies over its levels
 
     def describe(self) -> str:
+        if self.slope:
+            return f"'{self.name}' ({self.n_levels} levels, with a random slope of the tested effect)"
         return f"'{self.name}' ({self.n_levels} levels, {100 * self.share:.0f} % of the tested variation between them)"
 
 
@@ -98,14 +102,14 @@ def carriers(frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_cells: np.ndarray)
     found = []
     if kind.fixed:
         found += _fixed_effect_carriers(frame1, x0_on_h1_cells)
+        found += _slope_carriers(frame0, frame1)
     found += [Carrier(g.name, g.n_levels, 1.0) for g in frame1.groups if g.name in kind.random]
     return sorted(found, key=lambda c: c.n_levels)
 
 
 def _fixed_effect_carriers(frame1: ModelFrame, x0_on_h1_cells: np.ndarray) -> list[Carrier]:
     """Factors with at least CARRY_SHARE of the tested columns' sum of squares (after H0's columns) between levels."""
-    stats = frame1.stats()
-    xtx = stats.xtx
+    xtx = frame1.X.T @ frame1.X if frame1.spec.has_slopes else frame1.stats().xtx
     to_h1, *_ = np.linalg.lstsq(frame1.X_cells, x0_on_h1_cells, rcond=None)        # X0 = X1 T
     gram0 = to_h1.T @ xtx @ to_h1
     if gram0.size:
@@ -124,8 +128,22 @@ def _fixed_effect_carriers(frame1: ModelFrame, x0_on_h1_cells: np.ndarray) -> li
     return found
 
 
+def _slope_carriers(frame0: ModelFrame, frame1: ModelFrame) -> list[Carrier]:
+    """Factors over which H1 has a random slope of a variable whose fixed effect H0 drops."""
+    tested = set(frame1.spec.fixed_variables) - set(frame0.spec.fixed_variables)
+    groups = {term.group for term in frame1.spec.random_terms if tested & set(term.slope_variables)}
+    return [Carrier(g.name, g.n_levels, 1.0, slope=True) for g in frame1.groups if g.name in groups]
+
+
 def _level_blocks(frame: ModelFrame):
     """(level counts, Z'X, grouping factor) of every factor of the frame."""
+    if frame.spec.has_slopes:   # no grouped statistics: the sums over the rows of each level
+        for group in frame.groups:
+            counts = np.bincount(group.codes, minlength=group.n_levels).astype(float)
+            zx = np.column_stack([np.bincount(group.codes, weights=column, minlength=group.n_levels)
+                                  for column in frame.X.T])
+            yield counts, zx, group
+        return
     stats = frame.stats()
     offsets = np.concatenate([[0], np.cumsum(stats.rest_sizes)]).astype(int)
     for position, k in enumerate(stats.order):
@@ -187,5 +205,9 @@ def unless_carrier_at_zero(choice: Choice, reml1) -> Choice:
 
 
 def dense_size(frame: ModelFrame) -> int:
-    """Rows of the dense matrices of Satterthwaite and Kenward–Roger: random-effect levels plus fixed effects."""
+    """Rows of the dense matrices of Satterthwaite and Kenward–Roger: random-effect columns plus fixed effects."""
+    if frame.spec.has_slopes:
+        from .slope_ddf import slope_dense_size
+
+        return slope_dense_size(frame)
     return sum(g.n_levels for g in frame.groups) + frame.n_fixed
