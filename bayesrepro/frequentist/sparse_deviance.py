@@ -14,6 +14,20 @@ c = A⁻¹Λ'Z'y and g = X'y − X'ZΛc: β = S_X⁻¹g, the penalized residual 
 of squares is r² = y'y − (Λ'Z'y)'c − g'β, and the criteria need only
 log|A|, log|S_X| and r², exactly as lme4's ``REMLcrit``/``deviance``.
 All cross-products with the data are formed once.
+
+Where A is factorised densely as a whole (no diagonal block eliminated:
+crossed slope terms on a few thousand levels), Z'Z is kept dense and so is
+A⁻¹, and the criterion's exact gradient costs little more than its value.
+With G = Z'Z, P = Λ'G, u the spherical effects and r = y − Xβ − ZΛu, for
+each element θ_j of θ, over the entries (a, b) of Λθ that hold it:
+
+    ∂log|A|/∂θ_j = 2 Σ (A⁻¹P)_ba                      (ML)
+    ∂log|M|/∂θ_j = 2 Σ [(A⁻¹P)_ba + (E(F'P − X'Z))_ba]  (REML: M the whole system, log|M| = log|A| + log|S_X|)
+    ∂r²/∂θ_j     = −2 Σ (Z'r)_a u_b                    (envelope: r² is a minimum over u and β)
+
+with F = A⁻¹Λ'Z'X and E = F S_X⁻¹; the REML term is the fixed block's share
+of M⁻¹ (its random block is A⁻¹ + E F'). No division by θ: it holds on
+the boundary too.
 """
 
 from __future__ import annotations
@@ -24,7 +38,7 @@ import scipy.sparse as sp
 
 from ..design.random_design import RandomDesign
 from .deviance import ProfiledCriterion, Solution
-from .sparse_factor import Factoriser
+from .sparse_factor import Factoriser, factorised_densely
 
 
 class SparseProfiledDeviance(ProfiledCriterion):
@@ -57,7 +71,16 @@ class SparseProfiledDeviance(ProfiledCriterion):
         if design.diagonal_factor:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
             coo_rows = np.repeat(np.arange(self.ztz.shape[1]), np.diff(self.ztz.indptr))
             self._pattern = (self.ztz.indices, coo_rows)
+        position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
+        self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
+        self.has_exact_gradient = lead is None and factorised_densely(design.q, self._pattern_nnz())
+        self._gram = self.ztz.toarray() if self.has_exact_gradient else None
         self._last: tuple[bytes, Solution] | None = None
+
+    def _pattern_nnz(self) -> int:
+        """Non-zeros of A's pattern (the same at every θ with Λθ's entries non-zero)."""
+        ones = self.design.relative_factor(np.ones(self.n_theta))[self.columns][:, self.columns]
+        return int((ones.T @ abs(self.ztz) @ ones).nnz + self.design.q)
 
     @property
     def n_theta(self) -> int:
@@ -75,12 +98,29 @@ class SparseProfiledDeviance(ProfiledCriterion):
             a = (lam.T @ self.ztz @ lam).tocsc()
         return (a + sp.identity(a.shape[0], format="csc")).tocsc(), lam
 
-    def solve(self, theta: np.ndarray) -> Solution:
+    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The criterion and its exact gradient in θ (``has_exact_gradient`` designs only)."""
+        try:
+            solution = self.solve(theta, with_gradient=True)
+        except np.linalg.LinAlgError:
+            return np.inf, np.zeros(len(theta))
+        return self.criterion(solution), solution.gradient
+
+    def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         theta = np.asarray(theta, dtype=float)
         key = theta.tobytes()
-        if self._last is not None and self._last[0] == key:
+        if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
             return self._last[1]
-        a, lam = self.penalized_matrix(theta)
+        if with_gradient and not self.has_exact_gradient:
+            raise ValueError("the exact gradient needs A factorised densely as a whole (has_exact_gradient)")
+        if self._gram is None:
+            a, lam = self.penalized_matrix(theta)
+            lam_gram = None
+        else:
+            lam = self.design.relative_factor(theta)[self.columns][:, self.columns]
+            lam_gram = np.asarray(lam.T @ self._gram)          # P = Λ'G
+            a = np.asarray(lam.T @ lam_gram.T).T                # A − I = PΛ
+            a[np.diag_indices_from(a)] += 1.0
         factor = self.factorise(a)
         lzx = np.asarray(lam.T @ self.ztx)
         lzy = np.asarray(lam.T @ self.zty).ravel()
@@ -96,9 +136,39 @@ class SparseProfiledDeviance(ProfiledCriterion):
         r2 = self.yty - float(lzy @ c) - float(g @ beta)
         if r2 <= 0:
             raise np.linalg.LinAlgError("non-positive residual sum of squares")
+        spherical = c - a_inv_zx @ beta
+        gradient = None
+        if with_gradient:
+            gradient = self._gradient(factor.inverse(), lam, lam_gram, a_inv_zx, chol, beta, spherical, r2)
         solution = Solution(theta=theta, r2=r2, logdet_random=factor.logdet,
                             logdet_fixed=float(2.0 * np.log(np.diag(chol)).sum()),
                             beta=beta + self.y_shift * self.shift_direction, fixed_precision=chol @ chol.T,
-                            spherical=c - a_inv_zx @ beta)
+                            gradient=gradient, spherical=spherical)
         self._last = (key, solution)
         return solution
+
+    def _gradient(self, a_inv, lam, lam_gram, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
+        """The criterion's exact gradient in θ (the formulas of the module's note), β and u of the shifted y."""
+        rows, cols, index = self._entries
+        log_det = _paired_dots(a_inv, lam_gram, cols, rows)
+        if self.reml:
+            e = scipy.linalg.cho_solve((chol, True), a_inv_zx.T).T           # E = F S_X⁻¹
+            k = a_inv_zx.T @ lam_gram - self.ztx.T                           # F'P − X'Z
+            log_det += np.einsum("ij,ji->i", e[cols], k[:, rows])
+        z_residual = self.zty - self.ztx @ beta - self._gram @ (lam @ spherical)
+        dof = self.n_obs - self.n_fixed if self.reml else self.n_obs
+        per_entry = 2.0 * log_det - 2.0 * dof * z_residual[rows] * spherical[cols] / r2
+        return np.bincount(index, weights=per_entry, minlength=self.n_theta)
+
+
+# Rows of the gathered blocks in one step of ``_paired_dots`` (bounds its memory at ~ 2 × CHUNK × q numbers).
+CHUNK = 1024
+
+
+def _paired_dots(left: np.ndarray, right: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(left @ right)[rows[i], cols[i]] for every i, without the whole product (left symmetric)."""
+    out = np.empty(len(rows))
+    for start in range(0, len(rows), CHUNK):
+        part = slice(start, start + CHUNK)
+        out[part] = np.einsum("ij,ji->i", left[rows[part]], right[:, cols[part]])
+    return out
