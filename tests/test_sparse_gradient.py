@@ -26,11 +26,16 @@ def crossed_maximal(rng):
     return data, "y ~ c + x + (1 + c | subject) + (1 + c + x | item)"
 
 
+def crossed_independent(rng):
+    data, _ = crossed_maximal(rng)
+    return data, "y ~ c + (c || subject) + (1 | item)"   # one-column terms, two of them on one factor
+
+
 def sleepstudy(_rng):
     return read_table(HERE / "data" / "sleepstudy.csv.gz"), "Reaction ~ Days + (Days|Subject)"
 
 
-@pytest.mark.parametrize("design", [crossed_maximal, sleepstudy])
+@pytest.mark.parametrize("design", [crossed_maximal, crossed_independent, sleepstudy])
 @pytest.mark.parametrize("reml", [True, False])
 def test_exact_gradient_matches_central_differences(design, reml):
     rng = np.random.default_rng(3)

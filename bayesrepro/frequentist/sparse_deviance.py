@@ -15,11 +15,11 @@ of squares is r² = y'y − (Λ'Z'y)'c − g'β, and the criteria need only
 log|A|, log|S_X| and r², exactly as lme4's ``REMLcrit``/``deviance``.
 All cross-products with the data are formed once.
 
-Where A is factorised densely as a whole (no diagonal block eliminated:
-crossed slope terms on a few thousand levels), Z'Z is kept dense and so is
-A⁻¹, and the criterion's exact gradient costs little more than its value.
-With G = Z'Z, P = Λ'G, u the spherical effects and r = y − Xβ − ZΛu, for
-each element θ_j of θ, over the entries (a, b) of Λθ that hold it:
+Where one term's levels are eliminated blockwise and the other columns
+form a dense Schur complement (``block_factor.py``: crossed slope terms,
+subjects × items), the criterion's exact gradient costs little more than its
+value. With G = Z'Z, P = Λ'G, u the spherical effects and r = y − Xβ − ZΛu,
+for each element θ_j of θ, over the entries (a, b) of Λθ that hold it:
 
     ∂log|A|/∂θ_j = 2 Σ (A⁻¹P)_ba                      (ML)
     ∂log|M|/∂θ_j = 2 Σ [(A⁻¹P)_ba + (E(F'P − X'Z))_ba]  (REML: M the whole system, log|M| = log|A| + log|S_X|)
@@ -36,9 +36,10 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..design.random_design import RandomDesign
+from ..design.random_design import RandomDesign, TermBlock
 from .deviance import ProfiledCriterion, Solution
-from .sparse_factor import Factoriser, factorised_densely
+from .block_factor import BlockFactor, BlockSystem, block_eliminable
+from .sparse_factor import Factoriser
 
 
 class SparseProfiledDeviance(ProfiledCriterion):
@@ -55,11 +56,14 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.y_shift = float(y.mean()) if spans_constant else 0.0
         self.shift_direction = delta if spans_constant else np.zeros(self.n_fixed)
         y = y - self.y_shift
-        # a one-column term's block of A is diagonal (each row is in one level), whatever its column
-        lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
-        head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
+        self.lead_term = block_lead(design)
+        if self.lead_term is not None:
+            head = np.arange(self.lead_term.offset, self.lead_term.offset + self.lead_term.n_levels * self.lead_term.nc)
+        else:   # a one-column term's block of A is diagonal (each row is in one level), whatever its column
+            lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
+            head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
         self.columns = np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
-        self.factorise = Factoriser(len(head))
+        self.factorise = Factoriser(0 if self.lead_term is not None else len(head))
         Z = design.Z[:, self.columns]
         self.ztz = (Z.T @ Z).tocsc()
         self.ztz.sort_indices()
@@ -73,14 +77,10 @@ class SparseProfiledDeviance(ProfiledCriterion):
             self._pattern = (self.ztz.indices, coo_rows)
         position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
         self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
-        self.has_exact_gradient = lead is None and factorised_densely(design.q, self._pattern_nnz())
-        self._gram = self.ztz.toarray() if self.has_exact_gradient else None
+        self.has_exact_gradient = self.lead_term is not None
+        self._blocks = BlockSystem(self.ztz, self.lead_term.n_levels, self.lead_term.nc) \
+            if self.has_exact_gradient else None
         self._last: tuple[bytes, Solution] | None = None
-
-    def _pattern_nnz(self) -> int:
-        """Non-zeros of A's pattern (the same at every θ with Λθ's entries non-zero)."""
-        ones = self.design.relative_factor(np.ones(self.n_theta))[self.columns][:, self.columns]
-        return int((ones.T @ abs(self.ztz) @ ones).nnz + self.design.q)
 
     @property
     def n_theta(self) -> int:
@@ -112,16 +112,14 @@ class SparseProfiledDeviance(ProfiledCriterion):
         if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
             return self._last[1]
         if with_gradient and not self.has_exact_gradient:
-            raise ValueError("the exact gradient needs A factorised densely as a whole (has_exact_gradient)")
-        if self._gram is None:
+            raise ValueError("the exact gradient needs a lead term eliminated blockwise (has_exact_gradient)")
+        if self._blocks is None:
             a, lam = self.penalized_matrix(theta)
-            lam_gram = None
+            factor = self.factorise(a)
         else:
             lam = self.design.relative_factor(theta)[self.columns][:, self.columns]
-            lam_gram = np.asarray(lam.T @ self._gram)          # P = Λ'G
-            a = np.asarray(lam.T @ lam_gram.T).T                # A − I = PΛ
-            a[np.diag_indices_from(a)] += 1.0
-        factor = self.factorise(a)
+            lead = self._blocks.lead
+            factor = self._blocks.factorise(self.lead_term.factor_of(theta), lam[lead:, lead:].tocsc())
         lzx = np.asarray(lam.T @ self.ztx)
         lzy = np.asarray(lam.T @ self.zty).ravel()
         solved = factor.solve(np.column_stack([lzx, lzy]))
@@ -139,7 +137,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
         spherical = c - a_inv_zx @ beta
         gradient = None
         if with_gradient:
-            gradient = self._gradient(factor.inverse(), lam, lam_gram, a_inv_zx, chol, beta, spherical, r2)
+            gradient = self._gradient(factor, lam, a_inv_zx, chol, beta, spherical, r2)
         solution = Solution(theta=theta, r2=r2, logdet_random=factor.logdet,
                             logdet_fixed=float(2.0 * np.log(np.diag(chol)).sum()),
                             beta=beta + self.y_shift * self.shift_direction, fixed_precision=chol @ chol.T,
@@ -147,28 +145,25 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self._last = (key, solution)
         return solution
 
-    def _gradient(self, a_inv, lam, lam_gram, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
+    def _gradient(self, factor: BlockFactor, lam, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
         """The criterion's exact gradient in θ (the formulas of the module's note), β and u of the shifted y."""
         rows, cols, index = self._entries
-        log_det = _paired_dots(a_inv, lam_gram, cols, rows)
+        log_det = factor.inverse_products(rows, cols)
         if self.reml:
             e = scipy.linalg.cho_solve((chol, True), a_inv_zx.T).T           # E = F S_X⁻¹
-            k = a_inv_zx.T @ lam_gram - self.ztx.T                           # F'P − X'Z
+            k = factor.transposed_products(a_inv_zx) - self.ztx.T            # F'P − X'Z
             log_det += np.einsum("ij,ji->i", e[cols], k[:, rows])
-        z_residual = self.zty - self.ztx @ beta - self._gram @ (lam @ spherical)
+        z_residual = self.zty - self.ztx @ beta - self.ztz @ (lam @ spherical)
         dof = self.n_obs - self.n_fixed if self.reml else self.n_obs
         per_entry = 2.0 * log_det - 2.0 * dof * z_residual[rows] * spherical[cols] / r2
         return np.bincount(index, weights=per_entry, minlength=self.n_theta)
 
 
-# Rows of the gathered blocks in one step of ``_paired_dots`` (bounds its memory at ~ 2 × CHUNK × q numbers).
-CHUNK = 1024
-
-
-def _paired_dots(left: np.ndarray, right: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """(left @ right)[rows[i], cols[i]] for every i, without the whole product (left symmetric)."""
-    out = np.empty(len(rows))
-    for start in range(0, len(rows), CHUNK):
-        part = slice(start, start + CHUNK)
-        out[part] = np.einsum("ij,ji->i", left[rows[part]], right[:, cols[part]])
-    return out
+def block_lead(design: RandomDesign) -> TermBlock | None:
+    """The term with most columns, where eliminating its levels blockwise leaves a dense Schur complement small
+    enough (``block_factor.block_eliminable``); None otherwise."""
+    if not design.blocks:
+        return None
+    lead = max(design.blocks, key=lambda b: b.n_levels * b.nc)
+    columns = lead.n_levels * lead.nc
+    return lead if block_eliminable(columns, design.q - columns) else None

@@ -24,8 +24,6 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-from .deviance import _inverse_from_cholesky
-
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
 DENSE_ORDER = 800
 # A matrix this dense (a fully crossed design's coupling) is factorised densely up to DENSE_MAX_ORDER rows
@@ -38,7 +36,6 @@ DENSE_MAX_ORDER = 6000
 class Factor:
     logdet: float                                  # log|A|
     solve: Callable[[np.ndarray], np.ndarray]      # A⁻¹ R for a (q, k) array R
-    inverse: Callable[[], np.ndarray] | None = None  # the dense A⁻¹, where A was factorised densely as a whole
 
 
 class Factoriser:
@@ -48,9 +45,8 @@ class Factoriser:
         self.lead = diagonal_lead
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
 
-    def __call__(self, a: sp.csc_matrix | np.ndarray) -> Factor:
-        """log|A| and solves with A (sparse, or already dense where it is factorised densely as a whole);
-        np.linalg.LinAlgError where A is not positive definite."""
+    def __call__(self, a: sp.csc_matrix) -> Factor:
+        """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
         if not self.lead:
             return self._factorise(a)
         n1 = self.lead
@@ -66,19 +62,17 @@ class Factoriser:
 
         return Factor(float(np.log(d).sum()) + rest.logdet, solve)
 
-    def _factorise(self, a: sp.csc_matrix | np.ndarray) -> Factor:
+    def _factorise(self, a: sp.csc_matrix) -> Factor:
         q = a.shape[0]
         if q == 0:
             return Factor(0.0, lambda rhs: np.zeros_like(rhs))
-        if isinstance(a, np.ndarray) or factorised_densely(q, a.nnz):
+        if q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q):
             try:
-                lower = scipy.linalg.cholesky(a if isinstance(a, np.ndarray) else a.toarray(), lower=True,
-                                              check_finite=False)
+                lower = scipy.linalg.cholesky(a.toarray(), lower=True, check_finite=False)
             except scipy.linalg.LinAlgError as exc:
                 raise np.linalg.LinAlgError(str(exc)) from None
             return Factor(float(2.0 * np.log(np.diag(lower)).sum()),
-                          lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False),
-                          None if self.lead else (lambda: _inverse(lower)))
+                          lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False))
         if self._order is None:
             self._order = np.argsort(_superlu(a, "MMD_AT_PLUS_A").perm_c)
         order = self._order
@@ -92,17 +86,6 @@ class Factoriser:
             return lu.solve(rhs[order])[inverse]
 
         return Factor(float(np.log(pivots).sum()), solve)
-
-
-def factorised_densely(order: int, nnz: int) -> bool:
-    """Is a matrix of this order and number of non-zeros factorised densely (by LAPACK) rather than by SuperLU?"""
-    return order <= DENSE_ORDER or (order <= DENSE_MAX_ORDER and nnz > DENSE_FRACTION * order * order)
-
-
-def _inverse(lower: np.ndarray) -> np.ndarray:
-    """(LL')⁻¹, both triangles, from the lower Cholesky factor L."""
-    inverse = _inverse_from_cholesky(lower)
-    return np.tril(inverse) + np.tril(inverse, -1).T
 
 
 def _superlu(a: sp.csc_matrix, ordering: str):
