@@ -39,7 +39,6 @@ from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
-SPARSE_FACTOR_COPIES = 2     # SuperLU keeps L and U
 
 
 @dataclass
@@ -164,6 +163,7 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     factor of the levels left after the largest factor is eliminated: the sparse path is taken while that bound
     fits a quarter of the limit. Otherwise the dense path's block decides (its memory and estimated time).
     """
+    from .core_memory import SPARSE_FACTOR_COPIES
     from .general_lmm import dense_schur_levels, needs_general_core
     from .lmm import fit_model_frame
 
