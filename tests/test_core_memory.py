@@ -43,12 +43,17 @@ def test_the_estimate_bounds_what_one_evaluation_allocates(shape):
     assert peak <= estimate.bytes < 3 * peak
 
 
-def test_a_slope_model_past_the_limit_is_refused_before_fitting_in_python_and_on_the_command_line(tmp_path, capsys):
-    data = _crossed(2000, 1000, 10)   # 4,000 columns of subjects, a dense 2,000 x 2,000 Schur complement of items
+@pytest.mark.parametrize("shape, needed", [
+    ((1500, 600, 12), "1,500 blocks of subject and a dense 1,200 x 1,200 Schur complement"),
+    ((2000, 1000, 10), "a sparse factor of up to 6,000 x 6,000"),   # past the blockwise path's work
+])
+def test_a_slope_model_past_the_limit_is_refused_before_fitting_in_python_and_on_the_command_line(
+        shape, needed, tmp_path, capsys):
+    data = _crossed(*shape)
     with pytest.raises(BayesreproError) as refusal:
         br.Model(FORMULA, data, max_memory="64M").fit()
     message = str(refusal.value)
-    assert "2,000 x 2,000 Schur complement" in message and "max_memory=" in message
+    assert needed in message and "max_memory=" in message
     assert "\n" not in message
     path = tmp_path / "scores.csv"
     data.to_csv(path, index=False)

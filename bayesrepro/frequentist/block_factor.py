@@ -23,10 +23,11 @@ import scipy.linalg
 import scipy.sparse as sp
 
 # The lead term is eliminated this way while its coupling to the other columns (lead columns × others), held
-# dense in several copies, has at most this many entries (160 MB a copy).
+# dense in several copies, has at most this many entries (160 MB a copy),
 COUPLING_LIMIT = 20_000_000
-# and while the Schur complement of the other columns is at most this order (a 288 MB dense matrix)
-SCHUR_LIMIT = 6000
+# and while an evaluation's work, ~(lead + m)·m² for m other columns (solves with S of the coupling, S's factor),
+# stays below this (a second or two on one core); beyond, SuperLU's sparse factor is cheaper per evaluation.
+WORK_LIMIT = 1e10
 # Dense arrays of the coupling's size and of the Schur complement's size alive at once in an evaluation with its
 # gradient (G₁₂, Λ₁'G₁₂, B, H, P₂₁, H'P₁₁ − P₂₁, its solve, a temporary; G₂₂, P₂₂, C, S, its factor, K₂, its solve,
 # a temporary), and arrays of the lead term's levels × nc² (its blocks, their factors and products, the gathered
@@ -38,7 +39,8 @@ LEAD_COPIES = 32
 
 def block_eliminable(lead_columns: int, other_columns: int) -> bool:
     """Is a design with these column counts factorised by lead-term elimination and a dense Schur complement?"""
-    return other_columns <= SCHUR_LIMIT and lead_columns * other_columns <= COUPLING_LIMIT
+    return (lead_columns * other_columns <= COUPLING_LIMIT
+            and (lead_columns + other_columns) * float(other_columns) ** 2 <= WORK_LIMIT)
 
 
 def block_bytes(levels: int, nc: int, other_columns: int) -> int:
