@@ -98,14 +98,6 @@ class SparseProfiledDeviance(ProfiledCriterion):
             a = (lam.T @ self.ztz @ lam).tocsc()
         return (a + sp.identity(a.shape[0], format="csc")).tocsc(), lam
 
-    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The criterion and its exact gradient in θ (``has_exact_gradient`` designs only)."""
-        try:
-            solution = self.solve(theta, with_gradient=True)
-        except np.linalg.LinAlgError:
-            return np.inf, np.zeros(len(theta))
-        return self.criterion(solution), solution.gradient
-
     def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         theta = np.asarray(theta, dtype=float)
         key = theta.tobytes()
