@@ -8,10 +8,11 @@ import pytest
 
 import bayesrepro as br
 from bayesrepro.cli import main
-from bayesrepro.design import build_model_frame, parse_formula
+from bayesrepro.design import build_model_frame, model_frame, parse_formula
 from bayesrepro.design.random_design import random_design
 from bayesrepro.errors import EXIT_BAD_INPUT, BayesreproError
 from bayesrepro.frequentist.core_memory import core_estimate
+from bayesrepro.frequentist.moments import choose_fit
 from bayesrepro.frequentist.sparse_deviance import SparseProfiledDeviance
 
 FORMULA = "y ~ c + (1 + c | subject) + (1 + c | item)"
@@ -60,3 +61,11 @@ def test_a_slope_model_past_the_limit_is_refused_before_fitting_in_python_and_on
     assert main(["vca", str(path), "--formula", FORMULA, "--max-memory", "64M"]) == EXIT_BAD_INPUT
     error = capsys.readouterr().err
     assert "past the memory limit of 64.0 MB (--max-memory)" in error and "drop a slope" in error
+
+
+def test_vca_takes_no_moments_path_for_slopes_and_says_which_path(capsys):
+    frame = model_frame(parse_formula("y ~ 1 + (1 + c | subject) + (1 | item)", slopes=True), _crossed(1500, 600, 12),
+                        max_memory="64M")
+    with pytest.raises(BayesreproError, match="past the memory limit of 64.0 MB"):
+        choose_fit(frame, "reml", progress=True)
+    assert "path: exact REML on the sparse core (random slopes)" in capsys.readouterr().err

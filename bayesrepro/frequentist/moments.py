@@ -159,7 +159,7 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     """The exact REML/ML fit where it fits the memory limit; else, for an intercept-only model with rows in
     memory, the moment estimates; else the exact path's refusal.
 
-    Two large crossed factors with the rows in memory go to the sparse core, whose factor is bounded by a dense
+    Random slopes go to the sparse core. Two large crossed factors with the rows in memory go there too, whose factor is bounded by a dense
     factor of the levels left after the largest factor is eliminated: the sparse path is taken while that bound
     fits a quarter of the limit. Otherwise the dense path's block decides (its memory and estimated time).
     """
@@ -168,6 +168,9 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     from .lmm import fit_model_frame
 
     limit = resolve_limit(frame.max_memory)
+    if frame.spec.has_slopes:   # no moments for slopes; the exact fit refuses past the limit (core_memory)
+        announce_path(f"exact {method.upper()} on the sparse core (random slopes)", progress)
+        return fit_model_frame(frame, method)
     if needs_general_core(frame):
         levels = dense_schur_levels(frame)
         bound = SPARSE_FACTOR_COPIES * 8 * levels * levels
