@@ -1,6 +1,8 @@
 """Minimising a profiled criterion over θ with lme4's bounds: diagonal entries of Λθ ≥ 0, the others free.
 
-L-BFGS-B with central-difference gradients from the caller's start,
+L-BFGS-B from the caller's start, with the criterion's exact gradient where
+the objective has one (``has_exact_gradient``, ``value_and_gradient``) and
+central differences otherwise,
 restarted from its own optimum while the projected gradient there is not
 small and the criterion still improves (a restart discards a stale curvature
 estimate). Diagonal entries that end at
@@ -52,8 +54,10 @@ def _search(objective, start, bounds, diagonal) -> tuple[np.ndarray, float, np.n
     import scipy.optimize   # only where a fit needs it: the model commands start without it
 
     theta, value = np.asarray(start, dtype=float), objective(start)
+    exact = getattr(objective, "has_exact_gradient", False)
+    function, jacobian = (objective.value_and_gradient, True) if exact else (objective, "3-point")
     for _ in range(RESTARTS):
-        result = scipy.optimize.minimize(objective, theta, method="L-BFGS-B", jac="3-point", bounds=bounds,
+        result = scipy.optimize.minimize(function, theta, method="L-BFGS-B", jac=jacobian, bounds=bounds,
                                          options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 500})
         improved = result.fun < value - IMPROVEMENT * max(1.0, abs(value))
         if result.fun <= value:
@@ -65,14 +69,20 @@ def _search(objective, start, bounds, diagonal) -> tuple[np.ndarray, float, np.n
 
 
 def _projected_gradient(objective, theta: np.ndarray, diagonal: np.ndarray, step: float = TEST_STEP) -> np.ndarray:
-    """Central differences inside the bounds, forward ones at a zero diagonal (where only an increase is allowed;
-    a positive slope there is the optimality condition, not a failure)."""
+    """The exact gradient or central differences inside the bounds, and at a zero diagonal (where only an increase
+    is allowed; a positive slope there is the optimality condition, not a failure) its negative part, by forward
+    differences where there is no exact gradient."""
+    steps = step * np.maximum(1.0, np.abs(theta))
+    at_bound = diagonal & (theta < steps)
+    if getattr(objective, "has_exact_gradient", False):
+        gradient = objective.value_and_gradient(theta)[1]
+        return np.where(at_bound, np.minimum(0.0, gradient), gradient)
     gradient = np.zeros(len(theta))
     base = objective(theta)
     for k in range(len(theta)):
         e = np.zeros(len(theta))
-        e[k] = step * max(1.0, abs(theta[k]))
-        if diagonal[k] and theta[k] < e[k]:
+        e[k] = steps[k]
+        if at_bound[k]:
             gradient[k] = min(0.0, (objective(theta + e) - base) / e[k])
         else:
             gradient[k] = (objective(theta + e) - objective(theta - e)) / (2.0 * e[k])

@@ -71,6 +71,14 @@ class ProfiledCriterion:
     def criterion(self, s: Solution) -> float:
         return profiled_criterion(s, self.n_obs, self.n_fixed, self.reml)
 
+    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The criterion and its exact gradient in θ, where the subclass's ``solve`` computes one."""
+        try:
+            solution = self.solve(theta, with_gradient=True)
+        except np.linalg.LinAlgError:
+            return np.inf, np.zeros(len(theta))
+        return self.criterion(solution), solution.gradient
+
     def sigma2(self, s: Solution) -> float:
         return s.r2 / (self.n_obs - self.n_fixed if self.reml else self.n_obs)
 
@@ -167,13 +175,6 @@ class ProfiledDeviance(ProfiledCriterion):
             fixed_precision=fixed_factor @ fixed_factor.T,
             gradient=gradient,
         )
-
-    def value_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        try:
-            solution = self.solve(theta, with_gradient=True)
-        except np.linalg.LinAlgError:
-            return np.inf, np.zeros(len(theta))
-        return self.criterion(solution), solution.gradient
 
     def _gradient(self, theta, ordered, diag1, block, rhs1, solution, factor, r2) -> np.ndarray:
         """Exact gradient of the criterion in θ (formula order).

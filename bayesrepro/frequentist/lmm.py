@@ -144,12 +144,17 @@ def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, 
 
 
 def require_memory(*frames: ModelFrame) -> None:
-    """Refuse, before any fit, a random-intercept frame whose dense block would pass its memory limit: the dense
-    path allocates it, and it bounds the sparse core's factor of the same levels (slope models are not
-    bounded yet)."""
+    """Refuse, before any fit, a frame whose fit would pass its memory limit: for random intercepts the dense
+    path's block (which bounds the sparse core's factor of the same levels), for slopes the sparse core's arrays
+    estimated from the random-effects design (``core_memory``)."""
     for frame in frames:
         if not frame.spec.has_slopes:
             require_within(frame.dense_estimate("gaussian"), frame.max_memory)
+        elif frame.has_rows:
+            from ..design.random_design import random_design
+            from .core_memory import require_core_memory
+
+            require_core_memory(random_design(frame.spec, frame.data), frame.max_memory)
 
 
 def fit_model_frame(frame: ModelFrame, method: str) -> LmmFit:

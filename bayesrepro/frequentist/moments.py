@@ -39,7 +39,6 @@ from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
-SPARSE_FACTOR_COPIES = 2     # SuperLU keeps L and U
 
 
 @dataclass
@@ -160,14 +159,18 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     """The exact REML/ML fit where it fits the memory limit; else, for an intercept-only model with rows in
     memory, the moment estimates; else the exact path's refusal.
 
-    Two large crossed factors with the rows in memory go to the sparse core, whose factor is bounded by a dense
+    Random slopes go to the sparse core. Two large crossed factors with the rows in memory go there too, whose factor is bounded by a dense
     factor of the levels left after the largest factor is eliminated: the sparse path is taken while that bound
     fits a quarter of the limit. Otherwise the dense path's block decides (its memory and estimated time).
     """
+    from .core_memory import SPARSE_FACTOR_COPIES
     from .general_lmm import dense_schur_levels, needs_general_core
     from .lmm import fit_model_frame
 
     limit = resolve_limit(frame.max_memory)
+    if frame.spec.has_slopes:   # no moments for slopes; the exact fit refuses past the limit (core_memory)
+        announce_path(f"exact {method.upper()} on the sparse core (random slopes)", progress)
+        return fit_model_frame(frame, method)
     if needs_general_core(frame):
         levels = dense_schur_levels(frame)
         bound = SPARSE_FACTOR_COPIES * 8 * levels * levels

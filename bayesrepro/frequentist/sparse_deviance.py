@@ -14,6 +14,20 @@ c = A⁻¹Λ'Z'y and g = X'y − X'ZΛc: β = S_X⁻¹g, the penalized residual 
 of squares is r² = y'y − (Λ'Z'y)'c − g'β, and the criteria need only
 log|A|, log|S_X| and r², exactly as lme4's ``REMLcrit``/``deviance``.
 All cross-products with the data are formed once.
+
+Where one term's levels are eliminated blockwise and the other columns
+form a dense Schur complement (``block_factor.py``: crossed slope terms,
+subjects × items), the criterion's exact gradient costs little more than its
+value. With G = Z'Z, P = Λ'G, u the spherical effects and r = y − Xβ − ZΛu,
+for each element θ_j of θ, over the entries (a, b) of Λθ that hold it:
+
+    ∂log|A|/∂θ_j = 2 Σ (A⁻¹P)_ba                      (ML)
+    ∂log|M|/∂θ_j = 2 Σ [(A⁻¹P)_ba + (E(F'P − X'Z))_ba]  (REML: M the whole system, log|M| = log|A| + log|S_X|)
+    ∂r²/∂θ_j     = −2 Σ (Z'r)_a u_b                    (envelope: r² is a minimum over u and β)
+
+with F = A⁻¹Λ'Z'X and E = F S_X⁻¹; the REML term is the fixed block's share
+of M⁻¹ (its random block is A⁻¹ + E F'). No division by θ: it holds on
+the boundary too.
 """
 
 from __future__ import annotations
@@ -22,8 +36,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..design.random_design import RandomDesign
+from ..design.random_design import RandomDesign, TermBlock
 from .deviance import ProfiledCriterion, Solution
+from .block_factor import BlockFactor, BlockSystem, block_eliminable
 from .sparse_factor import Factoriser
 
 
@@ -41,11 +56,14 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.y_shift = float(y.mean()) if spans_constant else 0.0
         self.shift_direction = delta if spans_constant else np.zeros(self.n_fixed)
         y = y - self.y_shift
-        # a one-column term's block of A is diagonal (each row is in one level), whatever its column
-        lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
-        head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
+        self.lead_term = block_lead(design)
+        if self.lead_term is not None:
+            head = np.arange(self.lead_term.offset, self.lead_term.offset + self.lead_term.n_levels * self.lead_term.nc)
+        else:   # a one-column term's block of A is diagonal (each row is in one level), whatever its column
+            lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
+            head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
         self.columns = np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
-        self.factorise = Factoriser(len(head))
+        self.factorise = Factoriser(0 if self.lead_term is not None else len(head))
         Z = design.Z[:, self.columns]
         self.ztz = (Z.T @ Z).tocsc()
         self.ztz.sort_indices()
@@ -57,6 +75,11 @@ class SparseProfiledDeviance(ProfiledCriterion):
         if design.diagonal_factor:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
             coo_rows = np.repeat(np.arange(self.ztz.shape[1]), np.diff(self.ztz.indptr))
             self._pattern = (self.ztz.indices, coo_rows)
+        position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
+        self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
+        self.has_exact_gradient = self.lead_term is not None
+        self._blocks = BlockSystem(self.ztz, self.lead_term.n_levels, self.lead_term.nc) \
+            if self.has_exact_gradient else None
         self._last: tuple[bytes, Solution] | None = None
 
     @property
@@ -75,13 +98,20 @@ class SparseProfiledDeviance(ProfiledCriterion):
             a = (lam.T @ self.ztz @ lam).tocsc()
         return (a + sp.identity(a.shape[0], format="csc")).tocsc(), lam
 
-    def solve(self, theta: np.ndarray) -> Solution:
+    def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         theta = np.asarray(theta, dtype=float)
         key = theta.tobytes()
-        if self._last is not None and self._last[0] == key:
+        if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
             return self._last[1]
-        a, lam = self.penalized_matrix(theta)
-        factor = self.factorise(a)
+        if with_gradient and not self.has_exact_gradient:
+            raise ValueError("the exact gradient needs a lead term eliminated blockwise (has_exact_gradient)")
+        if self._blocks is None:
+            a, lam = self.penalized_matrix(theta)
+            factor = self.factorise(a)
+        else:
+            lam = self.design.relative_factor(theta)[self.columns][:, self.columns]
+            lead = self._blocks.lead
+            factor = self._blocks.factorise(self.lead_term.factor_of(theta), lam[lead:, lead:].tocsc())
         lzx = np.asarray(lam.T @ self.ztx)
         lzy = np.asarray(lam.T @ self.zty).ravel()
         solved = factor.solve(np.column_stack([lzx, lzy]))
@@ -96,9 +126,36 @@ class SparseProfiledDeviance(ProfiledCriterion):
         r2 = self.yty - float(lzy @ c) - float(g @ beta)
         if r2 <= 0:
             raise np.linalg.LinAlgError("non-positive residual sum of squares")
+        spherical = c - a_inv_zx @ beta
+        gradient = None
+        if with_gradient:
+            gradient = self._gradient(factor, lam, a_inv_zx, chol, beta, spherical, r2)
         solution = Solution(theta=theta, r2=r2, logdet_random=factor.logdet,
                             logdet_fixed=float(2.0 * np.log(np.diag(chol)).sum()),
                             beta=beta + self.y_shift * self.shift_direction, fixed_precision=chol @ chol.T,
-                            spherical=c - a_inv_zx @ beta)
+                            gradient=gradient, spherical=spherical)
         self._last = (key, solution)
         return solution
+
+    def _gradient(self, factor: BlockFactor, lam, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
+        """The criterion's exact gradient in θ (the formulas of the module's note), β and u of the shifted y."""
+        rows, cols, index = self._entries
+        log_det = factor.inverse_products(rows, cols)
+        if self.reml:
+            e = scipy.linalg.cho_solve((chol, True), a_inv_zx.T).T           # E = F S_X⁻¹
+            k = factor.transposed_products(a_inv_zx) - self.ztx.T            # F'P − X'Z
+            log_det += np.einsum("ij,ji->i", e[cols], k[:, rows])
+        z_residual = self.zty - self.ztx @ beta - self.ztz @ (lam @ spherical)
+        dof = self.n_obs - self.n_fixed if self.reml else self.n_obs
+        per_entry = 2.0 * log_det - 2.0 * dof * z_residual[rows] * spherical[cols] / r2
+        return np.bincount(index, weights=per_entry, minlength=self.n_theta)
+
+
+def block_lead(design: RandomDesign) -> TermBlock | None:
+    """The term with most columns, where eliminating its levels blockwise leaves a dense Schur complement small
+    enough (``block_factor.block_eliminable``); None otherwise."""
+    if not design.blocks:
+        return None
+    lead = max(design.blocks, key=lambda b: b.n_levels * b.nc)
+    columns = lead.n_levels * lead.nc
+    return lead if block_eliminable(columns, design.q - columns) else None
