@@ -15,6 +15,7 @@ import importlib
 _EXPORTS = {
     "read": "bayesrepro.api.reading",
     "load_dataset": "bayesrepro.api.reading",
+    "load_spec": "bayesrepro.api.spec",
     "Model": "bayesrepro.api.model",
     "Fit": "bayesrepro.api.fit",
     "Posterior": "bayesrepro.api.posterior",

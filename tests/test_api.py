@@ -218,3 +218,59 @@ def test_figures_of_the_results():
     with pytest.raises(br.BayesreproError, match="figure=True"):
         br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
             "system=Marking-Baseline", {"sentence_id": [100]}, simulations=0).plot()
+
+
+@pytest.fixture(scope="module")
+def seeds_comparison():
+    model = br.Model("score ~ system + (1|item) + (1|system:seed)", UNBALANCED, categorical=["system", "item", "seed"],
+                     object="item")
+    with warnings.catch_warnings():   # a short run: the numbers are checked against its own draws
+        warnings.simplefilter("ignore", br.ConvergenceWarning)
+        return model.compare(n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+
+
+def test_d_study_of_a_comparison_follows_brennan_for_both_engines(seeds_comparison):
+    table = seeds_comparison.d_study({"seed": [1, 4]})
+    rows = seeds_comparison.estimates[seeds_comparison.estimates["quantity"] == "variance"]
+    reml = dict(zip(rows["component"], rows["reml"]))
+    draws = seeds_comparison.posterior.idata.posterior["variance"]
+    post = {str(c): draws.sel(component=c).values.ravel() for c in draws.component.values}
+    assert list(table["seed"]) == [1, 4]
+    for n, row in zip((1, 4), table.itertuples()):
+        expected = reml["item"] / (reml["item"] + (reml["system:seed"] + reml["Residual"]) / n)
+        assert row.phi == pytest.approx(expected, rel=1e-12)
+        phi_draws = post["item"] / (post["item"] + (post["system:seed"] + post["Residual"]) / n)
+        assert row.post_median == pytest.approx(np.median(phi_draws), rel=1e-12)
+        assert row.post_low < row.post_median < row.post_high
+    assert table["phi"].iloc[1] > table["phi"].iloc[0]
+
+
+def test_d_study_counts_and_facets_are_checked(seeds_comparison):
+    with pytest.raises(br.BayesreproError, match="counts= gives facet 'seed'"):
+        seeds_comparison.d_study({"seed": [0, 2]})
+    with pytest.raises(br.BayesreproError, match="counts= maps each facet"):
+        seeds_comparison.d_study([("seed", 2)])
+    with pytest.raises(br.BayesreproError, match="not facets of the model"):
+        seeds_comparison.d_study({"rater": 2})
+    with pytest.raises(br.BayesreproError, match="facet="):
+        seeds_comparison.plot("d_study")
+
+
+def test_comparison_draws_means_and_d_study_figures(seeds_comparison):
+    from matplotlib.figure import Figure
+
+    means = seeds_comparison.plot("means")
+    assert isinstance(means, Figure) and means.axes[0].get_ylabel() == "estimated mean score"
+    curves = seeds_comparison.plot("d_study", facet="seed", counts=[1, 2, 4])
+    assert [list(line.get_xdata()) for line in curves.axes[0].get_lines()[:2]] == [[1, 2, 4], [1, 2, 4]]
+    assert isinstance(seeds_comparison.posterior, br.Posterior)
+
+
+def test_load_spec_fills_the_column_names_and_derives_columns():
+    spec = br.load_spec("conditional_length", score="bleu")
+    assert spec.formula.startswith("bleu ~ system*len") and spec.h0.startswith("bleu ~ ")
+    ter = br.load_dataset("kreutzer_ter")
+    prepared = br.load_spec("conditional_length").prepare(ter)
+    assert set(prepared["len"].astype(str)) == {"short", "typical", "very long"}
+    with pytest.raises(br.BayesreproError, match="system_comparison"):
+        br.load_spec("system_comparisons")
