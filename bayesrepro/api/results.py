@@ -81,7 +81,7 @@ class Comparison(Result):
         return Posterior(self.side.bayes, self.side.prob)
 
     def d_study(self, counts: dict):
-        """φ of scores averaged over several levels of other facets (Brennan's D-study), by both engines.
+        """Reliability φ of scores averaged over several levels of other facets (Brennan's D-study), both engines.
 
         Parameters
         ----------
