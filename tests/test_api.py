@@ -274,3 +274,16 @@ def test_load_spec_fills_the_column_names_and_derives_columns():
     assert set(prepared["len"].astype(str)) == {"short", "typical", "very long"}
     with pytest.raises(br.BayesreproError, match="system_comparison"):
         br.load_spec("system_comparisons")
+
+
+def test_random_effects_table_of_a_slope_model_is_vca_json(capsys):
+    sleep = str(DATA / "sleepstudy.csv.gz")
+    fit = br.Model("Reaction ~ Days + (Days|Subject)", sleep, categorical=["Subject"]).fit()
+    expected = command_json(capsys, "vca", sleep, "--formula", "Reaction ~ Days + (Days|Subject)", "--categorical",
+                            "Subject")["random_effects"]
+    table = fit.random_effects
+    assert list(table.columns) == ["group", "var1", "var2", "vcov", "sdcor"]
+    assert [row.sdcor for row in table.itertuples()] == pytest.approx([r["sdcor"] for r in expected], rel=1e-12)
+    assert [None if isinstance(v, float) else v for v in table["var1"]] == [r["var1"] for r in expected]
+    assert br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit().random_effects["group"].tolist() \
+        == ["Batch", "Residual"]

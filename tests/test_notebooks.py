@@ -15,7 +15,7 @@ nbclient = pytest.importorskip("nbclient")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta_parameter_importance", "quick_start"]
 OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark"]
-ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs"]
+ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs", "random_slopes"]
 
 
 def _executed(name: str):
@@ -66,3 +66,13 @@ def test_committed_notebooks_are_executed():
         assert code and all(cell.get("execution_count") for cell in code), f"{name}.ipynb is not committed executed"
         errors = [o for cell in code for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{name}.ipynb holds an error output"
+
+
+@pytest.mark.slow
+def test_random_slopes_notebook_agrees_with_lme4():
+    notebook = _executed("random_slopes")
+    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+             for line in output.get("text", "").splitlines() if line.startswith("lme4 check: ")]
+    assert len(lines) == 1, "the notebook should end with its check against lme4"
+    assert json.loads(lines[0].removeprefix("lme4 check: ")) == {"criterion_no_worse": True, "within_1e-4": True,
+                                                                "glrt_df": 2}

@@ -32,6 +32,10 @@ class Fit(Result):
     components : pandas.DataFrame
         One row per variance component, the residual included (latent for binary scores): ``variance`` and
         ``percent`` of the total.
+    random_effects : pandas.DataFrame or None
+        For Gaussian scores, one row per SD and per correlation, then the residual, in the shape of lme4's
+        ``as.data.frame(VarCorr(m))``: ``group``, ``var1``, ``var2`` (None for an SD), ``vcov`` and ``sdcor`` (the
+        SD, or the correlation); None for binary scores.
     fixed_effects : pandas.DataFrame
         One row per fixed effect: ``estimate``, ``std_error``, ``df``, ``t`` and ``p``. For a Gaussian REML fit
         ``df`` is Satterthwaite's, as lmerTest gives it, and ``p`` is read from t on ``df``; for an ML fit, a
@@ -82,6 +86,11 @@ class Fit(Result):
         from ..reliability import vca_table
 
         return vca_table(self.variances, self.object)
+
+    @property
+    def random_effects(self) -> pd.DataFrame | None:
+        """Every SD and correlation of the random effects and the residual SD, as lme4's ``VarCorr`` (see the class)."""
+        return None if self.family.binary else pd.DataFrame(self.engine_fit.varcorr())
 
     @property
     def fixed_effects(self) -> pd.DataFrame:
