@@ -28,13 +28,22 @@ pd.set_option("display.width", 160)
 logging.getLogger("pymc").setLevel(logging.ERROR)
 warnings.filterwarnings("ignore", category=RuntimeWarning)"""
 
+PUBLIC_SETUP = """import numpy as np
+import pandas as pd
+from IPython.display import display
+
+import bayesrepro as br
+
+pd.set_option("display.precision", 4)
+pd.set_option("display.width", 160)"""
+
 NOTEBOOKS = {}
 
 NOTEBOOKS["binary_benchmark"] = [
     ("md", """# One binary benchmark, four kinds of error bars
 
 Most evaluations score each test item right or wrong. This notebook simulates
-one such benchmark with known truth (`bayesrepro.simulate.binary_grid`: 600
+one such benchmark with known truth (`br.simulate_binary_grid`: 600
 items, three systems A, B, C with logit effects 0, 0.2 and 0.4, five training
 seeds per system, four prompt templates; item SD 1.5, seed SD 0.2, prompt SD
 0.3 on the logit scale) and reads it four ways:
@@ -48,13 +57,10 @@ seeds per system, four prompt templates; item SD 1.5, seed SD 0.2, prompt SD
 
 The command line does the same with `bayesrepro baselines`, `bayesrepro glrt
 --family bernoulli`, `bayesrepro vca` and `bayesrepro phi`."""),
-    ("code", SETUP + """
+    ("code", PUBLIC_SETUP + """
 
-from bayesrepro.simulate import binary_grid
-from bayesrepro.specs import load_spec
-
-spec = load_spec("binary_grid")
-data = binary_grid(items=600, random_state=11)
+spec = br.load_spec("binary_grid")
+data = br.simulate_binary_grid(items=600, random_state=11)
 print(len(data), "rows;", spec.formula)
 data.head()"""),
     ("md", """## 1. The usual error bars
@@ -66,37 +72,37 @@ training run: they treat the items as the only source of variation.
 
 McNemar's test compares two systems item by item, one 0/1 score each; with 20
 runs per item and system it is not defined, and the table leaves it empty."""),
-    ("code", """from bayesrepro.instruments.binary_baselines import binary_baselines
-
-baselines = binary_baselines(data, "correct", "item", "system")
+    ("code", """baselines = br.baselines(data, "correct", "item", "system")
 print(baselines)"""),
     ("md", """The way it is used in practice: one run per system, here seed 1 with prompt
 `p1` (`bayesrepro baselines grid.csv --where "seed == 1 and prompt == 'p1'" ...`
 on the command line). Each item then has one score per system, and McNemar's
 exact test counts the items only one system of a pair got right."""),
     ("code", """one_run = data[(data["seed"] == 1) & (data["prompt"] == "p1")]
-single = binary_baselines(one_run, "correct", "item", "system")
+single = br.baselines(one_run, "correct", "item", "system")
 display(single.pairs[["contrast", "paired_difference", "paired_p", "mcnemar_a_only", "mcnemar_b_only",
                       "mcnemar_p"]])"""),
     ("md", """## 2. The GLMM and its likelihood-ratio test
 
 H1 is the spec's model, H0 the same without `system`; both fitted by ML
 (Laplace approximation, as lme4's `glmer`). The contrasts come on the logit
-scale, as odds ratios and as differences of probabilities."""),
-    ("code", """from bayesrepro.frequentist.binary_comparison import compare_binary_levels
-
-comparison = compare_binary_levels(spec.formula, data, factor="system")
-print(comparison)"""),
+scale, as odds ratios and as differences of probabilities (`br.baselines` with
+the formula adds them to the error bars, as `bayesrepro baselines --formula`
+does)."""),
+    ("code", """model = br.Model(spec.formula, data, object="item")
+print(model.glrt(h0=spec.h0))
+glmm = br.baselines(data, "correct", "item", "system", formula=spec.formula)
+display(glmm.glmm_means[["system", "probability", "low", "high"]])
+display(glmm.glmm_contrasts[["contrast", "estimate", "std_error", "p_holm", "odds_ratio", "probability_difference",
+                             "probability_low", "probability_high", "probability_p_holm"]])"""),
     ("md", """## 3. Where the variance lies, and how reliable one run is
 
 The latent-scale components add the logistic residual π²/3 (Nakagawa &
 Schielzeth 2010); φ of the items is their share. On the observation scale (0/1
 scores) the same model gives a smaller φ, because the binary residual is larger."""),
-    ("code", """from bayesrepro.reliability import vca_table
-
-fit = comparison.fit
-display(vca_table(fit.latent_variances, "item"))
-print("phi of the items:", {scale: round(value, 4) for scale, value in fit.phi("item").items()})
+    ("code", """fit = model.fit()
+display(fit.components)
+print("phi of the items:", {"latent": round(fit.phi, 4), "observed": round(fit.phi_observed, 4)})
 truth = {"item": 1.5**2, "system:seed": 0.2**2, "prompt": 0.3**2}
 print("true latent phi:", round(truth["item"] / (sum(truth.values()) + np.pi**2 / 3), 4))"""),
     ("md", """## 4. The posterior of the same model
@@ -107,33 +113,28 @@ templates leave the prompt SD wide, and φ's interval with it. φ comes on both
 scales: the latent one (the items' share of the latent variance) and the
 observation one (the correlation of two 0/1 scores of one item), each draw's
 components and fixed effects giving one value of each."""),
-    ("code", """from bayesrepro.bayes import fit_bayes
-
-posterior = fit_bayes(spec.formula, data, object="item", draws=1000, tune=1000, chains=2, seed=3)
-print(posterior.describe(prob=0.9))
-sds = posterior.summary(prob=0.9)
-display(sds)"""),
-    ("code", """scales = pd.DataFrame({
-    "ML (Laplace)": fit.phi("item"),
-    "posterior median": {"latent": posterior.phi(0.9)["median"], "observed": posterior.phi(0.9, observed=True)["median"]},
-    "90 % interval": {"latent": "[{low:.3f}, {high:.3f}]".format(**posterior.phi(0.9)),
-                      "observed": "[{low:.3f}, {high:.3f}]".format(**posterior.phi(0.9, observed=True))},
+    ("code", """posterior = model.sample(draws=1000, tune=1000, chains=2, seed=3, prob=0.9)
+print(posterior.summary())
+display(posterior.components)"""),
+    ("code", """phi = {"latent": posterior.phi, "observed": posterior.to_dict()["phi_observed"]}
+scales = pd.DataFrame({
+    "ML (Laplace)": {"latent": fit.phi, "observed": fit.phi_observed},
+    "posterior median": {scale: value["median"] for scale, value in phi.items()},
+    "90 % interval": {scale: "[{low:.3f}, {high:.3f}]".format(**value) for scale, value in phi.items()},
 })
 scales.index.name = "phi of the items, scale"
 display(scales)"""),
-    ("code", """ml = {name: float(np.sqrt(value)) for name, value in fit.variances.items()}
-side = pd.DataFrame({"ML (Laplace)": pd.Series(ml), "true": pd.Series({k: np.sqrt(v) for k, v in truth.items()})})
+    ("code", """ml = np.sqrt(fit.components["variance"].drop("Residual"))
+side = pd.DataFrame({"ML (Laplace)": ml, "true": pd.Series({k: np.sqrt(v) for k, v in truth.items()})})
 side.index.name = "SD (logit scale)"
 display(side)
-display(posterior.contrasts("system", prob=0.9))"""),
+display(posterior.contrasts("system"))"""),
     ("md", """## 5. Side by side
 
 `compare` sets the two engines' answers next to each other (ML with
 bootstrap intervals from simulated 0/1 scores; the posterior) and says where
 they disagree; `bayesrepro report DATA --spec binary_grid` renders it as HTML."""),
-    ("code", """from bayesrepro.compare import compare
-
-side = compare(spec.formula, data, "item", n_boot=100, draws=1000, tune=1000, chains=2, seed=3)
+    ("code", """side = model.compare(n_boot=100, draws=1000, tune=1000, chains=2, seed=3)
 print(side)"""),
     ("md", """**What the mixed model adds.** The baselines' intervals of a system
 difference are narrow because they see the 600 items only: the paired

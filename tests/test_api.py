@@ -287,3 +287,24 @@ def test_random_effects_table_of_a_slope_model_is_vca_json(capsys):
     assert [None if isinstance(v, float) else v for v in table["var1"]] == [r["var1"] for r in expected]
     assert br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit().random_effects["group"].tolist() \
         == ["Batch", "Residual"]
+
+
+def test_baselines_equal_the_command_and_simulate_the_spec_design(capsys):
+    data = br.simulate_binary_grid(items=40, seeds=2, prompts=2, random_state=5)
+    assert len(data) == 40 * 3 * 2 * 2 and set(data["correct"]) <= {0, 1}
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"binary_{os.getpid()}.csv"
+    data.to_csv(path, index=False)
+    try:
+        formula = "correct ~ system + (1|item) + (1|system:seed)"
+        result = br.baselines(str(path), "correct", "item", "system", formula=formula, categorical=["seed"])
+        expected = command_json(capsys, "baselines", str(path), "--score", "correct", "--item", "item", "--system",
+                                "system", "--formula", formula, "--categorical", "seed")
+        assert result.to_dict() == expected
+        assert list(result.systems["system"]) == ["A", "B", "C"] and len(result.glmm_contrasts) == 3
+        assert main(["baselines", str(path), "--score", "correct", "--item", "item", "--system", "system",
+                     "--formula", formula, "--categorical", "seed"]) == 0
+        assert capsys.readouterr().out == result.summary() + "\n"
+    finally:
+        path.unlink()
+    with pytest.raises(br.BayesreproError, match="corect"):
+        br.baselines(data, "corect", "item", "system")
