@@ -181,7 +181,8 @@ class Model:
     @public
     def sample(self, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int | None = 1,
                prior: str | None = None, prior_scale: dict | None = None, backend: str = "auto",
-               sampler: str = "auto", allow_unconverged: bool = False, prob: float = 0.95):
+               sampler: str = "auto", allow_unconverged: bool = False, prob: float = 0.95,
+               target_accept: float = 0.95):
         """Sample the posterior of every variance component and of φ by NUTS.
 
         Parameters
@@ -209,6 +210,9 @@ class Model:
             with ``NotConvergedError`` otherwise).
         prob : float, default 0.95
             Probability of every interval of the summary and of ``to_dict``.
+        target_accept : float, default 0.95
+            NUTS's target acceptance rate, in [0.5, 1): higher (0.99) for a posterior with a funnel (a component
+            near zero), at the cost of smaller steps.
 
         Returns
         -------
@@ -225,7 +229,8 @@ class Model:
                      for name, value in (prior_scale or {}).items()}
         check_probability(prob)
         settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
-                                    allow_unconverged=allow_unconverged, progress=self.progress)
+                                    allow_unconverged=allow_unconverged, progress=self.progress,
+                                    target_accept=target_accept)
         bayes = fit_bayes(self.frame, object=self.object, family=self.family_name, link=self.link, backend=backend,
                           prior=prior, prior_overrides=overrides, sampling=settings)
         return Posterior(bayes, prob)
@@ -265,7 +270,7 @@ class Model:
     @public
     def compare(self, factor: str | None = None, by: str | None = None, h0: str | None = None, seed: int | None = 0,
                 n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
-                allow_unconverged: bool = False, prob: float = 0.95):
+                allow_unconverged: bool = False, prob: float = 0.95, target_accept: float = 0.95):
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
         Parameters
@@ -286,6 +291,8 @@ class Model:
             Report the draws even if the sampler did not converge.
         prob : float, default 0.95
             Probability of the Bayesian and bootstrap intervals.
+        target_accept : float, default 0.95
+            NUTS's target acceptance rate, as in ``sample``.
 
         Returns
         -------
@@ -304,7 +311,8 @@ class Model:
         check_bootstrap(n_boot)
         check_probability(prob)
         settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed,
-                                    allow_unconverged=allow_unconverged, progress=self.progress)
+                                    allow_unconverged=allow_unconverged, progress=self.progress,
+                                    target_accept=target_accept)
         side = compare(self.frame, object=self.object, factor=factor, by=by, h0=h0, n_boot=n_boot, prob=prob,
                        sampling=settings, family=self.family_name, link=self.link)
         planning = None

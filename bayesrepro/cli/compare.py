@@ -24,7 +24,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     model = model_of(args, args.formula, args.object)
     result = model.compare(args.factor, args.by, args.h0, args.seed, args.bootstrap, args.draws, args.tune,
-                           args.chains, args.allow_unconverged, args.prob)
+                           args.chains, args.allow_unconverged, args.prob, args.target_accept)
     if args.json:
         print_json(result.to_dict())
     else:
