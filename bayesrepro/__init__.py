@@ -26,6 +26,7 @@ _EXPORTS = {
     "baselines": "bayesrepro.api.baselines",
     "Baselines": "bayesrepro.api.baselines",
     "simulate_binary_grid": "bayesrepro.api.simulation",
+    "simulate_harness_logs": "bayesrepro.api.harness_simulation",
     "BayesreproError": "bayesrepro.errors",
     "NotConvergedError": "bayesrepro.errors",
     "ConvergenceWarning": "bayesrepro.errors",

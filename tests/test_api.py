@@ -313,3 +313,25 @@ def test_baselines_equal_the_command_and_simulate_the_spec_design(capsys):
         path.unlink()
     with pytest.raises(br.BayesreproError, match="corect"):
         br.baselines(data, "corect", "item", "system")
+
+
+def test_d_study_of_a_fit_follows_brennan():
+    fit = br.Model("diameter ~ 1 + (1|plate) + (1|sample)", PENICILLIN, object="plate").fit()
+    v = fit.components["variance"]
+    table = fit.d_study({"sample": [1, 6]})
+    for n, row in zip((1, 6), table.itertuples()):
+        assert row.sample == n
+        assert row.phi == pytest.approx(v["plate"] / (v["plate"] + (v["sample"] + v["Residual"]) / n), rel=1e-12)
+        assert row.e_rho2 == pytest.approx(v["plate"] / (v["plate"] + v["Residual"] / n), rel=1e-12)
+    assert table["phi"].iloc[0] == pytest.approx(fit.phi, rel=1e-12)
+    with pytest.raises(br.BayesreproError, match="counts= gives facet 'sample'"):
+        fit.d_study({"sample": [2.5]})
+
+
+def test_simulated_harness_logs_are_read_as_the_harness_wrote_them(tmp_path):
+    grid = br.simulate_harness_logs(tmp_path / "logs", seeds=(1, 2), items=20, random_seed=3)
+    runs = br.read(f"lm-eval:{tmp_path / 'logs'}")
+    assert grid.runs == 2 * 2 * 2 == runs["run"].nunique() and len(runs) == grid.runs * 20
+    assert grid.truth.model_effects == {"base": 0.0, "tuned": 0.5}
+    with pytest.raises(br.BayesreproError, match="harness="):
+        br.simulate_harness_logs(tmp_path / "other", harness="helm")

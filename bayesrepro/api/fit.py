@@ -99,6 +99,30 @@ class Fit(Result):
             self._fixed = _fixed_effect_tests(self.engine_fit, self._stats)
         return self._fixed
 
+    def d_study(self, counts: dict) -> pd.DataFrame:
+        """Reliability of scores averaged over several levels of other facets (Brennan's D-study).
+
+        Parameters
+        ----------
+        counts : dict
+            Levels averaged over per facet, one count or a list of counts each, e.g. ``{"seed": [1, 3, 10]}``;
+            every combination of the counts is one design (a facet left out counts one level).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per design: its counts, Brennan's absolute coefficient ``phi`` and the relative ``e_rho2``
+            of the object of measurement (latent scale for binary scores).
+        """
+        from ..reliability import d_study
+        from .counts import designs, facet_counts
+
+        rows = []
+        for design in designs(facet_counts(counts, "counts")):
+            result = d_study(self.variances, self.object, design)
+            rows.append({**design, "phi": float(result["phi"]), "e_rho2": float(result["e_rho2"])})
+        return pd.DataFrame(rows)
+
     def _problems(self) -> list[str]:
         fit = self.engine_fit
         return [] if fit.converged else [f"the {fit.method.upper()} fit did not converge ({fit.message})"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .counts import designs, facet_counts
 from .display import Result
 
 D_STUDY_COUNTS = (1, 2, 3, 5, 10, 15, 20)
@@ -95,16 +96,12 @@ class Comparison(Result):
             One row per design: its counts, the frequentist φ (``phi``), and the posterior median and central
             interval at the comparison's ``prob`` (``post_median``, ``post_low``, ``post_high``).
         """
-        import itertools
-
         import pandas as pd
 
         from ..reliability import d_study
 
-        counts = _facet_counts(counts, "counts")
         rows = []
-        for combination in itertools.product(*counts.values()):
-            design = dict(zip(counts, combination))
+        for design in designs(facet_counts(counts, "counts")):
             posterior = self.side.bayes.d_study(design, self.side.prob).loc["phi"]
             rows.append({**design, "phi": float(d_study(self.side.variances, self._object(), design)["phi"]),
                          "post_median": posterior["median"], "post_low": posterior["low"],
@@ -171,8 +168,8 @@ class Comparison(Result):
         if kind == "d_study":
             if facet is None:
                 raise BayesreproError("kind 'd_study' needs facet=, the facet whose levels are averaged over")
-            steps = _facet_counts({facet: list(counts)}, "counts")[facet]
-            others = _facet_counts(fixed or {}, "fixed")
+            steps = facet_counts({facet: list(counts)}, "counts")[facet]
+            others = facet_counts(fixed or {}, "fixed")
             if len(others) > 1:
                 raise BayesreproError("fixed= takes one facet (one curve per count of it)")
             return plots.d_study_curves(self.side.variances, self._object(), facet, steps, others or None,
@@ -180,25 +177,3 @@ class Comparison(Result):
                                         self.side.method)
         raise BayesreproError(f"kind '{kind}' is unknown; choose one of: components, contrasts, means, phi, d_study")
 
-
-def _facet_counts(given, argument: str) -> dict[str, list[int]]:
-    """Counts of levels per facet as lists of whole numbers of at least one, the argument named when they are not."""
-    from ..errors import BayesreproError
-
-    if not isinstance(given, dict):
-        raise BayesreproError(f"{argument}= maps each facet to its counts, e.g. {{'rater': [1, 5, 10]}}, not {given!r}")
-    checked = {}
-    for facet, values in given.items():
-        values = list(values) if isinstance(values, (list, tuple, range)) else [values]
-        if not values or not all(_whole_count(value) for value in values):
-            raise BayesreproError(f"{argument}= gives facet '{facet}' the counts {values!r}; "
-                                  "counts are whole numbers of at least 1")
-        checked[str(facet)] = [int(value) for value in values]
-    return checked
-
-
-def _whole_count(value) -> bool:
-    import numbers
-
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer()
-            and value >= 1)
