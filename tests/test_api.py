@@ -335,3 +335,24 @@ def test_simulated_harness_logs_are_read_as_the_harness_wrote_them(tmp_path):
     assert grid.truth.model_effects == {"base": 0.0, "tuned": 0.5}
     with pytest.raises(br.BayesreproError, match="harness="):
         br.simulate_harness_logs(tmp_path / "other", harness="helm")
+
+
+def test_plan_assumes_variances_in_place_of_the_pilots(capsys):
+    model = br.Model("ter ~ system + (1|sentence_id) + (1|system:replication)", "kreutzer_ter")
+    plan = dict(contrast="system=PostEdit-Marking", vary={"sentence_id": [1041], "replication": [3, 10]},
+                simulations=0)
+    pilot = model.plan(**plan).to_dict()
+    seed_variance = {c["name"]: c["variance"] for c in pilot["assumed"]["components"]}["system:replication"]
+    same = model.plan(**plan, assume={"system:replication": seed_variance}).to_dict()
+    assert [r["power_closed_form"] for r in same["rows"]] == [r["power_closed_form"] for r in pilot["rows"]]
+    noisy = model.plan(**plan, assume={"system:replication": 4e-4})
+    assert {c["name"]: c["variance"] for c in noisy.to_dict()["assumed"]["components"]}["system:replication"] == 4e-4
+    assert all(n < p for n, p in zip(noisy.rows["power_closed_form"], [r["power_closed_form"] for r in pilot["rows"]]))
+    assert "assumed in place of the pilot's estimates" in noisy.summary()
+    argv = ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id) + (1|system:replication)",
+            "--contrast", "system=PostEdit-Marking", "--vary", "sentence_id=1041", "--vary", "replication=3,10",
+            "--simulations", "0", "--assume", "system:replication=4e-4"]
+    assert noisy.to_dict() == command_json(capsys, *argv)
+    with pytest.raises(br.BayesreproError, match="'seed' is not a component of the pilot"):
+        model.plan(**plan, assume={"seed": 1.0})
+    assert main([*argv[:-1], "seed=1"]) == 2 and "--assume 'seed'" in capsys.readouterr().err

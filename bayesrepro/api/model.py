@@ -328,7 +328,7 @@ class Model:
              target_power: float | None = None, target_phi: float | None = None, criterion: str | None = None,
              object: str | None = None, maximum: dict | None = None, assurance: bool = False, rope: float = 0.0,
              draws: int = 1000, tune: int = 1000, chains: int = 4, allow_unconverged: bool = False,
-             figure: bool = False):
+             figure: bool = False, assume: dict | None = None):
         """Power of the next evaluation per planned size, or the cheapest allocation of its facets.
 
         This model's data are the pilot. Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
@@ -380,6 +380,9 @@ class Model:
             Use the assurance's draws even if the sampler did not converge.
         figure : bool, default False
             Draw the power curves (or the cost frontier) for ``PowerPlan.plot``.
+        assume : dict, optional
+            Variances replacing the pilot's estimates, per component, e.g. ``{"system:seed": 4e-4}``: a plan for
+            what the pilot cannot rule out (latent scale for a binary GLMM).
 
         Returns
         -------
@@ -399,7 +402,7 @@ class Model:
             seed=seed, workers=workers or min(2, os.cpu_count() or 1), alpha=alpha, test=test, cost=cost,
             budget=budget, target_power=target_power, target_phi=target_phi, criterion=criterion,
             object=object or self.object, maximum=maximum or {}, assurance=assurance, rope=rope, draws=draws,
-            tune=tune, chains=chains, allow_unconverged=allow_unconverged, figure=figure)
+            tune=tune, chains=chains, allow_unconverged=allow_unconverged, figure=figure, assume=assume or {})
         return power_plan(self, request)
 
 
