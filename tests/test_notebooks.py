@@ -25,6 +25,14 @@ def _executed(name: str):
     return notebook
 
 
+def _printed_verdict(notebook, prefix: str) -> dict:
+    """The JSON the notebook printed after ``prefix``, on the one line that starts with it."""
+    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+             for line in output.get("text", "").splitlines() if line.startswith(prefix)]
+    assert len(lines) == 1, f"the notebook should print one line starting with {prefix!r}"
+    return json.loads(lines[0].removeprefix(prefix))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_executes_and_shows_both_engines(name):
@@ -48,11 +56,7 @@ def test_notebook_executes_without_an_error(name):
 
 @pytest.mark.slow
 def test_harness_logs_notebook_finds_the_simulated_difference_and_recovers_the_truth():
-    notebook = _executed("harness_logs")
-    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
-             for line in output.get("text", "").splitlines() if line.startswith("truth check: ")]
-    assert len(lines) == 1, "the notebook should end with its check against the simulated truth"
-    verdict = json.loads(lines[0].removeprefix("truth check: "))
+    verdict = _printed_verdict(_executed("harness_logs"), "truth check: ")
     assert verdict["glrt_rejects_at_1_percent"] and verdict["glrt_p"] < 0.01
     assert verdict["within_3_se"] == {"model effect (tuned - base)": True, "five shots - none": True,
                                       "item SD": True, "seed SD": True}
@@ -70,9 +74,5 @@ def test_committed_notebooks_are_executed():
 
 @pytest.mark.slow
 def test_random_slopes_notebook_agrees_with_lme4():
-    notebook = _executed("random_slopes")
-    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
-             for line in output.get("text", "").splitlines() if line.startswith("lme4 check: ")]
-    assert len(lines) == 1, "the notebook should end with its check against lme4"
-    assert json.loads(lines[0].removeprefix("lme4 check: ")) == {"criterion_no_worse": True, "within_1e-4": True,
-                                                                "glrt_df": 2}
+    assert _printed_verdict(_executed("random_slopes"), "lme4 check: ") == {"criterion_no_worse": True,
+                                                                          "within_1e-4": True, "glrt_df": 2}

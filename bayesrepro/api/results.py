@@ -87,8 +87,7 @@ class Comparison(Result):
         Parameters
         ----------
         counts : dict
-            Levels averaged over per facet, one count or a list of counts each, e.g. ``{"rater": [1, 5, 10]}``;
-            every combination of the counts is one design (a facet left out counts one level).
+            Levels averaged over per facet, as ``Fit.d_study`` takes them, e.g. ``{"rater": [1, 5, 10]}``.
 
         Returns
         -------
