@@ -157,7 +157,7 @@ class Comparison(Result):
             return plots.vca_bars(self.side, title)
         if kind == "phi":
             return plots.phi_figure(self.side, title)
-        if kind in ("contrasts", "means") and self.contrasts is None:
+        if kind in ("contrasts", "means") and getattr(self, kind) is None:
             raise BayesreproError(f"this comparison has no {kind}: compare a model with a categorical fixed factor")
         if kind == "contrasts":
             return plots.forest_plot(self.contrasts, title, self.side.prob)
