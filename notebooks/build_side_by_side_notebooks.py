@@ -251,12 +251,11 @@ move the accuracy. Published (tutorial table): residual 61.2 %,
 hidden_number 31.0 %, learning_rate 6.2 %, batch_size 1.01 %,
 hidden_size_max 0.505 %, dropout 0.117 %, random_seed 0.008 %, epochs 0."""),
     ("code", SETUP),
-    ("md", """Without an item facet there is no object of measurement: the φ lines below
-are those of `batch_size`, the factor with most levels that `Model` takes by
-default (its note says so), and answer no question of this design."""),
+    ("md", """Without an item facet there is no object of measurement, and `phi=False`
+leaves φ out (`--no-phi` on the command line)."""),
     ("code", """sofa = br.load_dataset("sofa_mlp_grid")
 spec = br.load_spec("meta_importance")
-importance = br.Model(spec.formula, spec.prepare(sofa)).compare(n_boot=100, **FAST)
+importance = br.Model(spec.formula, spec.prepare(sofa)).compare(phi=False, n_boot=100, **FAST)
 print(importance)"""),
     ("code", """display(importance.plot("components", title="SOFA grid: percent of accuracy variance"))"""),
     ("code", """levels = {name: sofa[name].nunique() for name in spec.columns.values() if name != "accuracy"}

@@ -118,6 +118,8 @@ def test_plan_equals_plan_json(capsys):
      ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--draws", "5"], "--draws"),
     (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(target_accept=1.0), "target_accept=",
      ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--target-accept", "1.0"], "--target-accept"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, object="Batch").compare(phi=False), "object=",
+     ["compare", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--object", "Batch", "--no-phi"], "--object"),
     (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").compare(target_accept=0.2),
      "target_accept=", ["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--target-accept",
                         "0.2"], "--target-accept"),
@@ -356,3 +358,16 @@ def test_plan_assumes_variances_in_place_of_the_pilots(capsys):
     with pytest.raises(br.BayesreproError, match="'seed' is not a component of the pilot"):
         model.plan(**plan, assume={"seed": 1.0})
     assert main([*argv[:-1], "seed=1"]) == 2 and "--assume 'seed'" in capsys.readouterr().err
+
+
+def test_compare_without_phi_equals_the_command(capsys):
+    formula = "Yield ~ 1 + (1|Batch)"
+    with warnings.catch_warnings():   # a short run: the equality is the point here
+        warnings.simplefilter("ignore", br.ConvergenceWarning)
+        side = br.Model(formula, DYESTUFF, categorical=["Batch"]).compare(
+            phi=False, n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+    assert set(side.estimates["quantity"]) == {"variance", "percent"} and side.to_dict()["object"] is None
+    argv = ["compare", DYESTUFF, "--formula", formula, "--categorical", "Batch", "--no-phi", "--bootstrap", "100",
+            "--draws", "100", "--tune", "100", "--chains", "2", "--allow-unconverged"]
+    ours, expected = side.to_dict(), command_json(capsys, *argv, status=3 if side.not_converged() else 0)
+    assert ours == expected

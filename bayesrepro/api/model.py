@@ -270,7 +270,8 @@ class Model:
     @public
     def compare(self, factor: str | None = None, by: str | None = None, h0: str | None = None, seed: int | None = 0,
                 n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
-                allow_unconverged: bool = False, prob: float = 0.95, target_accept: float = 0.95):
+                allow_unconverged: bool = False, prob: float = 0.95, target_accept: float = 0.95,
+                phi: bool = True):
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
         Parameters
@@ -293,6 +294,8 @@ class Model:
             Probability of the Bayesian and bootstrap intervals.
         target_accept : float, default 0.95
             NUTS's target acceptance rate, as in ``sample``.
+        phi : bool, default True
+            Report φ of the object of measurement; False for a design without one (a grid of meta-parameters).
 
         Returns
         -------
@@ -303,6 +306,7 @@ class Model:
         from ..bayes.sampling import SamplingSettings
         from ..compare import check_bootstrap, compare
         from ..design import parse_formula
+        from ..errors import BayesreproError
         from ..plan.next_evaluation import next_evaluation
         from .results import Comparison
 
@@ -310,11 +314,14 @@ class Model:
             parse_formula(h0)
         check_bootstrap(n_boot)
         check_probability(prob)
+        if not phi and self.object is not None:
+            raise BayesreproError("--object and --no-phi contradict each other: an object of measurement is named "
+                                  "for a phi that is left out; drop one of them")
         settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed,
                                     allow_unconverged=allow_unconverged, progress=self.progress,
                                     target_accept=target_accept)
-        side = compare(self.frame, object=self.object, factor=factor, by=by, h0=h0, n_boot=n_boot, prob=prob,
-                       sampling=settings, family=self.family_name, link=self.link)
+        side = compare(self.frame, object=self.object, factor=factor, by=by, h0=h0, reliability=phi, n_boot=n_boot,
+                       prob=prob, sampling=settings, family=self.family_name, link=self.link)
         planning = None
         if side.means is not None and side.by is None:
             planning = next_evaluation(self.formula, self.frame, side.factor, side.means, side.object,
