@@ -15,6 +15,7 @@ import importlib
 _EXPORTS = {
     "read": "bayesrepro.api.reading",
     "load_dataset": "bayesrepro.api.reading",
+    "load_spec": "bayesrepro.api.spec",
     "Model": "bayesrepro.api.model",
     "Fit": "bayesrepro.api.fit",
     "Posterior": "bayesrepro.api.posterior",
@@ -22,6 +23,10 @@ _EXPORTS = {
     "Comparison": "bayesrepro.api.results",
     "PowerPlan": "bayesrepro.api.planning",
     "krippendorff_alpha": "bayesrepro.instruments.agreement",
+    "baselines": "bayesrepro.api.baselines",
+    "Baselines": "bayesrepro.api.baselines",
+    "simulate_binary_grid": "bayesrepro.api.simulation",
+    "simulate_harness_logs": "bayesrepro.api.harness_simulation",
     "BayesreproError": "bayesrepro.errors",
     "NotConvergedError": "bayesrepro.errors",
     "ConvergenceWarning": "bayesrepro.errors",

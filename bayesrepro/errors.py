@@ -20,7 +20,8 @@ COMMAND_LINE = contextvars.ContextVar("bayesrepro_command_line", default=False)
 _OPTION = re.compile(r"--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
                      r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?: ('[^']*'))?)")
 # options whose Python argument has another name
-PYTHON_ARGUMENTS = {"h1": "formula", "bootstrap": "n_boot", "prior-scale": "prior_scale", "max": "maximum"}
+PYTHON_ARGUMENTS = {"h1": "formula", "bootstrap": "n_boot", "prior-scale": "prior_scale", "max": "maximum",
+                    "no-phi": "phi"}
 
 
 class BayesreproError(ValueError):

@@ -16,22 +16,14 @@ from notebook_writer import write_executed
 HERE = Path(__file__).resolve().parent
 
 SETUP = """%matplotlib inline
-import logging
-import warnings
-
 import pandas as pd
 from IPython.display import display
 
-from bayesrepro.compare import compare
-from bayesrepro.datasets import load_dataset
-from bayesrepro.specs import load_spec
-from bayesrepro import plots, reliability
+import bayesrepro as br
 
 pd.set_option("display.precision", 4)
 pd.set_option("display.width", 160)
-FAST = dict(draws=500, tune=500, chains=2, seed=1, allow_unconverged=True)
-logging.getLogger("pymc").setLevel(logging.ERROR)           # sampler progress lines
-warnings.filterwarnings("ignore", category=RuntimeWarning)  # overflow in early tuning steps, rejected anyway"""
+FAST = dict(draws=500, tune=500, chains=2, seed=1, allow_unconverged=True)"""
 
 NOTEBOOKS = {}
 
@@ -51,24 +43,37 @@ to its Bayesian counterpart."""),
 Averaging the three replications per sentence and system and fitting a plain
 linear model leaves the sentence-to-sentence variation in the residual
 (published: p = 0.517, residual SD 0.2576); the LMEM models it as a random
-effect (residual SD 0.0591) and finds the systems different."""),
-    ("code", """from bayesrepro.frequentist.analyses import averaged_comparison
+effect (residual SD 0.0591) and finds the systems different. The averaged
+analysis is the field's ordinary least squares (statsmodels); the LMM is
+`br.Model`'s GLRT, both models fitted by ML."""),
+    ("code", """import numpy as np
+import statsmodels.formula.api as smf
 
-ter = load_dataset("kreutzer_ter")
-print(averaged_comparison(ter, "ter", "system", "sentence_id"))"""),
+ter = br.load_dataset("kreutzer_ter")
+means = ter.groupby(["sentence_id", "system"], observed=True)["ter"].mean().reset_index()
+averaged = smf.ols("ter ~ system", means).fit()
+print(f"Averaged over replications, linear model ({len(means)} means): F({averaged.df_model:.0f}, "
+      f"{averaged.df_resid:.0f}) = {averaged.fvalue:.3f}, p = {averaged.f_pvalue:.3g}, "
+      f"residual SD {np.sqrt(averaged.scale):.4f}")
+lmm = br.Model("ter ~ system + (1|sentence_id)", ter)
+test = lmm.glrt(h0="ter ~ 1 + (1|sentence_id)")
+residual_sd = np.sqrt(lmm.fit().components.loc["Residual", "variance"])
+print(f"LMM with item effect on all scores: chi2({test.df}) = {test.chi2:.2f}, p = {test.p:.3g}, "
+      f"residual SD {residual_sd:.4f}")"""),
     ("md", """## 2. Omnibus and pairwise: the spec `system_comparison` through both engines
 
-`compare` fits the same formula by REML (parametric-bootstrap intervals for
-the variance components), by ML for the GLRT and Wald contrasts, and by NUTS
-for the posterior; the Bayesian contrasts apply the same contrast weights to
-the posterior draws of the fixed effects."""),
-    ("code", """spec = load_spec("system_comparison")
-system = compare(spec.formula, spec.prepare(ter), spec.object, factor=spec.factor, h0=spec.h0, n_boot=100,
-                 **{**FAST, "draws": 1000, "tune": 1000})
+`Model.compare` fits the same formula by REML (parametric-bootstrap intervals
+for the variance components), by ML for the GLRT and Wald contrasts, and by
+NUTS for the posterior; the Bayesian contrasts apply the same contrast weights
+to the posterior draws of the fixed effects. `br.load_spec` reads the named
+analysis the command line's `--spec` takes."""),
+    ("code", """spec = br.load_spec("system_comparison")
+model = br.Model(spec.formula, spec.prepare(ter), object=spec.object)
+system = model.compare(factor=spec.factor, h0=spec.h0, n_boot=100, **{**FAST, "draws": 1000, "tune": 1000})
 print(system)"""),
     ("code", """system.contrasts[["contrast", "estimate", "low", "high", "p", "p_holm", "effect_size",
                   "post_median", "post_low", "post_high", "p_direction"]]"""),
-    ("code", """display(plots.forest_plot(system.contrasts, title="kreutzer_ter: system contrasts (TER)"))"""),
+    ("code", """display(system.plot("contrasts", title="kreutzer_ter: system contrasts (TER)"))"""),
     ("md", """**Where they agree.** With 7,287 scores the two engines tell one story. The
 GLRT rejects equal systems (χ² = 34.09, df = 2, p = 3.96e-8, as published);
 Baseline − Marking (0.012 TER, effect size ≈ 0.21 residual SDs, as published)
@@ -93,12 +98,13 @@ the papers draw."""),
 Length classes short (≤ 15 words), typical (16–55), very long (> 55) from
 `src_length`; the spec `conditional_length` derives them and tests the
 system × length interaction."""),
-    ("code", """spec = load_spec("conditional_length")
-by_length = compare(spec.formula, spec.prepare(ter), spec.object, factor=spec.factor, by=spec.by, h0=spec.h0,
-                    n_boot=100, **{**FAST, "draws": 1000, "tune": 1000})
+    ("code", """spec = br.load_spec("conditional_length")
+model = br.Model(spec.formula, spec.prepare(ter), object=spec.object)
+by_length = model.compare(factor=spec.factor, by=spec.by, h0=spec.h0, n_boot=100,
+                          **{**FAST, "draws": 1000, "tune": 1000})
 print(by_length)"""),
-    ("code", """display(plots.interaction_plot(by_length.means, "system", "len", "TER"))
-display(plots.forest_plot(by_length.contrasts, title="system contrasts within length classes"))"""),
+    ("code", """display(by_length.plot("means"))
+display(by_length.plot("contrasts", title="system contrasts within length classes"))"""),
     ("md", """**Where they agree.** The interaction GLRT reproduces the published
 χ² = 32.43, df = 4, p = 1.56e-6. Within each length class every contrast has
 the same verdict in both engines: on short and very long sentences Baseline
@@ -111,9 +117,7 @@ posterior interval excludes 0 as well. The intervals are wide there — few
 sentences — and the posterior intervals are about as wide as the Wald ones:
 the default priors are weak relative to this much data. As for the omnibus
 test, LOO favours the interaction model by less than two standard errors
-(≈ 10 ± 9 elpd) where the GLRT rejects (p = 1.6e-6), and is flagged; PSIS
-also warns that a few items are influential (Pareto k > 0.7), so that elpd
-difference is approximate."""),
+(≈ 10 ± 9 elpd) where the GLRT rejects (p = 1.6e-6), and is flagged."""),
 ]
 
 NOTEBOOKS["annotation_reliability"] = [
@@ -123,15 +127,14 @@ Ten raters score five sentences on three occasions in each of two modes
 (`Marking`, `Post Edit`): a fully crossed sentence × rater × occasion design
 (thesis Tables 3.1/3.2, Fig. 3.3). The spec `annotation` fits it per mode."""),
     ("code", SETUP),
-    ("code", """annotation = load_dataset("kreutzer_annotation")
-spec = load_spec("annotation")
+    ("code", """annotation = br.load_dataset("kreutzer_annotation")
+spec = br.load_spec("annotation")
 print(spec.formula)
 results = {}
 for mode in ["Marking", "Post Edit"]:
-    part = spec.prepare(annotation)
+    model = br.Model(spec.formula, spec.prepare(annotation), object=spec.object, where=f"{spec.split} == '{mode}'")
     # 150 ratings and seven components: 1,000 draws per chain to meet the tail-ESS requirement
-    results[mode] = compare(spec.formula, part[part[spec.split] == mode], spec.object, n_boot=200,
-                            **{**FAST, "draws": 1000, "tune": 1000})"""),
+    results[mode] = model.compare(n_boot=200, **{**FAST, "draws": 1000, "tune": 1000})"""),
     ("md", """## Variance components (published, Table 3.1/3.2: Marking sentence 12.0 %, rater 14.2 %,
 sentence:rater 16.1 %, residual 57.6 %, the rest 0; Post Edit sentence 60.4 %, rater 1.7 %,
 sentence:rater 23.7 %, rater:occasion 0.8 %, residual 13.4 %)"""),
@@ -140,25 +143,16 @@ sentence:rater 23.7 %, rater:occasion 0.8 %, residual 13.4 %)"""),
     print(result)
     print()"""),
     ("code", """for mode, result in results.items():
-    display(plots.vca_bars(result, title=f"{mode}: percent of variance"))
-    display(plots.phi_figure(result, title=f"{mode}: phi of a single rating"))"""),
+    display(result.plot("components", title=f"{mode}: percent of variance"))
+    display(result.plot("phi", title=f"{mode}: phi of a single rating"))"""),
     ("md", """## D-study: φ of the mean over n raters (Fig. 3.3), REML and posterior
 
 The same D-study formulas take REML estimates (lines) or posterior draws
 (dotted medians, shaded 95 % bands)."""),
     ("code", """for mode, result in results.items():
-    post = result.bayes.idata.posterior["variance"]
-    draws = {str(c): post.sel(component=c).values.ravel() for c in post.component.values}
-    display(plots.d_study_curves(result.reml.variances, "sentence", "rater", fixed={"occasion": [1, 3]},
-                                 posterior=draws, title=f"{mode}: D-study over raters"))
-    rows = []
-    for n in (1, 2, 3, 5, 10, 20):
-        reml_phi = float(reliability.d_study(result.reml.variances, "sentence", {"rater": n})["phi"])
-        post_phi = pd.Series(reliability.d_study(draws, "sentence", {"rater": n})["phi"])
-        rows.append({"raters": n, "phi REML": reml_phi, "posterior median": post_phi.median(),
-                     "posterior 2.5 %": post_phi.quantile(0.025), "posterior 97.5 %": post_phi.quantile(0.975)})
+    display(result.plot("d_study", facet="rater", fixed={"occasion": [1, 3]}, title=f"{mode}: D-study over raters"))
     print(mode)
-    display(pd.DataFrame(rows).set_index("raters"))"""),
+    display(result.d_study({"rater": [1, 2, 3, 5, 10, 20]}).set_index("rater"))"""),
     ("md", """**Where they agree.** The REML components reproduce the published tables
 (Marking sentence 0.0030, rater 0.0036, sentence:rater 0.0041, residual 0.0145;
 Post Edit sentence 0.0479, sentence:rater 0.0187, residual 0.0106) and the
@@ -192,16 +186,17 @@ six meta-parameters) on 1,041 sentences, 337,284 scores. On this file lme4
 (φ = 0.859), delta_scheme 0; the thesis's 91.7 % came from another version
 of the data."""),
     ("code", SETUP),
-    ("code", """grid = load_dataset("kreutzer_marking_full")
-spec = load_spec("grid_vca")
-full = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=100, **FAST)
+    ("code", """grid = br.load_dataset("kreutzer_marking_full")
+spec = br.load_spec("grid_vca")
+full = br.Model(spec.formula, spec.prepare(grid), object=spec.object).compare(n_boot=100, **FAST)
 print(full)"""),
-    ("code", """display(plots.vca_bars(full, title="full grid: percent of variance"))
-display(plots.phi_figure(full, title="full grid: phi (sentence_id)"))"""),
-    ("code", """fp = full.bayes.phi(finite_population=True)
+    ("code", """display(full.plot("components", title="full grid: percent of variance"))
+display(full.plot("phi", title="full grid: phi (sentence_id)"))"""),
+    ("code", """posterior = full.posterior.to_dict()
+fp = posterior["phi_finite_population"]
 print(f"finite-population phi (these levels of every factor): median {fp['median']:.3f}, "
       f"95 % interval [{fp['low']:.3f}, {fp['high']:.3f}]")
-full.bayes.summary(finite_population=True)"""),
+pd.DataFrame(posterior["components_finite_population"]).set_index("name")"""),
     ("md", """**Where they agree.** The sentence and residual variances agree to three
 digits (REML 0.1081 and 0.0172, as lme4; posterior medians the same), and
 both engines find every meta-parameter small next to the sentences.
@@ -210,11 +205,11 @@ both engines find every meta-parameter small next to the sentences.
 four levels each. Two or three levels say almost nothing about a
 *superpopulation* variance, so its posterior follows the prior (a half-normal
 with 95 % of its mass below the SD of the scores) and reaches far up: the
-learning rate's share, 0.3 % by REML, may be up to a quarter of the variance.
+learning rate's share, 0.3 % by REML, may be up to a fifth of the variance.
 Summed over six such factors, the posterior of φ — the sentences' share of a
 variance that includes those hypothetical other learning rates and dropouts —
 has its median (about 0.80) below the REML plug-in 0.859 and a long lower tail
-(95 % interval from about 0.44); the Koo & Li label, *good*, is the same. The
+(95 % interval from about 0.47); the Koo & Li label, *good*, is the same. The
 bootstrap, which re-simulates from the REML values, does not see this
 uncertainty. The *finite-population* φ (the variance of these very levels'
 effects, from the same posterior) agrees with REML. Which one to report is a
@@ -226,10 +221,10 @@ values, or over values like them."""),
 learning-rate component and a component for length classes within each
 learning rate — how much the learning rate's effect differs between short,
 typical and very long sentences."""),
-    ("code", """spec = load_spec("learning_rate_length")
-nested = compare(spec.formula, spec.prepare(grid), spec.object, n_boot=100, **FAST)
+    ("code", """spec = br.load_spec("learning_rate_length")
+nested = br.Model(spec.formula, spec.prepare(grid), object=spec.object).compare(n_boot=100, **FAST)
 print(nested)"""),
-    ("code", """display(plots.vca_bars(nested, title="learning rate / length class"))"""),
+    ("code", """display(nested.plot("components", title="learning rate / length class"))"""),
     ("md", """**Where they agree.** Both engines put most of the variance (≈ 60–75 %)
 on `learning_rate:src_length_class` and call φ for sentences *poor*
 (REML 0.20, posterior median ≈ 0.26). Read the formula before reading that
@@ -256,11 +251,13 @@ move the accuracy. Published (tutorial table): residual 61.2 %,
 hidden_number 31.0 %, learning_rate 6.2 %, batch_size 1.01 %,
 hidden_size_max 0.505 %, dropout 0.117 %, random_seed 0.008 %, epochs 0."""),
     ("code", SETUP),
-    ("code", """sofa = load_dataset("sofa_mlp_grid")
-spec = load_spec("meta_importance")
-importance = compare(spec.formula, spec.prepare(sofa), reliability=False, n_boot=100, **FAST)
+    ("md", """Without an item facet there is no object of measurement, and `phi=False`
+leaves φ out (`--no-phi` on the command line)."""),
+    ("code", """sofa = br.load_dataset("sofa_mlp_grid")
+spec = br.load_spec("meta_importance")
+importance = br.Model(spec.formula, spec.prepare(sofa)).compare(phi=False, n_boot=100, **FAST)
 print(importance)"""),
-    ("code", """display(plots.vca_bars(importance, title="SOFA grid: percent of accuracy variance"))"""),
+    ("code", """display(importance.plot("components", title="SOFA grid: percent of accuracy variance"))"""),
     ("code", """levels = {name: sofa[name].nunique() for name in spec.columns.values() if name != "accuracy"}
 pd.Series(levels, name="levels")"""),
     ("md", """**Where they agree.** REML reproduces the published shares, and both

@@ -116,6 +116,13 @@ def test_plan_equals_plan_json(capsys):
      ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--prior-scale", "Plate=1"], "--prior-scale"),
     (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(draws=5), "draws=",
      ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--draws", "5"], "--draws"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(target_accept=1.0), "target_accept=",
+     ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--target-accept", "1.0"], "--target-accept"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, object="Batch").compare(phi=False), "object=",
+     ["compare", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--object", "Batch", "--no-phi"], "--object"),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").compare(target_accept=0.2),
+     "target_accept=", ["compare", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--target-accept",
+                        "0.2"], "--target-accept"),
     (lambda: br.Model("diameter ~ 1 + (1|plate) + (1|sample)", PENICILLIN).glrt("diameter ~ 1 + (1|plate)",
                                                                                   reference="exact"), "reference=",
      ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
@@ -218,3 +225,149 @@ def test_figures_of_the_results():
     with pytest.raises(br.BayesreproError, match="figure=True"):
         br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan(
             "system=Marking-Baseline", {"sentence_id": [100]}, simulations=0).plot()
+
+
+@pytest.fixture(scope="module")
+def seeds_comparison():
+    model = br.Model("score ~ system + (1|item) + (1|system:seed)", UNBALANCED, categorical=["system", "item", "seed"],
+                     object="item")
+    with warnings.catch_warnings():   # a short run: the numbers are checked against its own draws
+        warnings.simplefilter("ignore", br.ConvergenceWarning)
+        return model.compare(n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+
+
+def test_d_study_of_a_comparison_follows_brennan_for_both_engines(seeds_comparison):
+    table = seeds_comparison.d_study({"seed": [1, 4]})
+    rows = seeds_comparison.estimates[seeds_comparison.estimates["quantity"] == "variance"]
+    reml = dict(zip(rows["component"], rows["reml"]))
+    draws = seeds_comparison.posterior.idata.posterior["variance"]
+    post = {str(c): draws.sel(component=c).values.ravel() for c in draws.component.values}
+    assert list(table["seed"]) == [1, 4]
+    for n, row in zip((1, 4), table.itertuples()):
+        expected = reml["item"] / (reml["item"] + (reml["system:seed"] + reml["Residual"]) / n)
+        assert row.phi == pytest.approx(expected, rel=1e-12)
+        phi_draws = post["item"] / (post["item"] + (post["system:seed"] + post["Residual"]) / n)
+        assert row.post_median == pytest.approx(np.median(phi_draws), rel=1e-12)
+        assert row.post_low < row.post_median < row.post_high
+    assert table["phi"].iloc[1] > table["phi"].iloc[0]
+
+
+def test_d_study_counts_and_facets_are_checked(seeds_comparison):
+    with pytest.raises(br.BayesreproError, match="counts= gives facet 'seed'"):
+        seeds_comparison.d_study({"seed": [0, 2]})
+    with pytest.raises(br.BayesreproError, match="counts= maps each facet"):
+        seeds_comparison.d_study([("seed", 2)])
+    with pytest.raises(br.BayesreproError, match="not facets of the model"):
+        seeds_comparison.d_study({"rater": 2})
+    with pytest.raises(br.BayesreproError, match="facet="):
+        seeds_comparison.plot("d_study")
+
+
+def test_comparison_draws_means_and_d_study_figures(seeds_comparison):
+    from matplotlib.figure import Figure
+
+    means = seeds_comparison.plot("means")
+    assert isinstance(means, Figure) and means.axes[0].get_ylabel() == "estimated mean score"
+    curves = seeds_comparison.plot("d_study", facet="seed", counts=[1, 2, 4])
+    assert [list(line.get_xdata()) for line in curves.axes[0].get_lines()[:2]] == [[1, 2, 4], [1, 2, 4]]
+    assert isinstance(seeds_comparison.posterior, br.Posterior)
+
+
+def test_load_spec_fills_the_column_names_and_derives_columns():
+    spec = br.load_spec("conditional_length", score="bleu")
+    assert spec.formula.startswith("bleu ~ system*len") and spec.h0.startswith("bleu ~ ")
+    ter = br.load_dataset("kreutzer_ter")
+    prepared = br.load_spec("conditional_length").prepare(ter)
+    assert set(prepared["len"].astype(str)) == {"short", "typical", "very long"}
+    with pytest.raises(br.BayesreproError, match="system_comparison"):
+        br.load_spec("system_comparisons")
+
+
+def test_random_effects_table_of_a_slope_model_is_vca_json(capsys):
+    sleep = str(DATA / "sleepstudy.csv.gz")
+    fit = br.Model("Reaction ~ Days + (Days|Subject)", sleep, categorical=["Subject"]).fit()
+    expected = command_json(capsys, "vca", sleep, "--formula", "Reaction ~ Days + (Days|Subject)", "--categorical",
+                            "Subject")["random_effects"]
+    table = fit.random_effects
+    assert list(table.columns) == ["group", "var1", "var2", "vcov", "sdcor"]
+    assert [row.sdcor for row in table.itertuples()] == pytest.approx([r["sdcor"] for r in expected], rel=1e-12)
+    assert [None if isinstance(v, float) else v for v in table["var1"]] == [r["var1"] for r in expected]
+    assert br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, categorical=["Batch"]).fit().random_effects["group"].tolist() \
+        == ["Batch", "Residual"]
+
+
+def test_baselines_equal_the_command_and_simulate_the_spec_design(capsys):
+    data = br.simulate_binary_grid(items=40, seeds=2, prompts=2, random_state=5)
+    assert len(data) == 40 * 3 * 2 * 2 and set(data["correct"]) <= {0, 1}
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"binary_{os.getpid()}.csv"
+    data.to_csv(path, index=False)
+    try:
+        formula = "correct ~ system + (1|item) + (1|system:seed)"
+        result = br.baselines(str(path), "correct", "item", "system", formula=formula, categorical=["seed"])
+        expected = command_json(capsys, "baselines", str(path), "--score", "correct", "--item", "item", "--system",
+                                "system", "--formula", formula, "--categorical", "seed")
+        assert result.to_dict() == expected
+        assert list(result.systems["system"]) == ["A", "B", "C"] and len(result.glmm_contrasts) == 3
+        assert main(["baselines", str(path), "--score", "correct", "--item", "item", "--system", "system",
+                     "--formula", formula, "--categorical", "seed"]) == 0
+        assert capsys.readouterr().out == result.summary() + "\n"
+    finally:
+        path.unlink()
+    with pytest.raises(br.BayesreproError, match="corect"):
+        br.baselines(data, "corect", "item", "system")
+
+
+def test_d_study_of_a_fit_follows_brennan():
+    fit = br.Model("diameter ~ 1 + (1|plate) + (1|sample)", PENICILLIN, object="plate").fit()
+    v = fit.components["variance"]
+    table = fit.d_study({"sample": [1, 6]})
+    for n, row in zip((1, 6), table.itertuples()):
+        assert row.sample == n
+        assert row.phi == pytest.approx(v["plate"] / (v["plate"] + (v["sample"] + v["Residual"]) / n), rel=1e-12)
+        assert row.e_rho2 == pytest.approx(v["plate"] / (v["plate"] + v["Residual"] / n), rel=1e-12)
+    assert table["phi"].iloc[0] == pytest.approx(fit.phi, rel=1e-12)
+    with pytest.raises(br.BayesreproError, match="counts= gives facet 'sample'"):
+        fit.d_study({"sample": [2.5]})
+
+
+def test_simulated_harness_logs_are_read_as_the_harness_wrote_them(tmp_path):
+    grid = br.simulate_harness_logs(tmp_path / "logs", seeds=(1, 2), items=20, random_seed=3)
+    runs = br.read(f"lm-eval:{tmp_path / 'logs'}")
+    assert grid.runs == 2 * 2 * 2 == runs["run"].nunique() and len(runs) == grid.runs * 20
+    assert grid.truth.model_effects == {"base": 0.0, "tuned": 0.5}
+    with pytest.raises(br.BayesreproError, match="harness="):
+        br.simulate_harness_logs(tmp_path / "other", harness="helm")
+
+
+def test_plan_assumes_variances_in_place_of_the_pilots(capsys):
+    model = br.Model("ter ~ system + (1|sentence_id) + (1|system:replication)", "kreutzer_ter")
+    plan = dict(contrast="system=PostEdit-Marking", vary={"sentence_id": [1041], "replication": [3, 10]},
+                simulations=0)
+    pilot = model.plan(**plan).to_dict()
+    seed_variance = {c["name"]: c["variance"] for c in pilot["assumed"]["components"]}["system:replication"]
+    same = model.plan(**plan, assume={"system:replication": seed_variance}).to_dict()
+    assert [r["power_closed_form"] for r in same["rows"]] == [r["power_closed_form"] for r in pilot["rows"]]
+    noisy = model.plan(**plan, assume={"system:replication": 4e-4})
+    assert {c["name"]: c["variance"] for c in noisy.to_dict()["assumed"]["components"]}["system:replication"] == 4e-4
+    assert all(n < p for n, p in zip(noisy.rows["power_closed_form"], [r["power_closed_form"] for r in pilot["rows"]]))
+    assert "assumed in place of the pilot's estimates" in noisy.summary()
+    argv = ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id) + (1|system:replication)",
+            "--contrast", "system=PostEdit-Marking", "--vary", "sentence_id=1041", "--vary", "replication=3,10",
+            "--simulations", "0", "--assume", "system:replication=4e-4"]
+    assert noisy.to_dict() == command_json(capsys, *argv)
+    with pytest.raises(br.BayesreproError, match="'seed' is not a component of the pilot"):
+        model.plan(**plan, assume={"seed": 1.0})
+    assert main([*argv[:-1], "seed=1"]) == 2 and "--assume 'seed'" in capsys.readouterr().err
+
+
+def test_compare_without_phi_equals_the_command(capsys):
+    formula = "Yield ~ 1 + (1|Batch)"
+    with warnings.catch_warnings():   # a short run: the equality is the point here
+        warnings.simplefilter("ignore", br.ConvergenceWarning)
+        side = br.Model(formula, DYESTUFF, categorical=["Batch"]).compare(
+            phi=False, n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True)
+    assert set(side.estimates["quantity"]) == {"variance", "percent"} and side.to_dict()["object"] is None
+    argv = ["compare", DYESTUFF, "--formula", formula, "--categorical", "Batch", "--no-phi", "--bootstrap", "100",
+            "--draws", "100", "--tune", "100", "--chains", "2", "--allow-unconverged"]
+    ours, expected = side.to_dict(), command_json(capsys, *argv, status=3 if side.not_converged() else 0)
+    assert ours == expected

@@ -15,7 +15,7 @@ nbclient = pytest.importorskip("nbclient")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta_parameter_importance", "quick_start"]
 OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark"]
-ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs"]
+ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs", "random_slopes"]
 
 
 def _executed(name: str):
@@ -23,6 +23,14 @@ def _executed(name: str):
     nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT)}}).execute()
     return notebook
+
+
+def _printed_verdict(notebook, prefix: str) -> dict:
+    """The JSON the notebook printed after ``prefix``, on the one line that starts with it."""
+    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+             for line in output.get("text", "").splitlines() if line.startswith(prefix)]
+    assert len(lines) == 1, f"the notebook should print one line starting with {prefix!r}"
+    return json.loads(lines[0].removeprefix(prefix))
 
 
 @pytest.mark.slow
@@ -48,11 +56,7 @@ def test_notebook_executes_without_an_error(name):
 
 @pytest.mark.slow
 def test_harness_logs_notebook_finds_the_simulated_difference_and_recovers_the_truth():
-    notebook = _executed("harness_logs")
-    lines = [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
-             for line in output.get("text", "").splitlines() if line.startswith("truth check: ")]
-    assert len(lines) == 1, "the notebook should end with its check against the simulated truth"
-    verdict = json.loads(lines[0].removeprefix("truth check: "))
+    verdict = _printed_verdict(_executed("harness_logs"), "truth check: ")
     assert verdict["glrt_rejects_at_1_percent"] and verdict["glrt_p"] < 0.01
     assert verdict["within_3_se"] == {"model effect (tuned - base)": True, "five shots - none": True,
                                       "item SD": True, "seed SD": True}
@@ -66,3 +70,9 @@ def test_committed_notebooks_are_executed():
         assert code and all(cell.get("execution_count") for cell in code), f"{name}.ipynb is not committed executed"
         errors = [o for cell in code for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{name}.ipynb holds an error output"
+
+
+@pytest.mark.slow
+def test_random_slopes_notebook_agrees_with_lme4():
+    assert _printed_verdict(_executed("random_slopes"), "lme4 check: ") == {"criterion_no_worse": True,
+                                                                          "within_1e-4": True, "glrt_df": 2}

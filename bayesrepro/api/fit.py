@@ -32,6 +32,10 @@ class Fit(Result):
     components : pandas.DataFrame
         One row per variance component, the residual included (latent for binary scores): ``variance`` and
         ``percent`` of the total.
+    random_effects : pandas.DataFrame or None
+        For Gaussian scores, one row per SD and per correlation, then the residual, in the shape of lme4's
+        ``as.data.frame(VarCorr(m))``: ``group``, ``var1``, ``var2`` (None for an SD), ``vcov`` and ``sdcor`` (the
+        SD, or the correlation); None for binary scores.
     fixed_effects : pandas.DataFrame
         One row per fixed effect: ``estimate``, ``std_error``, ``df``, ``t`` and ``p``. For a Gaussian REML fit
         ``df`` is Satterthwaite's, as lmerTest gives it, and ``p`` is read from t on ``df``; for an ML fit, a
@@ -84,11 +88,40 @@ class Fit(Result):
         return vca_table(self.variances, self.object)
 
     @property
+    def random_effects(self) -> pd.DataFrame | None:
+        """Every SD and correlation of the random effects and the residual SD, as lme4's ``VarCorr`` (see the class)."""
+        return None if self.family.binary else pd.DataFrame(self.engine_fit.varcorr())
+
+    @property
     def fixed_effects(self) -> pd.DataFrame:
         """Estimate, standard error, degrees of freedom, t and p of every fixed effect (see the class)."""
         if self._fixed is None:
             self._fixed = _fixed_effect_tests(self.engine_fit, self._frame)
         return self._fixed
+
+    def d_study(self, counts: dict) -> pd.DataFrame:
+        """Reliability of scores averaged over several levels of other facets (Brennan's D-study).
+
+        Parameters
+        ----------
+        counts : dict
+            Levels averaged over per facet, one count or a list of counts each, e.g. ``{"seed": [1, 3, 10]}``;
+            every combination of the counts is one design (a facet left out counts one level).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per design: its counts, Brennan's absolute coefficient ``phi`` and the relative ``e_rho2``
+            of the object of measurement (latent scale for binary scores).
+        """
+        from ..reliability import d_study
+        from .counts import designs, facet_counts
+
+        rows = []
+        for design in designs(facet_counts(counts, "counts")):
+            result = d_study(self.variances, self.object, design)
+            rows.append({**design, "phi": float(result["phi"]), "e_rho2": float(result["e_rho2"])})
+        return pd.DataFrame(rows)
 
     def _problems(self) -> list[str]:
         fit = self.engine_fit

@@ -180,7 +180,8 @@ class Model:
     @public
     def sample(self, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int | None = 1,
                prior: str | None = None, prior_scale: dict | None = None, backend: str = "auto",
-               sampler: str = "auto", allow_unconverged: bool = False, prob: float = 0.95):
+               sampler: str = "auto", allow_unconverged: bool = False, prob: float = 0.95,
+               target_accept: float = 0.95):
         """Sample the posterior of every variance component and of φ by NUTS.
 
         Parameters
@@ -208,6 +209,9 @@ class Model:
             with ``NotConvergedError`` otherwise).
         prob : float, default 0.95
             Probability of every interval of the summary and of ``to_dict``.
+        target_accept : float, default 0.95
+            NUTS's target acceptance rate, in [0.5, 1): higher (0.99) for a posterior with a funnel (a component
+            near zero), at the cost of smaller steps.
 
         Returns
         -------
@@ -224,7 +228,8 @@ class Model:
                      for name, value in (prior_scale or {}).items()}
         check_probability(prob)
         settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
-                                    allow_unconverged=allow_unconverged, progress=self.progress)
+                                    allow_unconverged=allow_unconverged, progress=self.progress,
+                                    target_accept=target_accept)
         bayes = fit_bayes(self.frame, object=self.object, family=self.family_name, link=self.link, backend=backend,
                           prior=prior, prior_overrides=overrides, sampling=settings)
         return Posterior(bayes, prob)
@@ -266,7 +271,8 @@ class Model:
     @public
     def compare(self, factor: str | None = None, by: str | None = None, h0: str | None = None, seed: int | None = 0,
                 n_boot: int = DEFAULT_BOOTSTRAP, draws: int = 1000, tune: int = 1000, chains: int = 4,
-                allow_unconverged: bool = False, prob: float = 0.95):
+                allow_unconverged: bool = False, prob: float = 0.95, target_accept: float = 0.95,
+                phi: bool = True):
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
         Parameters
@@ -287,6 +293,10 @@ class Model:
             Report the draws even if the sampler did not converge.
         prob : float, default 0.95
             Probability of the Bayesian and bootstrap intervals.
+        target_accept : float, default 0.95
+            NUTS's target acceptance rate, as in ``sample``.
+        phi : bool, default True
+            Report φ of the object of measurement; False for a design without one (a grid of meta-parameters).
 
         Returns
         -------
@@ -297,6 +307,7 @@ class Model:
         from ..bayes.sampling import SamplingSettings
         from ..compare import check_bootstrap, compare
         from ..design import parse_formula
+        from ..errors import BayesreproError
         from ..plan.next_evaluation import next_evaluation
         from .results import Comparison
 
@@ -304,10 +315,14 @@ class Model:
             parse_formula(h0)
         check_bootstrap(n_boot)
         check_probability(prob)
+        if not phi and self.object is not None:
+            raise BayesreproError("--object and --no-phi contradict each other: an object of measurement is named "
+                                  "for a phi that is left out; drop one of them")
         settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed,
-                                    allow_unconverged=allow_unconverged, progress=self.progress)
-        side = compare(self.frame, object=self.object, factor=factor, by=by, h0=h0, n_boot=n_boot, prob=prob,
-                       sampling=settings, family=self.family_name, link=self.link)
+                                    allow_unconverged=allow_unconverged, progress=self.progress,
+                                    target_accept=target_accept)
+        side = compare(self.frame, object=self.object, factor=factor, by=by, h0=h0, reliability=phi, n_boot=n_boot,
+                       prob=prob, sampling=settings, family=self.family_name, link=self.link)
         planning = None
         if side.means is not None and side.by is None:
             planning = next_evaluation(self.formula, self.frame, side.factor, side.means, side.object,
@@ -321,7 +336,7 @@ class Model:
              target_power: float | None = None, target_phi: float | None = None, criterion: str | None = None,
              object: str | None = None, maximum: dict | None = None, assurance: bool = False, rope: float = 0.0,
              draws: int = 1000, tune: int = 1000, chains: int = 4, allow_unconverged: bool = False,
-             figure: bool = False):
+             figure: bool = False, assume: dict | None = None):
         """Power of the next evaluation per planned size, or the cheapest allocation of its facets.
 
         This model's data are the pilot. Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
@@ -373,6 +388,9 @@ class Model:
             Use the assurance's draws even if the sampler did not converge.
         figure : bool, default False
             Draw the power curves (or the cost frontier) for ``PowerPlan.plot``.
+        assume : dict, optional
+            Variances replacing the pilot's estimates, per component, e.g. ``{"system:seed": 4e-4}``: a plan for
+            what the pilot cannot rule out (latent scale for a binary GLMM).
 
         Returns
         -------
@@ -392,7 +410,7 @@ class Model:
             seed=seed, workers=workers or min(2, os.cpu_count() or 1), alpha=alpha, test=test, cost=cost,
             budget=budget, target_power=target_power, target_phi=target_phi, criterion=criterion,
             object=object or self.object, maximum=maximum or {}, assurance=assurance, rope=rope, draws=draws,
-            tune=tune, chains=chains, allow_unconverged=allow_unconverged, figure=figure)
+            tune=tune, chains=chains, allow_unconverged=allow_unconverged, figure=figure, assume=assume or {})
         return power_plan(self, request)
 
 

@@ -141,6 +141,28 @@ class Options:
             raise BayesreproError("nothing to plan: give --vary FACET=N,N,... or an allocation goal with --cost")
         self.sampling = self._sampling(request) if request.assurance else None
         self.plot = request.figure
+        if not isinstance(request.assume, Mapping):
+            raise BayesreproError(f"--assume must map components to variances, e.g. {{'system:seed': 0.0004}}, "
+                                  f"not {request.assume!r}")
+        self.assume = {str(name): _number(value, f"--assume {name}", low=0) for name, value in request.assume.items()}
+        if self.assume and request.assurance:
+            raise BayesreproError("--assurance averages over the pilot's posterior, not over --assume's variances; "
+                                  "drop one of them")
+
+    def assumed(self, variances: dict) -> dict:
+        """The pilot's variances with those of ``--assume`` in their place, names checked against the pilot's."""
+        from ..errors import BayesreproError
+
+        unknown = [name for name in self.assume if name not in variances]
+        if unknown:
+            raise BayesreproError(f"--assume '{unknown[0]}' is not a component of the pilot; components are: "
+                                  f"{', '.join(variances)}")
+        return {**variances, **self.assume}
+
+    def assumed_notes(self) -> list[str]:
+        """One note naming the variances assumed in place of the pilot's, when there are any."""
+        listed = ", ".join(f"{name} = {value:.6g}" for name, value in self.assume.items())
+        return [f"assumed in place of the pilot's estimates (--assume): {listed}"] if self.assume else []
 
     def _criterion(self, request) -> str:
         from ..errors import BayesreproError
@@ -220,7 +242,9 @@ def _contrast_plan(request, options, frame):
     from ..plan.structure import REPLICATE
 
     pilot = analyse_pilot(request.formula, frame, options.contrast, options.effect, request.family, request.link)
-    assumptions = replace(pilot.assumptions, counts={**pilot.assumptions.counts, REPLICATE: options.replicates})
+    assumptions = replace(pilot.assumptions, counts={**pilot.assumptions.counts, REPLICATE: options.replicates},
+                          variances=options.assumed(pilot.assumptions.variances),
+                          notes=(*pilot.assumptions.notes, *options.assumed_notes()))
     if assumptions.glmm and options.goal:
         raise BayesreproError(
             f"--{options.goal.replace('_', '-')} searches allocations by the closed form, which binary scores modelled "
@@ -300,6 +324,7 @@ def _reliability_plan(request, options, model):
 
     frame = model.frame
     variances, scale, source = _pilot_components(model)
+    variances = options.assumed(variances)
     factor, levels = _fixed_factor(frame, options.contrast)
     structure, counts = facet_structure(frame, factor, levels)
     object_name = request.object or default_object(variances, {f: counts[f] for f in structure.facets})
@@ -338,6 +363,9 @@ def _reliability_plan(request, options, model):
               pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     lines += [f"  {c['name']}: {c['variance']:.6g}" for c in components]
     lines += [f"  {line}" for line in structure.describe_nesting()]
+    if options.assume:
+        lines += [f"note: {note}" for note in options.assumed_notes()]
+        payload["notes"] = options.assumed_notes()
     return payload, "\n".join(lines), figure, []
 
 

@@ -57,6 +57,22 @@ class Posterior(Result):
         """Whether R-hat, ESS and divergences say the sampler converged."""
         return self.bayes.diagnostics.converged
 
+    def contrasts(self, term: str) -> pd.DataFrame:
+        """Posterior differences of the level means of a categorical fixed term, every pair of levels.
+
+        Parameters
+        ----------
+        term : str
+            A categorical fixed effect of the model, e.g. ``"system"``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per pair: posterior median of the difference, its central interval at ``prob`` and the
+            probability of direction (link scale for binary scores).
+        """
+        return self.bayes.contrasts(term, self.prob)
+
     def _problems(self) -> list[str]:
         return [] if self.converged else [f"the sampler did not converge ({self.bayes.diagnostics.line()})"]
 

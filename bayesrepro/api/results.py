@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from .counts import designs, facet_counts
 from .display import Result
+
+D_STUDY_COUNTS = (1, 2, 3, 5, 10, 15, 20)
 
 
 class GlrtTest(Result):
@@ -71,6 +74,46 @@ class Comparison(Result):
         self.side, self.planning = side, planning
         self.estimates, self.contrasts, self.means, self.flags = side.estimates, side.contrasts, side.means, side.flags
 
+    @property
+    def posterior(self):
+        """The posterior behind the Bayesian columns, as ``Model.sample`` returns it (``Posterior``)."""
+        from .posterior import Posterior
+
+        return Posterior(self.side.bayes, self.side.prob)
+
+    def d_study(self, counts: dict):
+        """Reliability φ of scores averaged over several levels of other facets (Brennan's D-study), both engines.
+
+        Parameters
+        ----------
+        counts : dict
+            Levels averaged over per facet, as ``Fit.d_study`` takes them, e.g. ``{"rater": [1, 5, 10]}``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per design: its counts, the frequentist φ (``phi``), and the posterior median and central
+            interval at the comparison's ``prob`` (``post_median``, ``post_low``, ``post_high``).
+        """
+        import pandas as pd
+
+        from ..reliability import d_study
+
+        rows = []
+        for design in designs(facet_counts(counts, "counts")):
+            posterior = self.side.bayes.d_study(design, self.side.prob).loc["phi"]
+            rows.append({**design, "phi": float(d_study(self.side.variances, self._object(), design)["phi"]),
+                         "post_median": posterior["median"], "post_low": posterior["low"],
+                         "post_high": posterior["high"]})
+        return pd.DataFrame(rows)
+
+    def _object(self) -> str:
+        from ..errors import BayesreproError
+
+        if self.side.object is None:
+            raise BayesreproError("this comparison has no object of measurement; name one with object= in Model")
+        return self.side.object
+
     def _problems(self) -> list[str]:
         return self.side.not_converged()
 
@@ -80,17 +123,26 @@ class Comparison(Result):
     def _text(self) -> str:
         return str(self.side) if self.planning is None else f"{self.side}\n\n{self.planning}"
 
-    def plot(self, kind: str = "components", title: str | None = None):
+    def plot(self, kind: str = "components", title: str | None = None, facet: str | None = None,
+             counts=D_STUDY_COUNTS, fixed: dict | None = None):
         """A figure of the comparison.
 
         Parameters
         ----------
-        kind : {"components", "contrasts", "phi"}, default "components"
+        kind : {"components", "contrasts", "means", "phi", "d_study"}, default "components"
             "components": percent of the total variance per component, both engines with their intervals;
-            "contrasts": every contrast, Wald (or t) interval next to the posterior interval; "phi": the
-            posterior density of φ over the Koo & Li bands, with the frequentist estimate.
+            "contrasts": every contrast, Wald (or t) interval next to the posterior interval; "means": the
+            estimated means per level of the factor (across the levels of ``by``), both engines; "phi": the
+            posterior density of φ over the Koo & Li bands, with the frequentist estimate; "d_study": φ of
+            scores averaged over ``counts`` levels of ``facet``, the frequentist curve and the posterior band.
         title : str, optional
             The figure's title.
+        facet : str, optional
+            For "d_study": the facet whose number of levels runs along the horizontal axis.
+        counts : sequence of int, default (1, 2, 3, 5, 10, 15, 20)
+            For "d_study": the numbers of levels of ``facet`` drawn.
+        fixed : dict, optional
+            For "d_study": another facet mapped to its counts, one curve each, e.g. ``{"occasion": [1, 3]}``.
 
         Returns
         -------
@@ -98,14 +150,29 @@ class Comparison(Result):
             The figure, to display or to save.
         """
         from .. import plots
+        from ..bayes.posterior import variance_draws
         from ..errors import BayesreproError
 
         if kind == "components":
             return plots.vca_bars(self.side, title)
         if kind == "phi":
             return plots.phi_figure(self.side, title)
-        if kind == "contrasts" and self.contrasts is not None:
-            return plots.forest_plot(self.contrasts, title, self.side.prob)
+        if kind in ("contrasts", "means") and getattr(self, kind) is None:
+            raise BayesreproError(f"this comparison has no {kind}: compare a model with a categorical fixed factor")
         if kind == "contrasts":
-            raise BayesreproError("this comparison has no contrasts: compare a model with a categorical fixed factor")
-        raise BayesreproError(f"kind '{kind}' is unknown; choose one of: components, contrasts, phi")
+            return plots.forest_plot(self.contrasts, title, self.side.prob)
+        if kind == "means":
+            response = self.side.formula.split("~")[0].strip()
+            return plots.interaction_plot(self.means, self.side.factor, self.side.by, response, title, self.side.prob)
+        if kind == "d_study":
+            if facet is None:
+                raise BayesreproError("kind 'd_study' needs facet=, the facet whose levels are averaged over")
+            steps = facet_counts({facet: list(counts)}, "counts")[facet]
+            others = facet_counts(fixed or {}, "fixed")
+            if len(others) > 1:
+                raise BayesreproError("fixed= takes one facet (one curve per count of it)")
+            return plots.d_study_curves(self.side.variances, self._object(), facet, steps, others or None,
+                                        variance_draws(self.side.bayes.draws), title, self.side.prob,
+                                        self.side.method)
+        raise BayesreproError(f"kind '{kind}' is unknown; choose one of: components, contrasts, means, phi, d_study")
+

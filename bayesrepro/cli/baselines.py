@@ -22,25 +22,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..data import read_table
-    from ..instruments.binary_baselines import binary_baselines
+    from ..api.baselines import baselines
 
-    data = read_table(args.data, where=args.where, categorical=categorical_columns(args))
-    baselines = binary_baselines(data, args.score, args.item, args.system)
-    comparison = None
-    if args.formula:
-        from ..frequentist.binary_comparison import compare_binary_levels
-
-        comparison = compare_binary_levels(args.formula, data, factor=args.system, drop_missing=args.drop_missing,
-                                           link=args.link)
+    result = baselines(args.data, args.score, args.item, args.system, formula=args.formula, where=args.where,
+                       categorical=categorical_columns(args), drop_missing=args.drop_missing, link=args.link)
     if args.json:
-        print_json({"baselines": baselines.to_dict(), "glmm": comparison.to_dict() if comparison else None})
+        print_json(result.to_dict())
     else:
-        print(baselines)
-        if comparison:
-            print(f"\nThe binary GLMM ({comparison.fit.approximation}), which also counts the variation the "
-                  "formula's other random effects describe:")
-            print(comparison)
-    fits = [] if comparison is None else [("H0", comparison.test.h0), ("the GLMM", comparison.fit)]
-    return convergence_status([f"the ML fit of {name} did not converge ({fit.message})"
-                               for name, fit in fits if not fit.converged])
+        print(result.summary())
+    return convergence_status(result.not_converged())

@@ -119,6 +119,9 @@ def add_sampling_options(parser, seed_default: int | None) -> None:
                              "(the exit status is still 3)")
     parser.add_argument("--prob", type=float, default=0.95,
                         help="probability of every interval the Bayesian and bootstrap columns show (default 0.95)")
+    parser.add_argument("--target-accept", type=float, default=0.95,
+                        help="NUTS's target acceptance rate, in [0.5, 1) (default 0.95): higher (0.99) for a posterior "
+                             "with a funnel, a component near zero, at the cost of smaller steps")
 
 
 def add_family_options(parser) -> None:
@@ -144,7 +147,7 @@ def sampling_settings(args, **extra):
 
     check_probability(args.prob)
     return SamplingSettings(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
-                            allow_unconverged=args.allow_unconverged, **extra)
+                            allow_unconverged=args.allow_unconverged, target_accept=args.target_accept, **extra)
 
 
 def categorical_columns(args) -> list[str]:

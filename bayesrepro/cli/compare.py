@@ -16,6 +16,8 @@ def register(subparsers) -> None:
     parser.add_argument("--factor", help="categorical fixed effect whose levels are compared (default: the first one)")
     parser.add_argument("--by", help="data property the factor interacts with (default: read from the formula)")
     parser.add_argument("--h0", help="null model of the omnibus GLRT (default: the formula without the factor's terms)")
+    parser.add_argument("--no-phi", action="store_true",
+                        help="leave out phi, for a design without an object of measurement (a grid of meta-parameters)")
     add_family_options(parser)
     add_side_by_side_options(parser)
     parser.set_defaults(func=run)
@@ -24,7 +26,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     model = model_of(args, args.formula, args.object)
     result = model.compare(args.factor, args.by, args.h0, args.seed, args.bootstrap, args.draws, args.tune,
-                           args.chains, args.allow_unconverged, args.prob)
+                           args.chains, args.allow_unconverged, args.prob, args.target_accept, not args.no_phi)
     if args.json:
         print_json(result.to_dict())
     else:

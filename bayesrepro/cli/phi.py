@@ -36,7 +36,7 @@ def run(args) -> int:
     model = model_of(args, args.formula, args.object)
     posterior = model.sample(args.draws, args.tune, args.chains, args.seed, args.prior,
                              prior_scales(args.prior_scale), args.backend, args.sampler, args.allow_unconverged,
-                             args.prob)
+                             args.prob, args.target_accept)
     if args.json:
         print_json(posterior.to_dict())
     else:

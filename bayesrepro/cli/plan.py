@@ -57,6 +57,9 @@ def register(subparsers) -> None:
     add_count(parser, limits.CHAINS, 4, "chains for --assurance")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="with --assurance, use the draws even if the sampler did not converge (exit status 3)")
+    parser.add_argument("--assume", metavar="COMPONENT=VARIANCE,...",
+                        help="variances replacing the pilot's estimates, e.g. system:seed=0.0004: plan for what the "
+                             "pilot cannot rule out (latent scale for binary scores)")
     parser.add_argument("--plot", metavar="PATH", help="write power curves (or the cost frontier) to this .png/.pdf/.svg")
     parser.set_defaults(func=run)
 
@@ -72,7 +75,8 @@ def run(args) -> int:
         seed=args.seed, workers=args.workers, alpha=args.alpha, test=args.test, cost=args.cost, budget=args.budget,
         target_power=args.target_power, target_phi=args.target_phi, criterion=args.criterion, object=args.object,
         maximum=maximum, assurance=args.assurance, rope=args.rope, draws=args.draws, tune=args.tune,
-        chains=args.chains, allow_unconverged=args.allow_unconverged, figure=path is not None)
+        chains=args.chains, allow_unconverged=args.allow_unconverged, figure=path is not None,
+        assume=_counts([args.assume] if args.assume else [], "--assume", lists=False))
     if path is not None:
         with atomic_path(path) as temporary:
             plan.plot().savefig(temporary, format=path.suffix.lstrip("."), dpi=120)

@@ -1,0 +1,44 @@
+"""``br.simulate_binary_grid``: a binary benchmark with known truth, the design of the ``binary_grid`` spec."""
+
+from __future__ import annotations
+
+from .display import public
+
+
+@public
+def simulate_binary_grid(items: int = 2000, systems: dict | None = None, seeds: int = 5, prompts: int = 4,
+                         item_sd: float = 1.5, seed_sd: float = 0.2, prompt_sd: float = 0.3, intercept: float = 0.5,
+                         link: str = "logit", random_state=None):
+    """Simulate one binary benchmark: every item scored by every seed of every system with every prompt.
+
+    The score is 1 with probability ``inverse_link(intercept + system effect + item + seed + prompt)``, the
+    item, seed (per system) and prompt effects normal with the given SDs on the link scale.
+
+    Parameters
+    ----------
+    items : int, default 2000
+        Test items.
+    systems : dict, optional
+        Each system's name mapped to its effect on the link scale (default ``{"A": 0, "B": 0.2, "C": 0.4}``).
+    seeds : int, default 5
+        Training seeds per system.
+    prompts : int, default 4
+        Prompt templates, shared by all systems.
+    item_sd, seed_sd, prompt_sd : float, default 1.5, 0.2 and 0.3
+        SDs of the item, seed and prompt effects on the link scale.
+    intercept : float, default 0.5
+        The link-scale mean of the first system.
+    link : {"logit", "probit"}, default "logit"
+        The link.
+    random_state : int or numpy.random.Generator, optional
+        Seed of the simulation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item``, ``system``, ``seed``, ``prompt`` and ``correct`` (0/1), one row per item, system, seed
+        and prompt.
+    """
+    from ..simulate import binary_grid
+
+    return binary_grid(items, systems, seeds, prompts, item_sd, seed_sd, prompt_sd, intercept, link, random_state)
