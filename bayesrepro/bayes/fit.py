@@ -139,7 +139,7 @@ class BayesFit:
         """The text summary, every interval a central ``prob`` one."""
         phi = self.phi(prob)
         level = f"{100 * prob:g}%"
-        kind = "correlated random-effects" if self.terms else "random-intercept"
+        kind = "random-slope" if self.frame.spec.has_slopes else "random-intercept"
         lines = [
             f"Bayesian {self.family} {kind} model ({self.backend} backend), {self.frame.n_obs} observations",
             f"formula: {self.frame.formula}",
@@ -147,7 +147,8 @@ class BayesFit:
             "",
             self.summary(prob).to_string(float_format=lambda v: f"{v:.4g}"),
             "",
-            *([pd.DataFrame(self.random_effects(prob)).to_string(index=False, float_format=lambda v: f"{v:.4g}"), ""]
+            *([pd.DataFrame(self.random_effects(prob)).fillna("").to_string(index=False,
+                                                                            float_format=lambda v: f"{v:.4g}"), ""]
               if self.terms else []),
             f"phi ({self.object}, {self.scale} scale) = {phi['median']:.3f}, {level} interval "
             f"[{phi['low']:.3f}, {phi['high']:.3f}]",
