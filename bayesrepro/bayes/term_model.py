@@ -79,8 +79,10 @@ def term_density(frame, terms: list[TermLayout], priors: TermPriors) -> Compiled
             variables.append(Variable(corr_variable(term.group), (f"{term.group}__pair",)))
             coords[f"{term.group}__pair"] = [f"{term.columns[j]}:{term.columns[i]}" for j, i in term.pairs]
     n_dim = p + 1 + sum(term.nc * (term.nc + 1) // 2 + len(term.levels) * term.nc for term in terms)
+    # nutpie's diagonal mass matrix: on sleepstudy and simulated designs of 60 subjects its bulk ESS of the
+    # correlation per draw was 1.5-3.5 times that of the low-rank correction, at fewer seconds per gradient
     return CompiledDensity(slope_logp, slope_expand, floats, ints, n_dim, tuple(variables), coords,
-                           _initial_point(X, y, terms, n_dim))
+                           _initial_point(X, y, terms, n_dim), low_rank_mass_matrix=False)
 
 
 def fit_terms(frame, prior: str, object: str, settings):
