@@ -7,13 +7,10 @@
 # bulk ESS (posterior package) and the time of sampling alone (compilation excluded), summed over chains.
 
 suppressMessages({library(brms); library(jsonlite); library(posterior)})
-script <- local({
-  arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
-  normalizePath(sub("^--file=", "", arg[1]))
-})
-ref_dir <- dirname(script)
-args <- commandArgs(trailingOnly = TRUE)
-json_out <- if (length(args) >= 1L) args[[1]] else file.path(ref_dir, "brms_slopes.json")
+file_arg <- sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[1])
+ref_dir <- dirname(normalizePath(file_arg))
+out_arg <- commandArgs(trailingOnly = TRUE)
+json_out <- if (length(out_arg)) out_arg[[1]] else file.path(ref_dir, "brms_slopes.json")
 data <- read.csv(gzfile(file.path(dirname(ref_dir), "data", "sleepstudy.csv.gz")))
 
 chains <- 4L
