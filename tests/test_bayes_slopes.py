@@ -183,6 +183,7 @@ def test_posterior_medians_lie_near_lme4s_reml_estimates_on_sleepstudy():
 
     posterior = br.Model(SLEEP_FORMULA, SLEEP).sample(draws=1000, chains=4, seed=1)
     rows = _posterior_rows(posterior)
+    assert list(posterior.random_effects["median"]) == [row["median"] for row in rows.values()]
     reml = _lme4_sleepstudy()
     assert set(rows) == set(reml)
     for key, estimate in reml.items():

@@ -66,7 +66,8 @@ def term_density(frame, terms: list[TermLayout], priors: TermPriors) -> Compiled
     floats, ints = pack(
         [y, X, priors.fixed_mu, priors.fixed_sigma, priors.fixed_nu, Z, priors.sd_nu, priors.sd_scale,
          np.array([priors.residual_nu, priors.residual_sigma]), priors.eta, priors.x_means],
-        [np.array([len(y), p, len(terms), Z.shape[1], -1 if priors.intercept_index is None else priors.intercept_index]),
+        [np.array([len(y), p, len(terms), Z.shape[1],
+                   -1 if priors.intercept_index is None else priors.intercept_index]),
          np.array([term.nc for term in terms]), np.array([len(term.levels) for term in terms]),
          np.column_stack([term.codes for term in terms])],
     )

@@ -21,8 +21,9 @@ def register(subparsers) -> None:
     add_family_options(parser)
     parser.add_argument("--prior", choices=PRIOR_CHOICES,
                         help="scaled (default): half-normal SD priors with 95%% of their mass below the SD of the "
-                             "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares; brms: brms's "
-                             "defaults (Student-t(3) on SDs and the intercept, flat coefficients, LKJ(1))")
+                             "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares; "
+                             "brms: brms's defaults (Student-t(3) on SDs and the intercept, flat coefficients, "
+                             "LKJ(1))")
     parser.add_argument("--prior-scale", action="append", default=[], metavar="NAME=VALUE",
                         help="override one prior scale (a grouping factor, Residual, total or concentration): an SD "
                              "scale within a factor of 10^6 of the SD of the scores, a concentration from 0.01 to 100; "
