@@ -280,7 +280,6 @@ def _fit_correlated(frame, family: Family, object, prior, overrides, backend, se
     if prior is not None and not isinstance(prior, str):
         raise BayesreproError(f"--prior for {what} is a name ({', '.join(TERM_PRIOR_FAMILIES)}), not a PriorSpec")
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
-    check_posterior_size(settings, frame.n_fixed + 4 * (len(frame.spec.random_terms) + 1) + 4)
     draws, prior_table, terms = fit_terms(frame, prior or DEFAULT_PRIOR, choice.name, settings)
     diagnostics = diagnose(draws, diagnosed_variables(terms) + ["phi"])
     notes = list(frame.notes) + [note for note in (family.note, choice.note) if note]

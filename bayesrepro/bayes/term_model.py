@@ -18,6 +18,7 @@ from ..reliability import RESIDUAL
 from .compiled_sampler import CompiledDensity, Variable, pack, sample_compiled
 from .convergence import ess_bulk, ess_tail, r_hat
 from .posterior import add_reliability, interval
+from .sampling import check_posterior_size
 from .slope_density import slope_expand, slope_logp
 from .term_priors import TermPriors, column_sds, term_priors
 
@@ -52,7 +53,7 @@ def corr_variable(group: str) -> str:
 
 
 def term_layouts(frame) -> list[TermLayout]:
-    frame.require_rows("a Bayesian model with random slopes")
+    frame.require_rows("a Bayesian model with random slopes or brms's priors")
     design = random_design(frame.spec, frame.data)
     return [TermLayout(block.group, columns, codes, levels, matrix, block.mean_outer)
             for block, (codes, levels, matrix, columns) in zip(design.blocks, term_rows(frame.spec, frame.data))]
@@ -91,6 +92,9 @@ def fit_terms(frame, prior: str, object: str, settings):
     table, term layouts). Records every SD, correlation, σ, the fixed coefficients, the components and φ."""
     terms = term_layouts(frame)
     priors = term_priors(frame, terms, prior)
+    # per draw: coefficients, σ, every SD and correlation, a variance and a share per component, φ
+    check_posterior_size(settings, len(priors.fixed_names) + 1 + sum(t.nc * (t.nc + 1) // 2 for t in terms)
+                         + 2 * (len(terms) + 1) + 1)
     draws = sample_compiled(term_density(frame, terms, priors), settings)
     variances = {term.group: rows_variance(term_covariances(draws, term), term.mean_outer) for term in terms}
     variances[RESIDUAL] = draws["sigma"] ** 2
