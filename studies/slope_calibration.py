@@ -7,7 +7,7 @@ SD of 25 (sleepstudy's REML fit, its correlation rounded up). Every dataset is f
 coverage of the central 90 % intervals of the slope SD, the intercept SD, the correlation and σ to
 ``studies/results/slope_calibration.json``:
 
-    python studies/slope_calibration.py [--datasets 60] [--processes 1]
+    python studies/slope_calibration.py [--datasets 120] [--processes 1]
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def fit_one(k: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="coverage of the 90 % intervals of random-slope SDs and correlation")
-    parser.add_argument("--datasets", type=int, default=60)
+    parser.add_argument("--datasets", type=int, default=120)
     parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args()
     with ProcessPoolExecutor(max_workers=args.processes) as pool:
