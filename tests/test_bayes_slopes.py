@@ -322,3 +322,16 @@ def test_simulated_designs_recover_their_sds_and_correlation():
         assert covered[key] >= 4, (key, covered[key])
         limit = 0.15 if key[1] else 0.1 * value
         assert abs(np.mean(medians[key]) - value) < limit, (key, medians[key])
+
+
+def test_brms_priors_on_an_intercept_model_are_sampled_on_the_same_compiled_model():
+    import bayesrepro as br
+
+    posterior = br.Model("Reaction ~ Days + (1|Subject)", SLEEP).sample(draws=500, chains=4, seed=1, prior="brms",
+                                                                       allow_unconverged=True)
+    out = posterior.to_dict()
+    assert [(r["group"], r["var1"]) for r in out["random_effects"]] == [("Subject", "Intercept"), ("Residual", None)]
+    # the subjects' share: its variance is the intercept SD squared, draw by draw
+    draws = posterior.bayes.draws
+    np.testing.assert_allclose(draws["variance"][..., 0], draws["sd|Subject"][..., 0] ** 2, rtol=1e-12)
+    assert "flat" in set(posterior.bayes.prior_table["prior"])
