@@ -324,6 +324,7 @@ def test_simulated_designs_recover_their_sds_and_correlation():
         assert abs(np.mean(medians[key]) - value) < limit, (key, medians[key])
 
 
+@pytest.mark.filterwarnings("ignore:the sampler did not converge")   # a short run: the layout is checked
 def test_brms_priors_on_an_intercept_model_are_sampled_on_the_same_compiled_model():
     import bayesrepro as br
 
@@ -335,3 +336,13 @@ def test_brms_priors_on_an_intercept_model_are_sampled_on_the_same_compiled_mode
     draws = posterior.bayes.draws
     np.testing.assert_allclose(draws["variance"][..., 0], draws["sd|Subject"][..., 0] ** 2, rtol=1e-12)
     assert "flat" in set(posterior.bayes.prior_table["prior"])
+
+
+def test_python_callers_are_told_the_argument_not_the_flag():
+    import bayesrepro as br
+    from bayesrepro.errors import BayesreproError
+
+    with pytest.raises(BayesreproError, match=r'^backend="bambi" cannot fit random slopes'):
+        br.Model(SLEEP_FORMULA, SLEEP).sample(backend="bambi")
+    with pytest.raises(BayesreproError, match=r"^prior='r2d2' is not offered for random slopes"):
+        br.Model(SLEEP_FORMULA, SLEEP).sample(prior="r2d2")
