@@ -10,6 +10,10 @@ use a setting import it from here.
 BACKENDS = ("auto", "fast", "bambi")
 PRIOR_FAMILIES = ("scaled", "bambi", "r2d2")
 DEFAULT_PRIOR = "scaled"
+# brms's default priors: fitted on the compiled model with correlated random effects (random slopes)
+BRMS_PRIOR = "brms"
+TERM_PRIOR_FAMILIES = ("scaled", BRMS_PRIOR)   # the priors of models with random slopes
+PRIOR_CHOICES = (*PRIOR_FAMILIES, BRMS_PRIOR)
 # "auto": nutpie's NUTS on the compiled density of the fast path, PyMC's NUTS on Bambi's model
 SAMPLERS = ("auto", "pymc", "nutpie")
 

@@ -16,6 +16,9 @@ skewed (a rater's share of the rows falls as a power of its rank, so a few
 raters score thousands of items), and scores
 
     y = intercept + b_item + b_rater + ε   (or 0/1 with probability logistic(η) without ε).
+
+``repeated_measures`` draws a sleepstudy-like design: every subject measured on days 0 … days − 1, with a
+correlated random intercept and slope per subject (``(days|subject)``).
 """
 
 from __future__ import annotations
@@ -109,3 +112,30 @@ def _repeated_pairs(item: np.ndarray, rater: np.ndarray) -> np.ndarray:
     repeated = np.ones(len(keys), dtype=bool)
     repeated[first] = False
     return repeated
+
+
+@dataclass(frozen=True)
+class SlopeTruth:
+    """The parameters a repeated-measures design was drawn from."""
+
+    intercept_sd: float = 25.0
+    slope_sd: float = 6.0
+    correlation: float = 0.3
+    residual_sd: float = 25.0
+    intercept: float = 250.0
+    slope: float = 10.0
+
+
+def repeated_measures(subjects: int = 18, days: int = 10, truth: SlopeTruth = SlopeTruth(),
+                      random_state=None) -> pd.DataFrame:
+    """Scores ``y = intercept + slope·day + b0_subject + b1_subject·day + ε``, (b0, b1) bivariate normal with the
+    SDs and correlation of ``truth``. Columns ``subject``, ``day``, ``y``."""
+    rng = np.random.default_rng(random_state)
+    sd = np.array([truth.intercept_sd, truth.slope_sd])
+    covariance = np.outer(sd, sd) * np.array([[1.0, truth.correlation], [truth.correlation, 1.0]])
+    effects = rng.multivariate_normal(np.zeros(2), covariance, subjects)
+    subject = np.repeat(np.arange(subjects), days)
+    day = np.tile(np.arange(days, dtype=float), subjects)
+    y = (truth.intercept + effects[subject, 0] + (truth.slope + effects[subject, 1]) * day
+         + rng.normal(0.0, truth.residual_sd, subject.size))
+    return pd.DataFrame({"subject": np.char.add("s", subject.astype(str)), "day": day, "y": y})

@@ -45,6 +45,16 @@ def test_binary_intervals_cover_the_item_sd_at_the_nominal_rate_and_phi_at_least
     assert figures["converged"] >= 0.95
 
 
+def test_random_slope_intervals_cover_the_slope_sd_and_correlation_at_the_nominal_rate():
+    figures = load_record("slope_calibration")["figures"]
+    coverage = figures["coverage_90"]
+    # 90 % nominal; with 120 datasets the binomial SD is 2.7 points: 85–95 % is ±1.8 SD
+    assert figures["datasets"] >= 100
+    assert 0.85 <= coverage["sd_slope"] <= 0.95, coverage
+    assert 0.85 <= coverage["correlation"] <= 0.95, coverage
+    assert figures["converged"] >= 0.9
+
+
 def _null_rates(rows, references) -> list[tuple[str, str, float, float]]:
     """(design, reference, rate, bound): the rejected share of true nulls and 2.6 binomial SEs around 5 %."""
     return [(row["design"], row["reference"], row["rate"], 2.6 * math.sqrt(ALPHA * (1 - ALPHA) / row["datasets"]))

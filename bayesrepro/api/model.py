@@ -194,9 +194,10 @@ class Model:
             NUTS chains.
         seed : int or None, default 1
             Seed of the sampler; None draws a fresh one.
-        prior : {"scaled", "bambi", "r2d2"}, optional
+        prior : {"scaled", "bambi", "r2d2", "brms"}, optional
             Family of priors: half-normal SD priors scaled by the scores' SD (default for Gaussian scores), Bambi's
-            automatic priors, or total SD x Dirichlet shares.
+            automatic priors, total SD x Dirichlet shares, or brms's defaults. Models with random slopes take
+            "scaled" or "brms" (an LKJ(1) prior on every term's correlations) and report ``random_effects``.
         prior_scale : dict, optional
             Scales overriding single priors: a grouping factor, ``"Residual"``, ``"total"`` or ``"concentration"``
             mapped to its value.

@@ -30,6 +30,10 @@ class Posterior(Result):
         ("observed", or "latent" for binary scores) and ``bands``, the posterior probability of each Koo & Li band.
     idata : arviz.InferenceData
         Every posterior variable, for ArviZ.
+    random_effects : pandas.DataFrame
+        Models with random slopes (or ``prior="brms"``): one row per random-effect SD and correlation and a last
+        ``Residual`` row for σ (``group``, ``var1``, ``var2``), with posterior ``median``, interval ``low`` and
+        ``high``, ``r_hat``, ``ess_bulk`` and ``ess_tail``.
     """
 
     def __init__(self, bayes, prob: float = 0.95):
@@ -46,6 +50,11 @@ class Posterior(Result):
     def phi(self) -> dict:
         """Posterior median and interval of φ, and the probability of each Koo & Li band."""
         return self.bayes.phi(self.prob)
+
+    @property
+    def random_effects(self) -> pd.DataFrame:
+        """Posterior median, interval, R-hat and ESS of every random-effect SD and correlation, and of σ."""
+        return pd.DataFrame(self.bayes.random_effects(self.prob))
 
     @property
     def idata(self):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..choices import BACKENDS
+from ..choices import BACKENDS, BRMS_PRIOR, TERM_PRIOR_FAMILIES
 from ..errors import BayesreproError
 from ..design import Family, ModelFrame, model_frame, resolve_family
 from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
@@ -25,6 +25,7 @@ from .posterior import (
     phi_summary,
     reliability_summary,
 )
+from ..frequentist.covariance_structure import TERM_VARIANCE_NOTE
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, RESIDUAL, PriorSpec, default_priors
 from .sampling import SamplingSettings, check_posterior_size
 
@@ -46,6 +47,7 @@ class BayesFit:
     object: str
     seconds: float
     notes: list[str] = field(default_factory=list)
+    terms: tuple = ()   # ``term_model.TermLayout`` of every random-effect term, for a model with correlated effects
 
     @property
     def idata(self):
@@ -102,6 +104,8 @@ class BayesFit:
             "n_obs": self.frame.n_obs,
             "notes": self.notes,
         }
+        if self.terms:
+            out["random_effects"] = self.random_effects(prob)
         if "phi_observed" in self.draws:
             observed = self.phi(prob, observed=True)
             out["phi_observed"] = {k: observed[k] for k in ("median", "low", "high", "prob", "scale")}
@@ -113,6 +117,15 @@ class BayesFit:
                 for name, row in self.summary(prob, finite_population=True).iterrows()
             ]
         return out
+
+    def random_effects(self, prob: float = 0.95) -> list[dict]:
+        """Posterior median and interval, R-hat and ESS of every random-effect SD and correlation, and of σ
+        (models with correlated random effects; lme4's VarCorr rows)."""
+        from .term_model import random_effect_rows
+
+        if not self.terms:
+            raise BayesreproError("random_effects are reported for models with random slopes (or --prior brms)")
+        return random_effect_rows(self.draws, self.terms, prob)
 
     @property
     def scale(self) -> str:
@@ -126,13 +139,17 @@ class BayesFit:
         """The text summary, every interval a central ``prob`` one."""
         phi = self.phi(prob)
         level = f"{100 * prob:g}%"
+        kind = "random-slope" if self.frame.spec.has_slopes else "random-intercept"
         lines = [
-            f"Bayesian {self.family} random-intercept model ({self.backend} backend), {self.frame.n_obs} observations",
+            f"Bayesian {self.family} {kind} model ({self.backend} backend), {self.frame.n_obs} observations",
             f"formula: {self.frame.formula}",
             f"posterior medians and central {level} intervals (low, high)",
             "",
             self.summary(prob).to_string(float_format=lambda v: f"{v:.4g}"),
             "",
+            *([pd.DataFrame(self.random_effects(prob)).fillna("").to_string(index=False,
+                                                                            float_format=lambda v: f"{v:.4g}"), ""]
+              if self.terms else []),
             f"phi ({self.object}, {self.scale} scale) = {phi['median']:.3f}, {level} interval "
             f"[{phi['low']:.3f}, {phi['high']:.3f}]",
             "Koo & Li bands: " + ", ".join(f"P({k}) = {v:.2f}" for k, v in phi["bands"].items()),
@@ -205,6 +222,8 @@ def fit_bayes(
     family = resolved.name
     if not frame.groups:
         raise BayesreproError(f"formula {formula!r} has no (1|g) term; add the object of measurement, e.g. (1|item)")
+    if frame.spec.has_slopes or prior == BRMS_PRIOR:
+        return _fit_correlated(frame, resolved, object, prior, prior_overrides, backend, settings, start)
     # an explicit --backend or --sampler is kept; only "auto" may turn to the crossed Gibbs sampler
     reason = _crossed_gibbs_reason(frame, family) if backend == "auto" and settings.sampler == "auto" else None
     backend = CROSSED_GIBBS if reason else "fast" if backend == "auto" else backend
@@ -241,6 +260,33 @@ def fit_bayes(
     diagnostics = diagnose(draws, sd_vars + ["phi"])
     fit = BayesFit(draws, diagnostics, frame, spec, prior_table, family, backend, object,
                    time.perf_counter() - start, notes)
+    require_convergence(diagnostics, settings.allow_unconverged)
+    return fit
+
+
+def _fit_correlated(frame, family: Family, object, prior, overrides, backend, settings, start) -> BayesFit:
+    """Random slopes (correlated random effects), or brms's priors: the compiled model of ``term_model``."""
+    from .term_model import diagnosed_variables, fit_terms
+
+    what = "random slopes" if frame.spec.has_slopes else "--prior brms"
+    if family.binary:
+        raise BayesreproError(f"--formula {frame.formula!r}: {what} on the Bayesian side are fitted for Gaussian "
+                              "scores only; use random intercepts for binary scores, or --family gaussian")
+    if backend == "bambi" or settings.sampler == "pymc":
+        raise BayesreproError(f"{'--backend bambi' if backend == 'bambi' else '--sampler pymc'} cannot fit {what}: "
+                              "they are sampled by nutpie on the compiled model; drop the option")
+    if overrides:
+        raise BayesreproError(f"--prior-scale applies to random-intercept models, not to {what}; drop --prior-scale")
+    if prior is not None and not isinstance(prior, str):
+        raise BayesreproError(f"--prior for {what} is a name ({', '.join(TERM_PRIOR_FAMILIES)}), not a PriorSpec")
+    choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
+    draws, prior_table, terms = fit_terms(frame, prior or DEFAULT_PRIOR, choice.name, settings)
+    diagnostics = diagnose(draws, diagnosed_variables(terms) + ["phi"])
+    notes = list(frame.notes) + [note for note in (family.note, choice.note) if note]
+    if frame.spec.has_slopes:
+        notes.append(TERM_VARIANCE_NOTE)
+    fit = BayesFit(draws, diagnostics, frame, None, prior_table, family.name, "fast", choice.name,
+                   time.perf_counter() - start, notes, tuple(terms))
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
 

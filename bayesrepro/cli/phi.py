@@ -10,7 +10,7 @@ HELP = ("posterior distribution of every variance component and of reliability p
 
 
 def register(subparsers) -> None:
-    from ..choices import BACKENDS, PRIOR_FAMILIES, SAMPLERS
+    from ..choices import BACKENDS, PRIOR_CHOICES, SAMPLERS
 
     parser = subparsers.add_parser("phi", help=HELP, description=HELP)
     add_data_options(parser, engines=True)
@@ -19,9 +19,11 @@ def register(subparsers) -> None:
     parser.add_argument("--backend", default="auto", choices=BACKENDS,
                         help="fast: exact marginal model (Gaussian); bambi: Bambi's own model; auto: fast when possible")
     add_family_options(parser)
-    parser.add_argument("--prior", choices=PRIOR_FAMILIES,
+    parser.add_argument("--prior", choices=PRIOR_CHOICES,
                         help="scaled (default): half-normal SD priors with 95%% of their mass below the SD of the "
-                             "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares")
+                             "scores; bambi: Bambi's wider automatic priors; r2d2: total SD x Dirichlet shares; "
+                             "brms: brms's defaults (Student-t(3) on SDs and the intercept, flat coefficients, "
+                             "LKJ(1))")
     parser.add_argument("--prior-scale", action="append", default=[], metavar="NAME=VALUE",
                         help="override one prior scale (a grouping factor, Residual, total or concentration): an SD "
                              "scale within a factor of 10^6 of the SD of the scores, a concentration from 0.01 to 100; "

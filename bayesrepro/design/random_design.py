@@ -101,9 +101,7 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
     blocks, pieces, rows, cols, index = [], [], [], [], []
     offset = theta_offset = 0
     named: dict[str, int] = {}
-    for term in spec.random_terms:
-        codes, levels = _codes(data, term.factor)
-        matrix, columns = _term_matrix(term, data, spec)
+    for term, (codes, levels, matrix, columns) in zip(spec.random_terms, term_rows(spec, data)):
         nc = len(columns)
         seen = named.get(term.group, 0)
         named[term.group] = seen + 1
@@ -123,6 +121,12 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
     Z = sp.hstack(pieces, format="csc") if pieces else sp.csc_matrix((n, 0))
     join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
     return RandomDesign(Z, tuple(blocks), join(rows), join(cols), join(index))
+
+
+def term_rows(spec: FormulaSpec, data: pd.DataFrame) -> list[tuple[np.ndarray, pd.Index, np.ndarray, tuple[str, ...]]]:
+    """Per random-effect term: the level code of every row, the levels, the term's model matrix (rows × nc) and
+    its column names."""
+    return [(*_codes(data, term.factor), *_term_matrix(term, data, spec)) for term in spec.random_terms]
 
 
 def lower_triangle(nc: int) -> tuple[np.ndarray, np.ndarray]:

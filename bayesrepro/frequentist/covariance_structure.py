@@ -51,5 +51,11 @@ def singular_terms(design: RandomDesign, theta: np.ndarray) -> list[str]:
 
 def term_variances(design: RandomDesign, theta: np.ndarray, sigma2: float) -> dict[str, float]:
     """One variance per term: σ²θ² for an intercept, the mean of z'Σz over the rows with slopes."""
-    return {block.group: float(np.sum(term_covariance(block, theta, sigma2) * block.mean_outer))
+    return {block.group: float(rows_variance(term_covariance(block, theta, sigma2), block.mean_outer))
             for block in design.blocks}
+
+
+def rows_variance(covariance: np.ndarray, mean_outer: np.ndarray) -> np.ndarray:
+    """The variance a term's effects add to one observation, averaged over the rows: mean of z'Σz = Σ ∘ mean(zz'),
+    for one covariance matrix Σ or a stack of them (the last two axes; posterior draws)."""
+    return np.sum(covariance * mean_outer, axis=(-2, -1))
