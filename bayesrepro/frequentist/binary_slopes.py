@@ -40,8 +40,8 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
     """The Laplace ML fit of a binary model with random slopes (rows in memory)."""
     frame.require_rows("a binary model with random slopes")
     if nagq != 1:
-        raise BayesreproError(f"--nagq {nagq}: binary models with random slopes are fitted by the Laplace "
-                              "approximation only; use --nagq 1")
+        raise BayesreproError("binary models with random slopes are fitted by the Laplace approximation only; "
+                              "leave --nagq at 1")
     fixed_cells = binomial_cells(dataclasses.replace(frame, groups=[]))   # checks the 0/1 scores
     link = get_link(family.link)
     trials = np.ones(frame.n_obs) if frame.trials is None else frame.trials

@@ -132,9 +132,7 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
         return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
     require_memory(frame1, frame0)   # the larger model first
     fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
-    only_variances = fixed_parts_equal(frame0, frame1) and \
-        _sd_count(fit1) - _sd_count(fit0) == fit1.n_parameters - fit0.n_parameters
-    test = compare_fits(fit0, fit1, variance_component_only=only_variances)
+    test = compare_fits(fit0, fit1, variance_component_only=_only_variances_added(frame0, frame1, fit0, fit1))
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
@@ -143,8 +141,24 @@ SLOPES_REFERENCE_REASON = ("models with random slopes are read against chi2 with
                            "are not available for them")
 
 
-def _sd_count(fit: LmmFit) -> int:
-    """Standard deviations among the fit's covariance parameters (the residual's included)."""
+def _require_chi2_for_slopes(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> bool:
+    """Whether a model has random slopes; refuses a reference other than χ² for them."""
+    if not (frame0.spec.has_slopes or frame1.spec.has_slopes):
+        return False
+    if reference not in (ref.AUTO, ref.CHI2):
+        raise BayesreproError(f"--reference {reference} is not available for models with random slopes; "
+                              "use --reference chi2")
+    return True
+
+
+def _only_variances_added(frame0: ModelFrame, frame1: ModelFrame, fit0, fit1) -> bool:
+    """Does H1 add variances alone (no fixed effect, no correlation) to H0? Then one added is on the boundary."""
+    return fixed_parts_equal(frame0, frame1) and \
+        _sd_count(fit1) - _sd_count(fit0) == fit1.n_parameters - fit0.n_parameters
+
+
+def _sd_count(fit) -> int:
+    """Standard deviations among the fit's covariance parameters (a Gaussian fit's residual included)."""
     return sum(row["var2"] is None for row in fit.varcorr())
 
 
@@ -157,10 +171,14 @@ def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str,
                  workers: int | None) -> GlrtResult:
     from .glmm import fit_glmm_frame
 
-    choice = ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON) if reference == ref.AUTO else \
-        ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
-    test = compare_fits(fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family),
-                        variance_component_only=fixed_parts_equal(frame0, frame1))
+    if _require_chi2_for_slopes(frame0, frame1, reference):
+        choice = ref.Choice(ref.CHI2, SLOPES_REFERENCE_REASON)
+    elif reference == ref.AUTO:
+        choice = ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON)
+    else:
+        choice = ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
+    fit0, fit1 = fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family)
+    test = compare_fits(fit0, fit1, variance_component_only=_only_variances_added(frame0, frame1, fit0, fit1))
     test = dataclasses.replace(test, family=family.name, reason=choice.reason)
     if choice.method == ref.CHI2:
         return test
@@ -193,10 +211,7 @@ def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool) -> G
 def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, reference: str = ref.AUTO,
               samples: int = DEFAULT_SAMPLES, seed=None, workers: int | None = None) -> GlrtResult:
     """The asymptotic ``test`` of H0 (``frame0``) against H1 (``frame1``) read against ``reference``."""
-    if frame0.spec.has_slopes or frame1.spec.has_slopes:
-        if reference not in (ref.AUTO, ref.CHI2):
-            raise BayesreproError(f"--reference {reference} is not available for models with random slopes; "
-                                  "use --reference chi2")
+    if _require_chi2_for_slopes(frame0, frame1, reference):
         return dataclasses.replace(test, reason=SLOPES_REFERENCE_REASON)
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)

@@ -1,0 +1,145 @@
+"""Binary GLMMs with random slopes against glmer (tests/reference/glmer_slopes.R and its JSON)."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bayesrepro as br
+from bayesrepro.data import read_table
+from bayesrepro.design import Family, build_model_frame, parse_formula
+from bayesrepro.errors import BayesreproError
+from bayesrepro.frequentist.glmm import fit_glmm_frame
+from bayesrepro.frequentist.glrt import glrt
+
+HERE = Path(__file__).parent
+REFERENCE = HERE / "reference" / "glmer_slopes.json"
+SD_RELATIVE = 2e-3
+CORRELATION_ABSOLUTE = 2e-3
+FIXED_ABSOLUTE = 2e-3
+LOGLIK_SLACK = 1e-6
+CHISQ_ABSOLUTE = 1e-3
+# Fits of VerbAgg's 7,584 rows take tens of seconds each: they run with the slow tests.
+QUICK = ("crossed_maximal", "crossed_independent", "crossed_slope_only", "crossed_categorical")
+
+
+def _reference():
+    return json.loads(REFERENCE.read_text())
+
+
+def _frame(dataset: str, formula: str):
+    return build_model_frame(parse_formula(formula, slopes=True), read_table(HERE / "data" / f"{dataset}.csv.gz"))
+
+
+def _name(text):
+    """lme4's '(Intercept)', 'GenderM' and formulae's 'Intercept', 'Gender[M]' alike."""
+    return None if text is None else re.sub(r"[()\[\]]", "", text)
+
+
+def _check_against(fit, expected):
+    ours = {(row["group"], _name(row["var1"]), _name(row["var2"])): row["sdcor"] for row in fit.varcorr()}
+    theirs = {(row["grp"], _name(row["var1"]), _name(row["var2"])): row["sdcor"] for row in expected["varcorr"]}
+    assert set(ours) == set(theirs)
+    for key, value in theirs.items():
+        if key[2] is None:
+            assert ours[key] == pytest.approx(value, rel=SD_RELATIVE), key
+        else:
+            assert ours[key] == pytest.approx(value, abs=CORRELATION_ABSOLUTE), key
+    fixed = dict(zip(map(_name, fit.fixed_names), fit.beta))
+    assert set(fixed) == set(map(_name, expected["fixef"]))
+    for name, value in expected["fixef"].items():
+        assert fixed[_name(name)] == pytest.approx(value, abs=FIXED_ABSOLUTE), name
+    assert fit.loglik >= expected["loglik"] - LOGLIK_SLACK
+    assert fit.converged
+    assert bool(fit.boundary) == expected["singular"]
+
+
+def _fit(key):
+    model = _reference()["models"][key]
+    return fit_glmm_frame(_frame(model["data"], model["formula"]), Family("bernoulli", model["link"])), model
+
+
+SLOPE_MODELS = sorted(key for key, model in _reference()["models"].items() if "|" in model["formula"].replace(
+    "(1 | ", "").replace("(1|", ""))
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, marks=() if key in QUICK else pytest.mark.slow)
+                                 for key in SLOPE_MODELS])
+def test_fits_match_glmer(key):
+    fit, model = _fit(key)
+    _check_against(fit, model)
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, marks=() if key.startswith("crossed") else pytest.mark.slow)
+                                 for key in sorted(_reference()["tests"])])
+def test_slope_glrt_matches_glmer_anova(key):
+    case = _reference()["tests"][key]
+    frame1 = _frame(case["data"], case["h1"])
+    result = glrt(case["h0"], frame1, reference="chi2", family="bernoulli", link=case["link"])
+    assert result.chi2 == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
+    assert result.df == case["df"]
+    assert result.reference == f"chi2({case['df']})"
+
+
+def test_model_reports_slope_rows_and_singular_fit():
+    model = _reference()["models"]["crossed_categorical"]
+    fit = br.Model(model["formula"], HERE / "data" / "binary_crossed.csv.gz", family="bernoulli",
+                   object="item").fit()
+    payload = fit.to_dict()
+    rows = payload["random_effects"]
+    assert [(row["group"], row["var1"], row["var2"]) for row in rows] == [
+        ("subject", "Intercept", None), ("subject", "arm[late]", None), ("subject", "Intercept", "arm[late]"),
+        ("item", "Intercept", None)]
+    assert payload["boundary"] == ["subject"]
+    assert payload["scale"] == "latent" and payload["approximation"] == "Laplace"
+    assert "random slopes" in " ".join(payload["notes"])
+
+
+def _command(*args):
+    return subprocess.run([sys.executable, "-m", "bayesrepro", *args], capture_output=True, text=True)
+
+
+def test_commands_fit_and_test_binary_slopes():
+    case = _reference()["tests"]["crossed_subject_slope"]
+    data = str(HERE / "data" / "binary_crossed.csv.gz")
+    vca = _command("vca", data, "--formula", case["h1"], "--object", "item", "--json")
+    assert vca.returncode == 0, vca.stderr
+    rows = json.loads(vca.stdout)["random_effects"]
+    expected = _reference()["models"]["crossed_subject_slope"]["varcorr"]
+    assert [row["sdcor"] for row in rows] == pytest.approx([row["sdcor"] for row in expected], abs=2e-3)
+    test = _command("glrt", data, "--h0", case["h0"], "--h1", case["h1"], "--reference", "chi2", "--json")
+    assert test.returncode == 0, test.stderr
+    assert json.loads(test.stdout)["chi2"] == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
+    refused = _command("glrt", data, "--h0", case["h0"], "--h1", case["h1"], "--reference", "bootstrap")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "bayesrepro: error: --reference bootstrap is not available for models with random slopes; "
+        "use --reference chi2"]
+
+
+def test_quadrature_is_refused_for_slopes():
+    model = br.Model("y ~ c + (1 + c | subject)", HERE / "data" / "binary_crossed.csv.gz", family="bernoulli")
+    with pytest.raises(BayesreproError, match=r"^binary models with random slopes are fitted by the Laplace "
+                                              r"approximation only; leave nagq= at 1$"):
+        model.fit(nagq=3)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript is not installed")
+def test_reference_script_reproduces_the_stored_values(tmp_path):
+    """Re-run the R script into a temporary folder (it reads verbagg.csv.gz there): the same fits as stored."""
+    shutil.copy(HERE / "data" / "verbagg.csv.gz", tmp_path)
+    out = tmp_path / "glmer_slopes.json"
+    subprocess.run(["Rscript", str(HERE / "reference" / "glmer_slopes.R"), str(out), str(tmp_path)], check=True,
+                   capture_output=True)
+    fresh, stored = json.loads(out.read_text()), _reference()
+    for key, model in stored["models"].items():
+        assert fresh["models"][key]["loglik"] == pytest.approx(model["loglik"], abs=1e-6)
+        assert [row["sdcor"] for row in fresh["models"][key]["varcorr"]] == pytest.approx(
+            [row["sdcor"] for row in model["varcorr"]], rel=1e-6)
+    for key, case in stored["tests"].items():
+        assert fresh["tests"][key]["chisq"] == pytest.approx(case["chisq"], abs=1e-6)
