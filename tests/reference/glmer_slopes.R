@@ -14,15 +14,11 @@
 # "tests": {key: {"data", "h0", "h1", "link", "chisq", "df"}}}, fit = {"varcorr": as.data.frame(VarCorr(m)) rows
 # (grp, var1, var2, vcov, sdcor), "loglik", "fixef", "singular", "elapsed_seconds"}.
 
-suppressMessages({library(lme4); library(jsonlite)})
-script <- local({
-  arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
-  normalizePath(sub("^--file=", "", arg[1]))
-})
-ref_dir <- dirname(script)
-args <- commandArgs(trailingOnly = TRUE)
-json_out <- if (length(args) >= 1L) args[[1]] else file.path(ref_dir, "glmer_slopes.json")
-data_dir <- if (length(args) >= 2L) args[[2]] else file.path(dirname(ref_dir), "data")
+script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[1]))
+source(file.path(dirname(script), "lme4_common.R"))
+paths <- output_paths(script, "glmer_slopes.json")
+json_out <- paths$json
+data_dir <- paths$data
 
 set.seed(20261125)
 n_subject <- 60; n_item <- 40
