@@ -6,7 +6,7 @@ Usage:
 Two designs of tests/data (``tests/reference/glmer_slopes.R`` writes the second):
 
   verbagg   lme4's VerbAgg, 7,584 rows: r2 ~ Anger + Gender + btype + (1 + Anger|item) + (1|id)
-  crossed   60 subjects x 40 items, 2,040 rows: y ~ c + (1 + c|subject) + (1 + c|item)
+  crossed   60 subjects x 40 items x 2 conditions less 15%, 4,080 rows: y ~ c + (1 + c|subject) + (1 + c|item)
 
 Both contenders fit each model by ML with the Laplace approximation, timed as a user runs them, start-up and
 reading the CSV included, in the same run:
