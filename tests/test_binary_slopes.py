@@ -18,6 +18,8 @@ HERE = Path(__file__).parent
 REFERENCE = HERE / "reference" / "glmer_slopes.json"
 SD_RELATIVE = 2e-3
 FIXED_ABSOLUTE = 2e-3
+# Both standard errors come from finite-difference Hessians of the criterion over (θ, β).
+SE_RELATIVE = 2e-3
 # Fits of VerbAgg's 7,584 rows take tens of seconds each: they run with the slow tests.
 QUICK = ("crossed_independent", "crossed_slope_only")
 
@@ -35,10 +37,11 @@ def _check_against(fit, expected):
             assert ours[key] == pytest.approx(value, rel=SD_RELATIVE), key
         else:
             assert ours[key] == pytest.approx(value, abs=CORRELATION_ABSOLUTE), key
-    fixed = dict(zip(map(_name, fit.fixed_names), fit.beta))
+    fixed = dict(zip(map(_name, fit.fixed_names), zip(fit.beta, fit.se)))
     assert set(fixed) == set(map(_name, expected["fixef"]))
     for name, value in expected["fixef"].items():
-        assert fixed[_name(name)] == pytest.approx(value, abs=FIXED_ABSOLUTE), name
+        assert fixed[_name(name)][0] == pytest.approx(value, abs=FIXED_ABSOLUTE), name
+        assert fixed[_name(name)][1] == pytest.approx(expected["std_errors"][name], rel=SE_RELATIVE), name
     assert fit.loglik >= expected["loglik"] - LOGLIK_SLACK
     assert fit.converged
     assert bool(fit.boundary) == expected["singular"]

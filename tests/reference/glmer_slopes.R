@@ -12,7 +12,8 @@
 # IRLS tolerance leaves its Laplace criterion uncertain in about the third decimal, so the tight fit is the
 # optimum to compare with. JSON: {"producer", "versions", "models": {key: {"data", "formula", "link", fit}},
 # "tests": {key: {"data", "h0", "h1", "link", "chisq", "df"}}}, fit = {"varcorr": as.data.frame(VarCorr(m)) rows
-# (grp, var1, var2, vcov, sdcor), "loglik", "fixef", "singular", "elapsed_seconds"}.
+# (grp, var1, var2, vcov, sdcor), "loglik", "fixef", "std_errors" (of vcov(m), glmer's Hessian-based default),
+# "singular", "elapsed_seconds"}.
 
 script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[1]))
 source(file.path(dirname(script), "lme4_common.R"))
@@ -50,7 +51,8 @@ record <- function(fitted) {
   vc <- as.data.frame(VarCorr(m))
   list(varcorr = lapply(seq_len(nrow(vc)), function(i) list(grp = vc$grp[i], var1 = vc$var1[i], var2 = vc$var2[i],
                                                           vcov = vc$vcov[i], sdcor = vc$sdcor[i])),
-       loglik = as.numeric(logLik(m)), fixef = as.list(fixef(m)), singular = isSingular(m),
+       loglik = as.numeric(logLik(m)), fixef = as.list(fixef(m)),
+       std_errors = as.list(stats::setNames(sqrt(diag(as.matrix(vcov(m)))), names(fixef(m)))), singular = isSingular(m),
        elapsed_seconds = fitted$elapsed)
 }
 models <- list(
