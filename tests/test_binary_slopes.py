@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import bayesrepro as br
-from bayesrepro.design import Family, parse_formula
+from bayesrepro.design import parse_formula, resolve_family
 from bayesrepro.errors import BayesreproError
 from bayesrepro.frequentist.glmm import fit_glmm_frame
 from bayesrepro.frequentist.glrt import glrt
@@ -21,7 +21,7 @@ FIXED_ABSOLUTE = 2e-3
 # Both standard errors come from finite-difference Hessians of the criterion over (θ, β).
 SE_RELATIVE = 2e-3
 # Fits of VerbAgg's 7,584 rows take tens of seconds each: they run with the slow tests.
-QUICK = ("crossed_independent", "crossed_slope_only")
+QUICK = ("counts_slope", "crossed_independent", "crossed_slope_only")
 
 
 def _reference():
@@ -48,8 +48,10 @@ def _check_against(fit, expected):
 
 
 def _fit(key):
+    """The fit of a stored model: 0/1 scores as Bernoulli, p(successes, trials) as binomial."""
     model = _reference()["models"][key]
-    return fit_glmm_frame(_frame(model["data"], model["formula"]), Family("bernoulli", model["link"])), model
+    frame = _frame(model["data"], model["formula"])
+    return fit_glmm_frame(frame, resolve_family(frame, "auto", model["link"])), model
 
 
 SLOPE_MODELS = sorted(key for key, model in _reference()["models"].items()
@@ -136,7 +138,8 @@ def test_quadrature_is_refused_for_slopes():
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript is not installed")
 def test_reference_script_reproduces_the_stored_values(tmp_path):
-    """Re-run the R script into a temporary folder (it reads verbagg.csv.gz there): the same fits as stored."""
+    """Re-run the R script into a temporary folder (it reads verbagg.csv.gz there): the same fits as stored, to
+    bobyqa's reproducibility across runs (SDs moved by up to 2e-6 relative between two runs on one machine)."""
     shutil.copy(HERE / "data" / "verbagg.csv.gz", tmp_path)
     out = tmp_path / "glmer_slopes.json"
     subprocess.run(["Rscript", str(HERE / "reference" / "glmer_slopes.R"), str(out), str(tmp_path)], check=True,
@@ -145,6 +148,6 @@ def test_reference_script_reproduces_the_stored_values(tmp_path):
     for key, model in stored["models"].items():
         assert fresh["models"][key]["loglik"] == pytest.approx(model["loglik"], abs=1e-6)
         assert [row["sdcor"] for row in fresh["models"][key]["varcorr"]] == pytest.approx(
-            [row["sdcor"] for row in model["varcorr"]], rel=1e-6)
+            [row["sdcor"] for row in model["varcorr"]], rel=1e-5)
     for key, case in stored["tests"].items():
         assert fresh["tests"][key]["chisq"] == pytest.approx(case["chisq"], abs=1e-6)

@@ -6,7 +6,8 @@
 # binary_crossed.csv.gz, simulated here (seed below): 60 subjects x 40 items, a within-subject and within-item
 # condition c (-0.5/0.5), a two-level text column arm (items' half), 0/1 scores from a logit model with
 # correlated intercepts and slopes on both factors (subject SDs 1.0 and 0.7, correlation 0.4; item SDs 0.8 and
-# 0.5, correlation -0.3), 15% of the rows removed.
+# 0.5, correlation -0.3), 15% of the rows removed; and binary_counts.csv.gz, its successes s out of n items per
+# subject, condition and arm (binomial counts, fitted as p(s, n)).
 #
 # Every model is fitted with glmerControl(optimizer = "bobyqa", tolPwrss = 1e-12): glmer's default penalized
 # IRLS tolerance leaves its Laplace criterion uncertain in about the third decimal, so the tight fit is the
@@ -37,12 +38,21 @@ utils::write.csv(grid[order(grid$subject, grid$item, grid$c), c("subject", "item
                  row.names = FALSE)
 close(con)
 
+# binomial counts: the crossed scores of each subject in each condition and arm, summed over the items
+counts <- aggregate(cbind(s = y, n = 1) ~ subject + c + arm, data = grid, FUN = sum)
+con <- gzfile(file.path(data_dir, "binary_counts.csv.gz"), "w")
+utils::write.csv(counts[order(counts$subject, counts$c, counts$arm), ], con, row.names = FALSE)
+close(con)
+
 read_data <- function(name) utils::read.csv(file.path(data_dir, name), stringsAsFactors = TRUE)
-frames <- list(verbagg = read_data("verbagg.csv.gz"), binary_crossed = read_data("binary_crossed.csv.gz"))
+frames <- list(verbagg = read_data("verbagg.csv.gz"), binary_crossed = read_data("binary_crossed.csv.gz"),
+               binary_counts = read_data("binary_counts.csv.gz"))
 
 control <- glmerControl(optimizer = "bobyqa", tolPwrss = 1e-12, optCtrl = list(maxfun = 1e5))
+# p(successes, trials) on the left is glmer's cbind(successes, trials - successes)
+glmer_formula <- function(formula) sub("^p\\((\\w+), (\\w+)\\)", "cbind(\\1, \\2 - \\1)", formula)
 fit <- function(data, formula, link) {
-  elapsed <- system.time(m <- glmer(as.formula(formula), data = frames[[data]], family = binomial(link),
+  elapsed <- system.time(m <- glmer(as.formula(glmer_formula(formula)), data = frames[[data]], family = binomial(link),
                                     control = control))[["elapsed"]]
   list(model = m, elapsed = elapsed)
 }
@@ -66,7 +76,8 @@ models <- list(
   crossed_intercepts = list("binary_crossed", "y ~ c + (1 | subject) + (1 | item)", "logit"),
   crossed_independent = list("binary_crossed", "y ~ c + (1 + c || subject) + (1 | item)", "logit"),
   crossed_slope_only = list("binary_crossed", "y ~ c + (0 + c | subject) + (1 | item)", "logit"),
-  crossed_categorical = list("binary_crossed", "y ~ c + arm + (1 + arm | subject) + (1 | item)", "logit")
+  crossed_categorical = list("binary_crossed", "y ~ c + arm + (1 + arm | subject) + (1 | item)", "logit"),
+  counts_slope = list("binary_counts", "p(s, n) ~ c + arm + (1 + c | subject)", "logit")
 )
 fitted <- lapply(models, function(m) fit(m[[1]], m[[2]], m[[3]]))
 tests <- list(
