@@ -53,7 +53,7 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
         start = np.concatenate([design.start(), np.zeros(frame.n_fixed)])
         scaled, converged, message = bounded_minimum(coordinates, start, laplace.bounded)
         params = coordinates.unscaled(scaled)
-        deviance, _, fixed_precision = laplace.evaluate(params)
+        deviance, fixed_precision = laplace.evaluate(params)
         theta, beta = params[:design.n_theta], params[design.n_theta:]
         free = np.where(laplace.bounded, params > BOUNDARY_THETA, True)
         covariance = covariance_of_beta(value_hessian(laplace, params, free), free, design.n_theta, fixed_precision)
@@ -82,7 +82,7 @@ class ScaledCoordinates:
         self.theta_scale = np.concatenate(scales) if scales else np.zeros(0)
         self.beta = beta
         start = np.concatenate([design.start() / self.theta_scale, beta])
-        self.whitening = np.linalg.cholesky(laplace.evaluate(start)[2])
+        self.whitening = np.linalg.cholesky(laplace.evaluate(start)[1])
 
     def unscaled(self, scaled: np.ndarray) -> np.ndarray:
         k = len(self.theta_scale)

@@ -63,8 +63,8 @@ class SparseLaplaceDeviance:
         except (np.linalg.LinAlgError, NotConvergedError):
             return np.inf
 
-    def evaluate(self, params: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """f, û (the permuted columns) and R_X'R_X, the fixed effects' block of the penalized precision at û."""
+    def evaluate(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        """f and R_X'R_X, the fixed effects' block of the penalized precision at û (û kept for the next start)."""
         params = np.asarray(params, dtype=float)
         theta, beta = params[:self.n_theta], params[self.n_theta:]
         lam = sp.csc_matrix((theta[self.design.lambda_index], self._lambda_at), shape=(self.design.q,) * 2)
@@ -75,7 +75,7 @@ class SparseLaplaceDeviance:
         self._u = u
         weighted = lam.T @ (self.Zt @ (self.X * terms.weight[:, None]))
         fixed_precision = self.X.T @ (self.X * terms.weight[:, None]) - weighted.T @ factor.solve(weighted)
-        return self._penalized(terms.kernel, u) + factor.logdet, u, fixed_precision
+        return self._penalized(terms.kernel, u) + factor.logdet, fixed_precision
 
     def _penalized_matrix(self, theta: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
         """Λ'Z'WZΛ + I."""
