@@ -70,6 +70,16 @@ def run_glmer(path: Path, timeout: float) -> dict:
             "read_seconds": fit["read_seconds"], "warnings": fit["warnings"], "lme4": fit["lme4"]}
 
 
+def print_runs(ours: dict, lme4: dict) -> None:
+    """One line per contender: wall and CPU seconds and peak memory, or why it has none."""
+    for name, result in (("bayesrepro", ours), ("lme4 glmer", lme4)):
+        if result["status"] != "ok":
+            print(f"  {name:11s} {result['status']}: {result.get('error', '')}")
+            continue
+        print(f"  {name:11s} {result['seconds']:8.2f} s wall  {result['cpu_seconds']:8.2f} s CPU  "
+              f"{result['peak_mb']:7.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
@@ -80,12 +90,7 @@ def main() -> None:
     path = grid_file(args.items)
     ours, lme4 = run_ours(path, args.repeats), run_glmer(path, args.lme4_timeout)
     print(f"binary grid: {args.items} items x 3 systems x 5 seeds x 4 prompts ({path.name}); {FORMULA}")
-    for name, result in (("bayesrepro", ours), ("lme4 glmer", lme4)):
-        if result["status"] != "ok":
-            print(f"  {name:11s} {result['status']}: {result.get('error', '')}")
-            continue
-        print(f"  {name:11s} {result['seconds']:8.2f} s wall  {result['cpu_seconds']:8.2f} s CPU  "
-              f"{result['peak_mb']:7.0f} MB")
+    print_runs(ours, lme4)
     if ours["status"] == lme4["status"] == "ok":
         print(f"  ratio lme4/ours: {lme4['seconds'] / ours['seconds']:.1f}x wall, "
               f"{lme4['cpu_seconds'] / ours['cpu_seconds']:.1f}x CPU (glmer alone: {lme4['fit_seconds']:.1f} s)")

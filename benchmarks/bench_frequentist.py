@@ -179,6 +179,18 @@ def _time_field(text: str, name: str) -> float:
     return float(match.group(1)) if match else float("nan")
 
 
+def repeated_json(command: list[str], repeats: int) -> tuple[dict, dict | None]:
+    """``command`` run ``repeats`` times: the median wall and CPU seconds and the peak memory, and the JSON its
+    first run printed (None, and the status "failed" with the error, where a run printed none)."""
+    runs = [run_command(command) for _ in range(repeats)]
+    parsed = [last_json_line(r.stdout) for r in runs]
+    if any(p is None for p in parsed):
+        return {"status": "failed", "error": next(r.stderr for r, p in zip(runs, parsed) if p is None)[-400:]}, None
+    return {"status": "ok", "seconds": statistics.median(r.seconds for r in runs),
+            "cpu_seconds": statistics.median(r.cpu_seconds for r in runs),
+            "peak_mb": max(r.peak_mb for r in runs)}, parsed[0]
+
+
 def bayesrepro_command() -> list[str]:
     script = Path(sys.executable).parent / "bayesrepro"
     return [str(script)] if script.exists() else [sys.executable, "-m", "bayesrepro"]

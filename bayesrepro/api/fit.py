@@ -150,8 +150,7 @@ class Fit(Result):
             payload.update(variance_se=fit.variance_se, replicates=fit.replicates)
         if family.binary:
             payload.update(phi_observed=self.phi_observed, approximation=fit.approximation, n_cells=fit.n_cells)
-        else:
-            payload["random_effects"] = fit.varcorr()
+        payload["random_effects"] = fit.varcorr()
         payload["fixed_effects"] = [{"term": term, **row} for term, row in
                                     self.fixed_effects.to_dict(orient="index").items()]
         return payload

@@ -175,7 +175,7 @@ class ModelFrame:
         if self.spec.has_slopes:
             slopes = next(term.text for term in self.spec.random_terms if not term.intercept_only)
             raise BayesreproError(f"random slope '{slopes}': {purpose} supports random intercepts only; random slopes "
-                                  "are fitted by the Gaussian REML/ML engine (vca, glrt) and by phi")
+                                  "are fitted by vca and glrt (REML/ML, or Laplace for 0/1 scores) and by phi")
 
     def require_rows(self, purpose: str) -> None:
         if not self.has_rows:

@@ -29,6 +29,7 @@ from ..reliability import RESIDUAL, phi, phi_observed, vca_table
 from ..runtime import numerical_work
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
+from .lmm import varcorr_line
 from .optimise import BOUNDARY_THETA, optimise
 from .quadrature import QuadratureDeviance, check_nodes
 
@@ -62,6 +63,9 @@ class GlmmFit:
     cell_trials: np.ndarray              # trials with that row (weights of the observation-scale φ)
     notes: list[str] = field(default_factory=list)
     method: str = "ml"
+    # lme4's as.data.frame(VarCorr(m)) rows of a model with random slopes (group, var1, var2, vcov, sdcor)
+    random_effects: list[dict] = field(default_factory=list)
+    singular: list[str] | None = None    # terms with a zero SD or a ±1 correlation, where θ is not one per variance
 
     @property
     def approximation(self) -> str:
@@ -94,12 +98,23 @@ class GlmmFit:
 
     @property
     def boundary(self) -> list[str]:
+        """Variance components at zero, or terms with a zero SD or a ±1 correlation (singular fit)."""
+        if self.singular is not None:
+            return list(self.singular)
         return [name for name, t in zip(self.variances, self.theta) if t < BOUNDARY_THETA]
 
     @property
     def n_parameters(self) -> int:
-        """Fixed effects + variance components (a binomial model has no residual variance)."""
-        return len(self.beta) + len(self.variances)
+        """Fixed effects + covariance parameters θ (a binomial model has no residual variance)."""
+        return len(self.beta) + len(self.theta)
+
+    def varcorr(self) -> list[dict]:
+        """One row per SD and per correlation of the random effects (latent scale): lme4's
+        ``as.data.frame(VarCorr(m))`` of a glmer fit, which has no residual row."""
+        if self.random_effects:
+            return [dict(row) for row in self.random_effects]
+        return [{"group": name, "var1": "Intercept", "var2": None, "vcov": float(v), "sdcor": float(np.sqrt(v))}
+                for name, v in self.variances.items()]
 
     def fixed_effects(self) -> pd.DataFrame:
         return pd.DataFrame({"estimate": self.beta, "std_error": self.se}, index=pd.Index(self.fixed_names, name="term"))
@@ -129,6 +144,7 @@ class GlmmFit:
             "loglik": self.loglik,
             "converged": self.converged,
             "boundary": self.boundary,
+            "random_effects": self.varcorr(),
         }
 
     def __str__(self) -> str:
@@ -140,8 +156,12 @@ class GlmmFit:
             f"  log-likelihood: {self.loglik:.4f}   converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
         ]
         if self.boundary:
-            lines.append(f"  at the boundary (variance 0): {', '.join(self.boundary)}")
+            what = "variance 0" if self.singular is None else "singular: an SD of 0 or a correlation of ±1"
+            lines.append(f"  at the boundary ({what}): {', '.join(self.boundary)}")
         lines += [f"  note: {note}" for note in self.notes]
+        if self.random_effects:
+            lines.append("Random effects (latent scale):")
+            lines += ["  " + varcorr_line(row) for row in self.random_effects]
         lines.append(f"Variance components (latent scale; residual = {self.link} latent variance):")
         lines += ["  " + line for line in self.vca().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
         lines.append(f"Fixed effects ({self.link} scale):")
@@ -164,6 +184,11 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
     """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
+    if frame.spec.has_slopes:
+        from .binary_slopes import fit_binary_slopes
+
+        return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
+                            lambda: fit_binary_slopes(frame, family, nagq, notes))
     return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
                         lambda: fit_binomial_cells(frame.binomial(), family.link, nagq, family.name, notes))
 
@@ -184,10 +209,11 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
         if nagq > 1:
             quadrature = QuadratureDeviance(laplace, nagq)
             theta, beta, deviance, hessian, converged, message = _optimise_quadrature(quadrature, theta, beta)
-            covariance = _covariance(hessian, theta, point)
+            covariance = covariance_of_beta(hessian, _free(theta, beta), len(theta), point.fixed_precision)
         else:
             deviance = point.deviance
-            covariance = _covariance(_gradient_hessian(laplace, theta, beta), theta, point)
+            covariance = covariance_of_beta(_gradient_hessian(laplace, theta, beta), _free(theta, beta), len(theta),
+                                            point.fixed_precision)
     variances = {name: float(t * t) for name, t in zip(cells.group_names, theta)}
     return GlmmFit(
         formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
@@ -218,7 +244,7 @@ def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta
                                      options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-7})
     params = result.x
     value, gradient = value_and_gradient(params)
-    hessian = _value_hessian(quadrature, params)
+    hessian = value_hessian(quadrature, params)
     free = np.ones(len(params), dtype=bool)
     free[0] = params[0] > BOUNDARY_THETA
     try:
@@ -249,33 +275,39 @@ def _gradient_hessian(laplace: LaplaceDeviance, theta: np.ndarray, beta: np.ndar
     return 0.5 * (hessian + hessian.T)
 
 
-def _value_hessian(quadrature: QuadratureDeviance, params: np.ndarray) -> np.ndarray:
-    """Hessian of the quadrature deviance by central second differences of its values."""
+def value_hessian(criterion, params: np.ndarray, free: np.ndarray | None = None) -> np.ndarray:
+    """Hessian of a criterion (the quadrature deviance, the sparse Laplace one) by central second differences of
+    its values; rows and columns outside ``free`` (parameters at a bound) are left zero."""
     size = len(params)
+    free = np.ones(size, dtype=bool) if free is None else free
     steps = VALUE_STEP * np.maximum(1.0, np.abs(params))
-    base = quadrature(params)
+    base = criterion(params)
     hessian = np.zeros((size, size))
-    for i in range(size):
-        for j in range(i, size):
+    for i in np.flatnonzero(free):
+        for j in np.flatnonzero(free[i:]) + i:
             ei, ej = np.eye(size)[i] * steps[i], np.eye(size)[j] * steps[j]
             if i == j:
-                value = (quadrature(params + ei) - 2 * base + quadrature(params - ei)) / steps[i] ** 2
+                value = (criterion(params + ei) - 2 * base + criterion(params - ei)) / steps[i] ** 2
             else:
-                value = (quadrature(params + ei + ej) - quadrature(params + ei - ej)
-                         - quadrature(params - ei + ej) + quadrature(params - ei - ej)) / (4 * steps[i] * steps[j])
+                value = (criterion(params + ei + ej) - criterion(params + ei - ej)
+                         - criterion(params - ei + ej) + criterion(params - ei - ej)) / (4 * steps[i] * steps[j])
             hessian[i, j] = hessian[j, i] = value
     return hessian
 
 
-def _covariance(hessian: np.ndarray, theta: np.ndarray, point) -> np.ndarray:
-    """Cov(β̂) = 2·[H⁻¹]_ββ over the free parameters (lme4's vcov); (R_X'R_X)⁻¹ where H is not positive definite."""
-    k = len(theta)
-    free = np.concatenate([theta > BOUNDARY_THETA, np.ones(hessian.shape[0] - k, dtype=bool)])
+def _free(theta: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """The parameters off their bound: random-intercept θ above the boundary, every β."""
+    return np.concatenate([theta > BOUNDARY_THETA, np.ones(len(beta), dtype=bool)])
+
+
+def covariance_of_beta(hessian: np.ndarray, free: np.ndarray, k: int, fixed_precision: np.ndarray) -> np.ndarray:
+    """Cov(β̂) = 2·[H⁻¹]_ββ over the ``free`` parameters (lme4's vcov; the first ``k`` are θ); (R_X'R_X)⁻¹ where
+    H is not positive definite."""
     reduced = hessian[np.ix_(free, free)]
     try:
         np.linalg.cholesky(reduced)
     except np.linalg.LinAlgError:
-        return np.linalg.inv(point.fixed_precision)
+        return np.linalg.inv(fixed_precision)
     inverse = np.linalg.inv(reduced)
     n_free_theta = int(free[:k].sum())
     covariance = 2.0 * inverse[n_free_theta:, n_free_theta:]

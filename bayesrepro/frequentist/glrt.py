@@ -135,8 +135,23 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
-def sd_count(fit: LmmFit) -> int:
-    """Standard deviations among the fit's covariance parameters (the residual's included)."""
+BINARY_SLOPES_REASON = ("binary models with random slopes are read against the asymptotic reference (a 50:50 chi2 "
+                        "mixture where one variance is added, else chi2); calibrated references are not available "
+                        "for them")
+
+
+def _require_chi2_for_binary_slopes(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> bool:
+    """Whether a binary model has random slopes; refuses a reference other than the asymptotic one for them."""
+    if not (frame0.spec.has_slopes or frame1.spec.has_slopes):
+        return False
+    if reference not in (ref.AUTO, ref.CHI2):
+        raise BayesreproError(f"--reference {reference} is not available for binary models with random slopes; "
+                              "use --reference chi2")
+    return True
+
+
+def sd_count(fit) -> int:
+    """Standard deviations among the fit's covariance parameters (a Gaussian fit's residual included)."""
     return sum(row["var2"] is None for row in fit.varcorr())
 
 
@@ -149,10 +164,15 @@ def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str,
                  workers: int | None) -> GlrtResult:
     from .glmm import fit_glmm_frame
 
-    choice = ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON) if reference == ref.AUTO else \
-        ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
-    test = compare_fits(fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family),
-                        variance_component_only=fixed_parts_equal(frame0, frame1))
+    if _require_chi2_for_binary_slopes(frame0, frame1, reference):
+        choice = ref.Choice(ref.CHI2, BINARY_SLOPES_REASON)
+    elif reference == ref.AUTO:
+        choice = ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON)
+    else:
+        choice = ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
+    fit0, fit1 = fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family)
+    test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1),
+                        added_variances=sd_count(fit1) - sd_count(fit0))
     test = dataclasses.replace(test, family=family.name, reason=choice.reason)
     if choice.method == ref.CHI2:
         return test

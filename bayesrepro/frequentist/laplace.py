@@ -51,6 +51,18 @@ GLM_TOLERANCE = 1e-10
 SEPARATED = 30.0
 
 
+def halved_step(u: np.ndarray, step: np.ndarray, value: float, penalized_at) -> tuple[np.ndarray, np.ndarray]:
+    """u + α·step with α halved from 1 until the penalized deviance does not increase (or α < 1e-6), and η there;
+    ``penalized_at(trial)`` returns the penalized deviance and η at ``trial``."""
+    alpha = 1.0
+    while True:
+        trial = u + alpha * step
+        trial_value, trial_eta = penalized_at(trial)
+        if trial_value <= value + 1e-12 * abs(value) or alpha < 1e-6:
+            return trial, trial_eta
+        alpha /= 2.0
+
+
 @dataclass(frozen=True)
 class LaplacePoint:
     """The criterion and its gradient at one (θ, β), at the conditional mode û."""
@@ -185,16 +197,11 @@ class LaplaceDeviance:
                 u = u + step
                 eta = self.eta(theta, beta, u)
                 continue
-            value = self._penalized(terms.kernel, u)
-            alpha = 1.0
-            while True:
-                trial = u + alpha * step
+            def penalized_at(trial):
                 trial_eta = self.eta(theta, beta, trial)
-                trial_value = self._penalized(self.link.loglik_kernel(self.y, self.n, trial_eta), trial)
-                if trial_value <= value + 1e-12 * abs(value) or alpha < 1e-6:
-                    break
-                alpha /= 2.0
-            u, eta = trial, trial_eta
+                return self._penalized(self.link.loglik_kernel(self.y, self.n, trial_eta), trial), trial_eta
+
+            u, eta = halved_step(u, step, self._penalized(terms.kernel, u), penalized_at)
         raise NotConvergedError("penalized IRLS did not find the mode of the random effects in 100 iterations")
 
     def _penalized(self, kernel: np.ndarray, u: np.ndarray) -> float:

@@ -120,7 +120,7 @@ class LmmFit:
         lines += [f"  note: {note}" for note in self.notes]
         if self.random_effects:
             lines.append("Random effects:")
-            lines += ["  " + _varcorr_line(row) for row in self.random_effects]
+            lines += ["  " + varcorr_line(row) for row in self.random_effects]
         lines.append("Variance components:")
         lines += ["  " + line for line in self.vca().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
         lines.append("Fixed effects:")
@@ -205,7 +205,7 @@ def fit_of(frame: ModelFrame, method: str, objective, solution, convergence: tup
     )
 
 
-def _varcorr_line(row: dict) -> str:
+def varcorr_line(row: dict) -> str:
     if row["var2"] is not None:
         return f"{row['group']:<12} corr({row['var1']}, {row['var2']}) = {row['sdcor']:.4f}"
     effect = f" {row['var1']}" if row["var1"] is not None else ""

@@ -62,6 +62,15 @@ random_names <- function(formula) {
   stats::setNames(theirs, ours)
 }
 
+# Where a reference script writes: its arguments [JSON_OUT DATA_DIR], by default json_name next to the script
+# and tests/data.
+output_paths <- function(script, json_name) {
+  args <- commandArgs(trailingOnly = TRUE)
+  ref_dir <- dirname(script)
+  list(json = if (length(args) >= 1L) args[[1]] else file.path(ref_dir, json_name),
+       data = if (length(args) >= 2L) args[[2]] else file.path(dirname(ref_dir), "data"))
+}
+
 # Shortest decimal that round-trips, inserted verbatim into the JSON.
 num_json <- function(x) {
   if (!is.finite(x)) return(structure("null", class = "json"))

@@ -1,0 +1,93 @@
+"""Fit binary GLMMs with random slopes or correlated effects by Laplace's approximation, as glmer (nAGQ = 1).
+
+The criterion (``sparse_laplace.py``) is minimised over (θ, β) jointly, as
+glmer's second stage does, by the bounded search of the Gaussian slopes core
+(``bounded_search.py``), in coordinates that make the problem well scaled for
+its quasi-Newton steps: every row of a term's block of Λθ is multiplied by
+the root mean square of its model-matrix column (a slope on a covariate
+measured in tens moves η as much as an intercept), and β is whitened by the
+Cholesky factor of its information at the start, around the fixed effects of
+the model without random effects (a GLM). The search starts from identity
+blocks in those coordinates (lme4's start where the columns have unit scale). Standard errors of
+β come from the Hessian of the criterion over (θ, β), as glmer's ``vcov``.
+Each term's covariance matrix is on the latent scale of the link (σ² = 1 in
+lme4's Σ = σ²TT'); the term variances of the VCA table are the variances the
+terms add to one observation, averaged over the rows, as for Gaussian slopes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.linalg
+
+from ..design import Family, ModelFrame
+from ..design.binomial import binomial_cells
+from ..design.random_design import RandomDesign, lower_triangle, random_design
+from ..errors import BayesreproError
+from ..links import get_link, log_binomial_coefficient
+from ..runtime import numerical_work
+from .bounded_search import bounded_minimum
+from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
+from .glmm import GlmmFit, covariance_of_beta, value_hessian
+from .laplace import LaplaceDeviance
+from .optimise import BOUNDARY_THETA
+from .sparse_laplace import SparseLaplaceDeviance
+
+
+def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[str]) -> GlmmFit:
+    """The Laplace ML fit of a binary model with random slopes (rows in memory)."""
+    frame.require_rows("a binary model with random slopes")
+    if nagq != 1:
+        raise BayesreproError("binary models with random slopes are fitted by the Laplace approximation only; "
+                              "leave --nagq at 1")
+    fixed_cells = binomial_cells(dataclasses.replace(frame, groups=[]))   # checks the 0/1 scores
+    link = get_link(family.link)
+    trials = np.ones(frame.n_obs) if frame.trials is None else frame.trials
+    design = random_design(frame.spec, frame.data)
+    laplace = SparseLaplaceDeviance(design, frame.X, frame.y, trials, link,
+                                    float(log_binomial_coefficient(frame.y, trials).sum()))
+    with numerical_work():
+        coordinates = ScaledCoordinates(design, laplace, LaplaceDeviance(fixed_cells, link).glm_start())
+        start = np.concatenate([design.start(), np.zeros(frame.n_fixed)])
+        scaled, converged, message = bounded_minimum(coordinates, start, laplace.bounded)
+        params = coordinates.unscaled(scaled)
+        deviance, fixed_precision = laplace.evaluate(params)
+        theta, beta = params[:design.n_theta], params[design.n_theta:]
+        free = np.where(laplace.bounded, params > BOUNDARY_THETA, True)
+        covariance = covariance_of_beta(value_hessian(laplace, params, free), free, design.n_theta, fixed_precision)
+    return GlmmFit(
+        formula=frame.formula, family=family.name, link=family.link, n_obs=frame.n_obs, n_cells=frame.n_obs, nagq=1,
+        variances=term_variances(design, theta, 1.0), fixed_names=list(frame.fixed_names), beta=beta,
+        covariance=covariance, loglik=-0.5 * deviance, converged=converged, message=message, theta=theta,
+        n_levels={g.name: g.n_levels for g in frame.groups}, cell_eta=fixed_cells.X_fixed @ beta,
+        cell_trials=np.bincount(fixed_cells.fixed_cell, weights=fixed_cells.trials,
+                                minlength=len(fixed_cells.X_fixed)),
+        notes=notes + [TERM_VARIANCE_NOTE],
+        random_effects=varcorr_rows(design, theta, 1.0)[:-1],   # no residual row: the latent one is fixed
+        singular=singular_terms(design, theta),
+    )
+
+
+class ScaledCoordinates:
+    """The criterion over scaled θ and whitened β (see the module's note); ``unscaled`` maps back to (θ, β)."""
+
+    def __init__(self, design: RandomDesign, laplace: SparseLaplaceDeviance, beta: np.ndarray):
+        self.laplace = laplace
+        scales = []
+        for block in design.blocks:
+            rows, _ = lower_triangle(block.nc)
+            scales.append(np.sqrt(np.diag(block.mean_outer))[rows])
+        self.theta_scale = np.concatenate(scales) if scales else np.zeros(0)
+        self.beta = beta
+        start = np.concatenate([design.start() / self.theta_scale, beta])
+        self.whitening = np.linalg.cholesky(laplace.evaluate(start)[1])
+
+    def unscaled(self, scaled: np.ndarray) -> np.ndarray:
+        k = len(self.theta_scale)
+        beta = self.beta + scipy.linalg.solve_triangular(self.whitening, scaled[k:], lower=True, trans="T")
+        return np.concatenate([scaled[:k] / self.theta_scale, beta])
+
+    def __call__(self, scaled: np.ndarray) -> float:
+        return self.laplace(self.unscaled(np.asarray(scaled, dtype=float)))

@@ -1,0 +1,161 @@
+"""glmer's Laplace criterion (nAGQ = 1) for binary GLMMs of any random-effects structure, on sparse Z and Λθ.
+
+With spherical random effects u ~ N(0, I), η = Xβ + ZΛθu and the binomial
+log-likelihood ℓ(η) of every row, glmer minimises over (θ, β)
+
+    f(θ, β) = −2 ℓ(η(û)) + ‖û‖² + log|Λ'Z'WZΛ + I|,
+
+û the conditional mode of u (penalized IRLS), W the IRLS weights (expected
+information) at û; −f/2 is the Laplace approximation of the log-likelihood,
+binomial coefficients included (Bates et al. 2015, J. Stat. Softw. 67(1);
+lme4's ``glmerLaplace``). The layout of Z and Λθ is the Gaussian core's
+(``design.random_design``) and the penalized matrix is factorised by its
+``Factoriser``, the levels of the largest one-column term eliminated first as
+a diagonal block (that block stays diagonal under any weights). Z'WZ is
+formed at every weight vector by one product with a map from the rows'
+weights to its non-zeros, and A = Λ'Z'WZΛ + I from Z'WZ by a second map from
+the products of θ's elements (both built once: A's pattern does not depend on
+θ or W, so no sparse product is formed per evaluation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..design.random_design import RandomDesign
+from ..errors import NotConvergedError
+from ..links import Link
+from .laplace import FULL_STEPS, MAX_ITERATIONS, MODE_TOLERANCE, halved_step
+from .sparse_factor import Factoriser
+
+
+class SparseLaplaceDeviance:
+    """f(θ, β) over the packed vector (θ, β), infinite where penalized IRLS fails (a trial step gone astray)."""
+
+    def __init__(self, design: RandomDesign, X: np.ndarray, successes: np.ndarray, trials: np.ndarray, link: Link,
+                 log_coefficient: float):
+        self.design, self.X, self.link = design, X, link
+        self.y, self.n = successes, trials
+        self.constant = -2.0 * log_coefficient
+        self.n_theta = design.n_theta
+        lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
+        head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
+        columns = np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
+        position = np.argsort(columns)
+        self._lambda_at = (position[design.lambda_rows], position[design.lambda_cols])
+        self.Z = design.Z[:, columns].tocsr()
+        self.Zt = self.Z.T.tocsr()
+        cross, self._weights_to_cross = _weighted_cross_product(self.Z)
+        self._penalized_pattern, self._products, self._diagonal = _penalized_product(
+            cross, *self._lambda_at, design.lambda_index)
+        self.factorise = Factoriser(len(head))
+        self._u = np.zeros(design.q)
+
+    @property
+    def bounded(self) -> np.ndarray:
+        """Which parameters are bounded below by 0: the diagonal of Λθ (β is free)."""
+        return np.concatenate([self.design.diagonal, np.zeros(self.X.shape[1], dtype=bool)])
+
+    def __call__(self, params: np.ndarray) -> float:
+        try:
+            return self.evaluate(params)[0]
+        except (np.linalg.LinAlgError, NotConvergedError):
+            return np.inf
+
+    def evaluate(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        """f and R_X'R_X, the fixed effects' block of the penalized precision at û (û kept for the next start)."""
+        params = np.asarray(params, dtype=float)
+        theta, beta = params[:self.n_theta], params[self.n_theta:]
+        lam = sp.csc_matrix((theta[self.design.lambda_index], self._lambda_at), shape=(self.design.q,) * 2)
+        offset = self.X @ beta
+        u = self._mode(theta, lam, offset, self._u.copy())
+        terms = self.link.terms(self.y, self.n, offset + self.Z @ (lam @ u))
+        factor = self.factorise(self._penalized_matrix(theta, terms.weight))
+        self._u = u
+        weighted = lam.T @ (self.Zt @ (self.X * terms.weight[:, None]))
+        fixed_precision = self.X.T @ (self.X * terms.weight[:, None]) - weighted.T @ factor.solve(weighted)
+        return self._penalized(terms.kernel, u) + factor.logdet, fixed_precision
+
+    def _penalized_matrix(self, theta: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
+        """Λ'Z'WZΛ + I."""
+        cross = self._weights_to_cross @ weights
+        target, first, second, entry = self._products
+        a = self._penalized_pattern.copy()
+        a.data = np.bincount(target, weights=theta[first] * theta[second] * cross[entry], minlength=a.nnz)
+        a.data[self._diagonal] += 1.0
+        return a
+
+    def _penalized(self, kernel: np.ndarray, u: np.ndarray) -> float:
+        """−2 log p(y | u) + ‖u‖², binomial coefficients included."""
+        return float(-2.0 * kernel.sum() + self.constant + u @ u)
+
+    def _mode(self, theta: np.ndarray, lam: sp.csc_matrix, offset: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """û by Newton steps with the observed information (the penalized deviance is convex in u for logit and
+        probit), halved until the penalized deviance decreases except near the mode, as ``laplace.py`` does."""
+        eta = offset + self.Z @ (lam @ u)
+        for _ in range(MAX_ITERATIONS):
+            terms = self.link.terms(self.y, self.n, eta)
+            rhs = lam.T @ (self.Zt @ terms.score) - u
+            step = self.factorise(self._penalized_matrix(theta, terms.observed_weight)).solve(rhs)
+            decrement = float(rhs @ step)
+            if decrement < MODE_TOLERANCE:
+                return u + step   # one more quadratically convergent step: log|A| moves with û
+            if decrement < FULL_STEPS:
+                u = u + step
+                eta = offset + self.Z @ (lam @ u)
+                continue
+            def penalized_at(trial):
+                trial_eta = offset + self.Z @ (lam @ trial)
+                return self._penalized(self.link.loglik_kernel(self.y, self.n, trial_eta), trial), trial_eta
+
+            u, eta = halved_step(u, step, self._penalized(terms.kernel, u), penalized_at)
+        raise NotConvergedError("penalized IRLS did not find the mode of the random effects in 100 iterations")
+
+
+def _weighted_cross_product(Z: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The pattern of Z'Z and the map M with Z'WZ's non-zeros = M w for the rows' weights w."""
+    n, q = Z.shape
+    row_of = np.repeat(np.arange(n), np.diff(Z.indptr))
+    row_end = Z.indptr[1:][row_of]
+    firsts, seconds = [], []
+    for shift in range(int(np.diff(Z.indptr).max(initial=0))):
+        # every pair of entries of a row, the second ``shift`` entries after the row's first
+        second = Z.indptr[:-1][row_of] + shift
+        inside = second < row_end
+        firsts.append(np.flatnonzero(inside))
+        seconds.append(second[inside])
+    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    keys = Z.indices[first].astype(np.int64) * q + Z.indices[second]
+    unique, slot = np.unique(keys, return_inverse=True)
+    cross_rows, cross_cols = np.divmod(unique, q)
+    pattern = sp.csr_matrix((np.ones(len(unique)), cross_cols, np.searchsorted(cross_rows, np.arange(q + 1))),
+                            shape=(q, q))
+    weights_to_cross = sp.csr_matrix((Z.data[first] * Z.data[second], (slot, row_of[first])), shape=(len(unique), n))
+    return pattern, weights_to_cross
+
+
+def _penalized_product(cross: sp.csr_matrix, lambda_rows: np.ndarray, lambda_cols: np.ndarray,
+                       lambda_index: np.ndarray) -> tuple[sp.csc_matrix, tuple[np.ndarray, ...], np.ndarray]:
+    """The pattern of A = Λ'BΛ + I for B of ``cross``'s pattern, and its map: A's non-zero ``target`` adds
+    θ[first]·θ[second]·B[entry] (A_ij = Σ Λ_ki B_kl Λ_lj), with the positions of A's diagonal."""
+    q = cross.shape[0]
+    order = np.argsort(lambda_rows, kind="stable")
+    cols, index = lambda_cols[order], lambda_index[order]
+    start = np.searchsorted(lambda_rows[order], np.arange(q + 1))
+    per_row = np.diff(start)
+    k = np.repeat(np.arange(q), np.diff(cross.indptr))
+    l = cross.indices
+    pieces = []
+    for shift_k in range(int(per_row.max(initial=0))):
+        for shift_l in range(int(per_row.max(initial=0))):
+            inside = np.flatnonzero((shift_k < per_row[k]) & (shift_l < per_row[l]))
+            at_k, at_l = start[k[inside]] + shift_k, start[l[inside]] + shift_l
+            pieces.append((cols[at_k], cols[at_l], index[at_k], index[at_l], inside))
+    i, j, first, second, entry = (np.concatenate(part) for part in zip(*pieces))
+    keys = np.concatenate([j.astype(np.int64) * q + i, np.arange(q, dtype=np.int64) * (q + 1)])
+    unique, slot = np.unique(keys, return_inverse=True)
+    pattern_cols, pattern_rows = np.divmod(unique, q)
+    pattern = sp.csc_matrix((np.zeros(len(unique)), pattern_rows, np.searchsorted(pattern_cols, np.arange(q + 1))),
+                            shape=(q, q))
+    return pattern, (slot[:len(i)], first, second, entry), slot[len(i):]
