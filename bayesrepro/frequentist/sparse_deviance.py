@@ -15,6 +15,9 @@ of squares is r² = y'y − (Λ'Z'y)'c − g'β, and the criteria need only
 log|A|, log|S_X| and r², exactly as lme4's ``REMLcrit``/``deviance``.
 All cross-products with the data are formed once.
 
+Systems of at most ``dense_factor.DENSE_COLUMNS`` columns are held and factorised densely instead
+(``dense_factor.py``), with the same exact gradient.
+
 Where one term's levels are eliminated blockwise and the other columns
 form a dense Schur complement (``block_factor.py``: crossed slope terms,
 subjects × items), the criterion's exact gradient costs little more than its
@@ -76,7 +79,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
             self._pattern = (self.ztz.indices, coo_rows)
         position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
         self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
-        self._dense = DenseSystem(self.ztz.toarray(), *self._entries) if design.q <= DENSE_COLUMNS else None
+        self._dense = DenseSystem(self.ztz.toarray(), *self._entries) if 0 < design.q <= DENSE_COLUMNS else None
         self.has_exact_gradient = self.lead_term is not None or self._dense is not None
         self._blocks = BlockSystem(self.ztz, self.lead_term.n_levels, self.lead_term.nc) \
             if self.lead_term is not None and self._dense is None else None
