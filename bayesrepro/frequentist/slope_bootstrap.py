@@ -25,15 +25,16 @@ from .sparse_deviance import SparseProfiledDeviance
 
 @dataclass(frozen=True)
 class RowModel:
-    """One model's fixed design, random-effects design and the θ its refits start from."""
+    """One model's ML criterion on the observed response (its products with the design are reused by every
+    refit), its random-effects design and the θ its refits start from."""
 
-    X: np.ndarray
+    criterion: SparseProfiledDeviance
     design: RandomDesign
     start: np.ndarray
 
     def ml_criterion(self, y: np.ndarray) -> tuple[float, bool]:
         """The ML deviance of a refit to ``y`` and whether it converged."""
-        objective = SparseProfiledDeviance(self.design, self.X, y, reml=False)
+        objective = self.criterion.with_response(y)
         theta, converged, _ = bounded_minimum(objective, self.start, self.design.diagonal)
         return objective(theta), converged
 
@@ -42,7 +43,7 @@ def row_model(frame: ModelFrame, fit: LmmFit) -> RowModel:
     design = random_design(frame.spec, frame.data)
     # a diagonal entry of Λθ at the boundary starts at exactly zero; the others (correlations) are free
     start = np.where(design.diagonal & (fit.theta < BOUNDARY_THETA), 0.0, fit.theta)
-    return RowModel(frame.X, design, start)
+    return RowModel(SparseProfiledDeviance(design, frame.X, frame.y, reml=False), design, start)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ of squares is r² = y'y − (Λ'Z'y)'c − g'β, and the criteria need only
 log|A|, log|S_X| and r², exactly as lme4's ``REMLcrit``/``deviance``.
 All cross-products with the data are formed once.
 
+Systems of at most ``dense_factor.DENSE_COLUMNS`` columns are held and factorised densely instead
+(``dense_factor.py``), with the same exact gradient.
+
 Where one term's levels are eliminated blockwise and the other columns
 form a dense Schur complement (``block_factor.py``: crossed slope terms,
 subjects × items), the criterion's exact gradient costs little more than its
@@ -32,6 +35,8 @@ the boundary too.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -39,6 +44,7 @@ import scipy.sparse as sp
 from ..design.random_design import RandomDesign, TermBlock
 from .deviance import ProfiledCriterion, Solution
 from .block_factor import BlockFactor, BlockSystem, block_eliminable
+from .dense_factor import DENSE_COLUMNS, DenseFactor, DenseSystem
 from .sparse_factor import Factoriser
 
 
@@ -52,10 +58,8 @@ class SparseProfiledDeviance(ProfiledCriterion):
         # the response less its mean keeps y'y − c'A⁻¹c accurate; where the fixed columns span a constant
         # (Xδ = 1), β absorbs the shift as y_shift·δ
         delta = np.linalg.lstsq(X, np.ones(len(y)), rcond=None)[0] if len(y) else np.zeros(self.n_fixed)
-        spans_constant = len(y) > 0 and np.allclose(X @ delta, 1.0, atol=1e-8)
-        self.y_shift = float(y.mean()) if spans_constant else 0.0
-        self.shift_direction = delta if spans_constant else np.zeros(self.n_fixed)
-        y = y - self.y_shift
+        self._spans_constant = len(y) > 0 and np.allclose(X @ delta, 1.0, atol=1e-8)
+        self.shift_direction = delta if self._spans_constant else np.zeros(self.n_fixed)
         self.lead_term = block_lead(design)
         if self.lead_term is not None:
             head = np.arange(self.lead_term.offset, self.lead_term.offset + self.lead_term.n_levels * self.lead_term.nc)
@@ -68,19 +72,34 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.ztz = (Z.T @ Z).tocsc()
         self.ztz.sort_indices()
         self.ztx = np.asarray(Z.T @ X)
-        self.zty = np.asarray(Z.T @ y).ravel()
         self.xtx = X.T @ X
-        self.xty = X.T @ y
-        self.yty = float(y @ y)
+        self._x = X
         if design.diagonal_factor:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
             coo_rows = np.repeat(np.arange(self.ztz.shape[1]), np.diff(self.ztz.indptr))
             self._pattern = (self.ztz.indices, coo_rows)
         position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
         self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
-        self.has_exact_gradient = self.lead_term is not None
+        self._dense = DenseSystem(self.ztz.toarray(), *self._entries) if 0 < design.q <= DENSE_COLUMNS else None
+        self.has_exact_gradient = self.lead_term is not None or self._dense is not None
         self._blocks = BlockSystem(self.ztz, self.lead_term.n_levels, self.lead_term.nc) \
-            if self.has_exact_gradient else None
+            if self.lead_term is not None and self._dense is None else None
+        self._set_response(y)
+
+    def _set_response(self, y: np.ndarray) -> None:
+        """The cross-products with the response (all that changes between refits of one design to new data)."""
+        self.y_shift = float(y.mean()) if self._spans_constant else 0.0
+        y = y - self.y_shift
+        self.zty = np.asarray(self.design.Z.T @ y).ravel()[self.columns]
+        self.xty = self._x.T @ y
+        self.yty = float(y @ y)
         self._last: tuple[bytes, Solution] | None = None
+
+    def with_response(self, y: np.ndarray) -> "SparseProfiledDeviance":
+        """The same criterion for another response on the same rows, sharing every product that does not
+        involve it (a parametric bootstrap refits one design to many simulated responses)."""
+        other = copy.copy(self)
+        other._set_response(y)
+        return other
 
     @property
     def n_theta(self) -> int:
@@ -104,8 +123,12 @@ class SparseProfiledDeviance(ProfiledCriterion):
         if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
             return self._last[1]
         if with_gradient and not self.has_exact_gradient:
-            raise ValueError("the exact gradient needs a lead term eliminated blockwise (has_exact_gradient)")
-        if self._blocks is None:
+            raise ValueError("the exact gradient needs a dense system or a lead term eliminated blockwise "
+                             "(has_exact_gradient)")
+        if self._dense is not None:
+            lam = self._dense.relative_factor(theta)
+            factor = self._dense.factorise(lam)
+        elif self._blocks is None:
             a, lam = self.penalized_matrix(theta)
             factor = self.factorise(a)
         else:
@@ -137,7 +160,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self._last = (key, solution)
         return solution
 
-    def _gradient(self, factor: BlockFactor, lam, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
+    def _gradient(self, factor: BlockFactor | DenseFactor, lam, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
         """The criterion's exact gradient in θ (the formulas of the module's note), β and u of the shifted y."""
         rows, cols, index = self._entries
         log_det = factor.inverse_products(rows, cols)
@@ -145,7 +168,8 @@ class SparseProfiledDeviance(ProfiledCriterion):
             e = scipy.linalg.cho_solve((chol, True), a_inv_zx.T).T           # E = F S_X⁻¹
             k = factor.transposed_products(a_inv_zx) - self.ztx.T            # F'P − X'Z
             log_det += np.einsum("ij,ji->i", e[cols], k[:, rows])
-        z_residual = self.zty - self.ztx @ beta - self.ztz @ (lam @ spherical)
+        gram = self._dense.gram if self._dense is not None else self.ztz
+        z_residual = self.zty - self.ztx @ beta - gram @ (lam @ spherical)
         dof = self.n_obs - self.n_fixed if self.reml else self.n_obs
         per_entry = 2.0 * log_det - 2.0 * dof * z_residual[rows] * spherical[cols] / r2
         return np.bincount(index, weights=per_entry, minlength=self.n_theta)
