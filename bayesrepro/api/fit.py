@@ -53,7 +53,8 @@ class Fit(Result):
         The grouping factors whose variance was estimated at exactly zero (a singular fit).
     """
 
-    def __init__(self, engine_fit, family, choice, frame=None):
+    def __init__(self, engine_fit, family, choice, frame=None, terms=()):
+        from ..design.random_design import factor_variances
         from ..frequentist.fitting import component_variances
         from ..reliability import phi
 
@@ -65,7 +66,7 @@ class Fit(Result):
         self._frame = frame
         self._fixed = None
         self.variances = component_variances(engine_fit)
-        self.phi = float(phi(self.variances, self.object))
+        self.phi = float(phi(factor_variances(self.variances, terms), self.object))
         self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
 

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ..errors import BayesreproError, first_line
 from .formula import FORMULA_NAMESPACE, FormulaSpec
 from .formulae_loader import load_formulae
+from .random_checks import BuiltTerm, require_finite_slopes, require_identifiable
 
 formulae = load_formulae()
 
@@ -100,15 +101,13 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
     n = len(data)
     blocks, pieces, rows, cols, index = [], [], [], [], []
     offset = theta_offset = 0
-    named: dict[str, int] = {}
-    for term in spec.random_terms:
+    built = []
+    for term, name in zip(spec.random_terms, term_names(spec.random_terms)):
         codes, levels = _codes(data, term.factor)
         matrix, columns = _term_matrix(term, data, spec)
+        built.append(BuiltTerm(term.text, term.factor, matrix, columns, codes, len(levels)))
         nc = len(columns)
-        seen = named.get(term.group, 0)
-        named[term.group] = seen + 1
-        block = TermBlock(term.group if not seen else f"{term.group}.{seen}", columns, levels, offset,
-                          theta_offset, matrix.T @ matrix / max(n, 1))
+        block = TermBlock(name, columns, levels, offset, theta_offset, matrix.T @ matrix / max(n, 1))
         blocks.append(block)
         positions = codes[:, None] * nc + np.arange(nc)[None, :]
         pieces.append(sp.csc_matrix((matrix.ravel(), (np.repeat(np.arange(n), nc), positions.ravel())),
@@ -120,9 +119,21 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
         index.append(np.tile(theta_offset + np.arange(len(lower_rows)), len(levels)))
         offset += len(levels) * nc
         theta_offset += block.n_theta
+    require_identifiable(built, n)
     Z = sp.hstack(pieces, format="csc") if pieces else sp.csc_matrix((n, 0))
     join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
     return RandomDesign(Z, tuple(blocks), join(rows), join(cols), join(index))
+
+
+def term_names(terms) -> list[str]:
+    """lme4's name of each term: its grouping factor, made unique by ".1", ".2" for a factor's later terms."""
+    named: dict[str, int] = {}
+    names = []
+    for term in terms:
+        seen = named.get(term.group, 0)
+        named[term.group] = seen + 1
+        names.append(term.group if not seen else f"{term.group}.{seen}")
+    return names
 
 
 def lower_triangle(nc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -147,6 +158,7 @@ def _term_matrix(term, data: pd.DataFrame, spec: FormulaSpec) -> tuple[np.ndarra
     column per level without."""
     if term.intercept_only:
         return np.ones((len(data), 1)), ("Intercept",)
+    require_finite_slopes(data, term.slope_variables, term.text)
     columns = {v: _as_category(data[v]) for v in term.slope_variables}
     columns[spec.response] = np.zeros(len(data))
     try:
@@ -167,3 +179,14 @@ def _as_category(values: pd.Series) -> pd.Series:
     if values.dtype == object or pd.api.types.is_string_dtype(values) or pd.api.types.is_bool_dtype(values):
         return values.astype(str).astype("category")
     return values
+
+
+def factor_variances(variances: dict, terms) -> dict:
+    """The variance components with a factor's several terms summed under the factor's name: ``(x || g)``'s
+    ``g`` and ``g.1`` are the one variance that ``(x | g)`` gives ``g`` with a zero correlation."""
+    factor_of = dict(zip(term_names(terms), (term.group for term in terms)))
+    merged: dict = {}
+    for name, value in variances.items():
+        key = factor_of.get(name, name)
+        merged[key] = merged[key] + value if key in merged else value
+    return merged
