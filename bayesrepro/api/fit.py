@@ -26,6 +26,8 @@ class Fit(Result):
     frame : ModelFrame or None
         The model frame of a Gaussian model, for the Satterthwaite degrees of freedom of a REML fit (None: Wald
         z, as for a design too large for the dense Satterthwaite algebra).
+    terms : tuple of RandomTerm, default ()
+        The formula's random-effect terms: φ's object variance sums every term of its factor (``(x || g)``'s two).
 
     Attributes
     ----------
