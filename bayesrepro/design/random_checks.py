@@ -59,10 +59,12 @@ def require_identifiable(terms: list[BuiltTerm], n_obs: int) -> None:
     for term in terms:
         _require_slope_scale(term)
         if term.n_levels * len(term.columns) >= n_obs:
+            shown = ", ".join(term.columns[:4]) + (", ..." if len(term.columns) > 4 else "")
             raise BayesreproError(
-                f"random-effect term '{term.text}' has {term.n_levels} levels × {len(term.columns)} columns = "
-                f"{term.n_levels * len(term.columns)} random effects for {n_obs} observations; its (co)variances "
-                "cannot be told apart from the residual: drop slopes from the term or add data")
+                f"random-effect term '{term.text}' has {term.n_levels} levels × {len(term.columns)} columns ({shown}) "
+                f"= {term.n_levels * len(term.columns)} random effects for {n_obs} observations; its (co)variances "
+                "cannot be told apart from the residual: drop slopes from the term (a text column gives a column per "
+                "level) or add data")
     for factor in dict.fromkeys(term.factor for term in terms):
         sharing = [term for term in terms if term.factor == factor]
         if any("Intercept" in term.columns for term in sharing):
