@@ -66,6 +66,11 @@ def test_a_slope_of_its_own_grouping_column_is_refused(sleep):
     _refused("Reaction ~ Days + (0 + Days|Days:Subject)", sleep, r"slope of its own grouping column 'Days'")
 
 
+@pytest.mark.parametrize("slope", ["Reaction", "0 + log(Reaction)"])
+def test_a_slope_of_the_score_is_refused(sleep, slope):
+    _refused(f"Reaction ~ Days + ({slope}|Subject)", sleep, r"has a slope of the score 'Reaction' itself")
+
+
 @pytest.mark.parametrize("formula", ["Reaction ~ Days + ((1|Subject)|half)", "Reaction ~ Days + (1|Subject|half)"])
 def test_nested_bars_are_refused(sleep, formula):
     _refused(formula, sleep, r"nests a bar in a bar")

@@ -59,7 +59,7 @@ def bar_terms(formula: str, response: str, parse) -> tuple[RandomTerm, ...]:
         factors = _factors(parse(f"{response} ~ (1|{right})", formula), inside)
         intercept, slopes, variables = _effects(parse(f"{response} ~ {left}", formula), inside, formula)
         for factor in factors:
-            _require_within_slopes(factor, variables, inside, formula)
+            _require_slope_columns(factor, response, variables, inside, formula)
             if double:
                 blocks = ([RandomTerm(factor, True, (), ())] if intercept else [])
                 blocks += [RandomTerm(factor, False, (s,), v) for s, v in zip(slopes, variables)]
@@ -82,10 +82,15 @@ def require_flat_bars(formula: str) -> None:
                                   "write each term separately, e.g. (1 + x|g) + (1|h), or (1|g/h) for nesting")
 
 
-def _require_within_slopes(factor: tuple[str, ...], variables: list[tuple[str, ...]], inside: str,
+def _require_slope_columns(factor: tuple[str, ...], response: str, variables: list[tuple[str, ...]], inside: str,
                            formula: str) -> None:
     """A slope reads a column that varies within the levels of its grouping factor; a grouping column itself is
-    constant there, so its "slope" per level would only relabel the level's own effect."""
+    constant there, so its "slope" per level would only relabel the level's own effect. Nor may it read the
+    score it is to explain."""
+    if any(response in columns for columns in variables):
+        raise BayesreproError(f"random-effect term '({inside})' in formula {formula!r} has a slope of the score "
+                              f"'{response}' itself; a slope must be a predictor: remove '{response}' from the left "
+                              "of '|'")
     for column in factor:
         if any(column in columns for columns in variables):
             raise BayesreproError(f"random-effect term '({inside})' in formula {formula!r} has a slope of its own "
