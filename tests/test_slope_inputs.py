@@ -118,3 +118,9 @@ def test_command_refuses_in_one_line_with_exit_status_2():
                           "Reaction ~ Days + (1|Subject) + (Days|Subject)"], capture_output=True, text=True)
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "repeat an effect" in run.stderr
+
+
+def test_a_slope_factor_without_replication_is_refused_by_its_term(sleep):
+    _refused("Reaction ~ Days + (Days|single)", sleep.assign(single="all"), r"remove \(1 \+ Days\|single\)")
+    first_rows = sleep.groupby("Subject").head(1)
+    _refused("Reaction ~ Days + (Days|Subject)", first_rows, r"18 levels for 18 observations.*\(1 \+ Days\|Subject\)")
