@@ -43,6 +43,12 @@ def test_infinite_slope_values_are_refused_by_column(sleep):
     _refused("Reaction ~ Days + (hours|Subject)", data, r"slope column 'hours' .* 1 infinite value")
 
 
+@pytest.mark.parametrize("slope", ["parity", "0 + parity"])
+def test_a_categorical_slope_with_one_level_in_the_rows_is_refused(sleep, slope):
+    _refused(f"Reaction ~ Days + ({slope}|Subject)", sleep, r"categorical slope column 'parity' .* single level 'even'",
+             where="parity == 'even'")
+
+
 @pytest.mark.parametrize("factor", [1e-9, 1e9])
 def test_slopes_far_from_unit_scale_are_refused_with_the_rescaling(sleep, factor):
     data = sleep.assign(x=sleep["Days"] * factor)

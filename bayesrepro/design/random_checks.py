@@ -2,7 +2,7 @@
 
 A term ``(1 + x|g)`` on the model frame's rows is refused when
 
-* a slope column holds an infinite value;
+* a slope column holds an infinite value, or a categorical one a single level;
 * a numeric slope column is on a scale where θ (the slope's SD relative to
   the residual SD, per unit of the column) lies orders of magnitude from the
   optimiser's start at 1: on sleepstudy, ``Days`` multiplied by 1e-4 to 1e5
@@ -44,7 +44,9 @@ class BuiltTerm:
     n_levels: int
 
 
-def require_finite_slopes(data: pd.DataFrame, variables: tuple[str, ...], text: str) -> None:
+def require_slope_values(data: pd.DataFrame, variables: tuple[str, ...], text: str) -> None:
+    """Refuse a numeric slope column with an infinite value, and a categorical one with a single level in the
+    rows (its contrasts would vanish and leave the term an intercept without a word)."""
     for variable in variables:
         values = data[variable]
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
@@ -52,6 +54,10 @@ def require_finite_slopes(data: pd.DataFrame, variables: tuple[str, ...], text: 
             if infinite:
                 raise BayesreproError(f"slope column '{variable}' of random-effect term '{text}' has {infinite} "
                                       "infinite value(s); remove those rows (e.g. with --where) or fix the column")
+        elif len(values) and values.nunique() < 2:
+            raise BayesreproError(f"categorical slope column '{variable}' of random-effect term '{text}' has the "
+                                  f"single level '{values.iloc[0]}' in the rows analysed; a slope needs two: widen "
+                                  f"--where or remove '{variable}' from the term")
 
 
 def require_identifiable(terms: list[BuiltTerm], n_obs: int) -> None:

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from ..errors import BayesreproError, first_line
 from .formula import FORMULA_NAMESPACE, FormulaSpec
 from .formulae_loader import load_formulae
-from .random_checks import BuiltTerm, require_finite_slopes, require_identifiable
+from .random_checks import BuiltTerm, require_identifiable, require_slope_values
 
 formulae = load_formulae()
 
@@ -158,7 +158,7 @@ def _term_matrix(term, data: pd.DataFrame, spec: FormulaSpec) -> tuple[np.ndarra
     column per level without."""
     if term.intercept_only:
         return np.ones((len(data), 1)), ("Intercept",)
-    require_finite_slopes(data, term.slope_variables, term.text)
+    require_slope_values(data, term.slope_variables, term.text)
     columns = {v: _as_category(data[v]) for v in term.slope_variables}
     columns[spec.response] = np.zeros(len(data))
     try:
