@@ -99,16 +99,19 @@ class RandomDesign:
 def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
     """Z and the Λθ pattern of ``spec``'s random-effect terms on ``data`` (the model frame's rows)."""
     n = len(data)
-    blocks, pieces, rows, cols, index = [], [], [], [], []
+    blocks, pieces, rows, cols, index, built = [], [], [], [], [], []
     offset = theta_offset = 0
-    built = []
-    for term, name in zip(spec.random_terms, term_names(spec.random_terms)):
+    named: dict[str, int] = {}
+    for term in spec.random_terms:
         codes, levels = _codes(data, term.factor)
         matrix, columns = _term_matrix(term, data, spec)
-        built.append(BuiltTerm(term.text, term.factor, matrix, columns, codes, len(levels)))
         nc = len(columns)
-        block = TermBlock(name, columns, levels, offset, theta_offset, matrix.T @ matrix / max(n, 1))
+        seen = named.get(term.group, 0)
+        named[term.group] = seen + 1
+        block = TermBlock(term.group if not seen else f"{term.group}.{seen}", columns, levels, offset,
+                          theta_offset, matrix.T @ matrix / max(n, 1))
         blocks.append(block)
+        built.append(BuiltTerm(term.text, term.factor, matrix, columns, codes, len(levels)))
         positions = codes[:, None] * nc + np.arange(nc)[None, :]
         pieces.append(sp.csc_matrix((matrix.ravel(), (np.repeat(np.arange(n), nc), positions.ravel())),
                                     shape=(n, len(levels) * nc)))
@@ -123,17 +126,6 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
     Z = sp.hstack(pieces, format="csc") if pieces else sp.csc_matrix((n, 0))
     join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
     return RandomDesign(Z, tuple(blocks), join(rows), join(cols), join(index))
-
-
-def term_names(terms) -> list[str]:
-    """lme4's name of each term: its grouping factor, made unique by ".1", ".2" for a factor's later terms."""
-    named: dict[str, int] = {}
-    names = []
-    for term in terms:
-        seen = named.get(term.group, 0)
-        named[term.group] = seen + 1
-        names.append(term.group if not seen else f"{term.group}.{seen}")
-    return names
 
 
 def lower_triangle(nc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -183,8 +175,10 @@ def _as_category(values: pd.Series) -> pd.Series:
 
 def factor_variances(variances: dict, terms) -> dict:
     """The variance components with a factor's several terms summed under the factor's name: ``(x || g)``'s
-    ``g`` and ``g.1`` are the one variance that ``(x | g)`` gives ``g`` with a zero correlation."""
-    factor_of = dict(zip(term_names(terms), (term.group for term in terms)))
+    ``g`` and ``g.1`` (lme4's names, as ``random_design`` gives them) are the one variance that ``(x | g)``
+    gives ``g`` with a zero correlation."""
+    groups = [term.group for term in terms]
+    factor_of = {f"{group}.{later}": group for group in set(groups) for later in range(1, groups.count(group))}
     merged: dict = {}
     for name, value in variances.items():
         key = factor_of.get(name, name)
