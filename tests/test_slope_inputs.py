@@ -2,6 +2,7 @@
 and its JSON) or refused in one line naming the column, term or argument."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,14 @@ def test_a_slope_factor_without_replication_is_refused_by_its_term(sleep):
     _refused("Reaction ~ Days + (Days|single)", sleep.assign(single="all"), r"remove \(1 \+ Days\|single\)")
     first_rows = sleep.groupby("Subject").head(1)
     _refused("Reaction ~ Days + (Days|Subject)", first_rows, r"18 levels for 18 observations.*\(1 \+ Days\|Subject\)")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="needs R with lme4 and jsonlite")
+def test_the_stored_lme4_references_are_what_lme4_gives(tmp_path):
+    out = tmp_path / "lme4_slope_inputs.json"
+    subprocess.run(["Rscript", str(HERE / "reference" / "lme4_slope_inputs.R"), str(out)], check=True,
+                   cwd=HERE.parent, capture_output=True, timeout=600)
+    fresh = json.loads(out.read_text())
+    for case in ("uncorrelated", "interaction"):
+        assert fresh[case]["reml"] == pytest.approx(REFERENCE[case]["reml"], abs=CRITERION_ABSOLUTE)
