@@ -26,6 +26,8 @@ class Fit(Result):
     frame : ModelFrame or None
         The model frame of a Gaussian model, for the Satterthwaite degrees of freedom of a REML fit (None: Wald
         z, as for a design too large for the dense Satterthwaite algebra).
+    terms : tuple of RandomTerm, default ()
+        The formula's random-effect terms: φ's object variance sums every term of its factor (``(x || g)``'s two).
 
     Attributes
     ----------
@@ -57,7 +59,8 @@ class Fit(Result):
         The grouping factors whose variance was estimated at exactly zero (a singular fit).
     """
 
-    def __init__(self, engine_fit, family, choice, frame=None):
+    def __init__(self, engine_fit, family, choice, frame=None, terms=()):
+        from ..design.random_design import factor_variances
         from ..frequentist.fitting import component_variances
         from ..reliability import phi
 
@@ -69,7 +72,7 @@ class Fit(Result):
         self._frame = frame
         self._fixed = None
         self.variances = component_variances(engine_fit)
-        self.phi = float(phi(self.variances, self.object))
+        self.phi = float(phi(factor_variances(self.variances, terms), self.object))
         self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
 

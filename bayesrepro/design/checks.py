@@ -41,7 +41,7 @@ def require_levels(frame) -> None:
         if group.n_levels < 2:
             raise BayesreproError(
                 f"grouping factor '{group.name}' has a single level in the data; a variance component needs "
-                f"at least 2 levels: remove (1|{group.name}) or widen --where"
+                f"at least 2 levels: remove {_terms_of(frame, group.name)} or widen --where"
             )
 
 
@@ -53,7 +53,7 @@ def require_estimable(frame) -> None:
         if size >= sums.n_obs:
             raise BayesreproError(
                 f"grouping factor '{group.name}' has {size} levels for {sums.n_obs} observations; its variance "
-                f"cannot be told apart from the residual: remove (1|{group.name}) or add replications"
+                f"cannot be told apart from the residual: remove {_terms_of(frame, group.name)} or add replications"
             )
     X = frame.X_cells
     n_parameters = X.shape[1] + len(frame.groups) + 1
@@ -94,6 +94,12 @@ def require_estimable(frame) -> None:
             "scores are a sum of level effects without noise): the residual variance is zero and the model cannot "
             "be estimated; check the score column"
         )
+
+
+def _terms_of(frame, group: str) -> str:
+    """The formula's random-effect terms on ``group``, as written in messages."""
+    terms = [term.text for term in frame.spec.random_terms if term.group == group]
+    return " + ".join(terms) if terms else f"(1|{group})"
 
 
 def confounded_pairs(groups, sums: GroupedSums) -> list[str]:

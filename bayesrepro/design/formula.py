@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import BayesreproError, first_line
 from .formulae_loader import load_formulae
-from .random_terms import RandomTerm, bar_terms
+from .random_terms import RandomTerm, bar_terms, require_flat_bars
 
 formulae = load_formulae()
 
@@ -98,6 +98,7 @@ def parse_formula(formula: str, slopes: bool = False) -> FormulaSpec:
     elsewhere they are refused in one line."""
     if not isinstance(formula, str) or "~" not in formula:
         raise BayesreproError(f"formula {formula!r} needs the form 'score ~ terms', e.g. 'ter ~ system + (1|sentence_id)'")
+    require_flat_bars(formula)
     try:
         model = formulae.model_description(formula.replace("||", "|"))
     except Exception as exc:  # formulae raises its own ParseError/ScanError types

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ..errors import BayesreproError, first_line
 from .formula import FORMULA_NAMESPACE, FormulaSpec
 from .formulae_loader import load_formulae
+from .random_checks import BuiltTerm, require_identifiable, require_slope_values
 
 formulae = load_formulae()
 
@@ -98,7 +99,7 @@ class RandomDesign:
 def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
     """Z and the Λθ pattern of ``spec``'s random-effect terms on ``data`` (the model frame's rows)."""
     n = len(data)
-    blocks, pieces, rows, cols, index = [], [], [], [], []
+    blocks, pieces, rows, cols, index, built = [], [], [], [], [], []
     offset = theta_offset = 0
     named: dict[str, int] = {}
     for term, (codes, levels, matrix, columns) in zip(spec.random_terms, term_rows(spec, data)):
@@ -108,6 +109,7 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
         block = TermBlock(term.group if not seen else f"{term.group}.{seen}", columns, levels, offset,
                           theta_offset, matrix.T @ matrix / max(n, 1))
         blocks.append(block)
+        built.append(BuiltTerm(term.text, term.factor, matrix, columns, codes, len(levels)))
         positions = codes[:, None] * nc + np.arange(nc)[None, :]
         pieces.append(sp.csc_matrix((matrix.ravel(), (np.repeat(np.arange(n), nc), positions.ravel())),
                                     shape=(n, len(levels) * nc)))
@@ -118,6 +120,7 @@ def random_design(spec: FormulaSpec, data: pd.DataFrame) -> RandomDesign:
         index.append(np.tile(theta_offset + np.arange(len(lower_rows)), len(levels)))
         offset += len(levels) * nc
         theta_offset += block.n_theta
+    require_identifiable(built, n)
     Z = sp.hstack(pieces, format="csc") if pieces else sp.csc_matrix((n, 0))
     join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
     return RandomDesign(Z, tuple(blocks), join(rows), join(cols), join(index))
@@ -151,6 +154,7 @@ def _term_matrix(term, data: pd.DataFrame, spec: FormulaSpec) -> tuple[np.ndarra
     column per level without."""
     if term.intercept_only:
         return np.ones((len(data), 1)), ("Intercept",)
+    require_slope_values(data, term.slope_variables, term.text)
     columns = {v: _as_category(data[v]) for v in term.slope_variables}
     columns[spec.response] = np.zeros(len(data))
     try:
@@ -171,3 +175,16 @@ def _as_category(values: pd.Series) -> pd.Series:
     if values.dtype == object or pd.api.types.is_string_dtype(values) or pd.api.types.is_bool_dtype(values):
         return values.astype(str).astype("category")
     return values
+
+
+def factor_variances(variances: dict, terms) -> dict:
+    """The variance components with a factor's several terms summed under the factor's name: ``(x || g)``'s
+    ``g`` and ``g.1`` (lme4's names, as ``random_design`` gives them) are the one variance that ``(x | g)``
+    gives ``g`` with a zero correlation."""
+    groups = [term.group for term in terms]
+    factor_of = {f"{group}.{later}": group for group in set(groups) for later in range(1, groups.count(group))}
+    merged: dict = {}
+    for name, value in variances.items():
+        key = factor_of.get(name, name)
+        merged[key] = merged[key] + value if key in merged else value
+    return merged

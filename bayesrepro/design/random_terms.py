@@ -59,6 +59,7 @@ def bar_terms(formula: str, response: str, parse) -> tuple[RandomTerm, ...]:
         factors = _factors(parse(f"{response} ~ (1|{right})", formula), inside)
         intercept, slopes, variables = _effects(parse(f"{response} ~ {left}", formula), inside, formula)
         for factor in factors:
+            _require_slope_columns(factor, response, variables, inside, formula)
             if double:
                 blocks = ([RandomTerm(factor, True, (), ())] if intercept else [])
                 blocks += [RandomTerm(factor, False, (s,), v) for s, v in zip(slopes, variables)]
@@ -67,6 +68,34 @@ def bar_terms(formula: str, response: str, parse) -> tuple[RandomTerm, ...]:
                                      tuple(dict.fromkeys(c for v in variables for c in v)))]
             terms += [block for block in blocks if block not in terms]
     return tuple(terms)
+
+
+def require_flat_bars(formula: str) -> None:
+    """Refuse a bar inside either side of another bar, ``((1|g)|h)`` or ``(1|g|h)``, before formulae reads it."""
+    for inside in _parenthesised(formula.split("~", 1)[-1]):
+        bar = _top_level_bar(inside)
+        if bar is None:
+            continue
+        sides = inside[:bar], inside[bar:].lstrip("|")
+        if any("|" in side for side in sides):
+            raise BayesreproError(f"random-effect term '({inside})' in formula {formula!r} nests a bar in a bar; "
+                                  "write each term separately, e.g. (1 + x|g) + (1|h), or (1|g/h) for nesting")
+
+
+def _require_slope_columns(factor: tuple[str, ...], response: str, variables: list[tuple[str, ...]], inside: str,
+                           formula: str) -> None:
+    """A slope reads a column that varies within the levels of its grouping factor; a grouping column itself is
+    constant there, so its "slope" per level would only relabel the level's own effect. Nor may it read the
+    score it is to explain."""
+    if any(response in columns for columns in variables):
+        raise BayesreproError(f"random-effect term '({inside})' in formula {formula!r} has a slope of the score "
+                              f"'{response}' itself; a slope must be a predictor: remove '{response}' from the left "
+                              "of '|'")
+    for column in factor:
+        if any(column in columns for columns in variables):
+            raise BayesreproError(f"random-effect term '({inside})' in formula {formula!r} has a slope of its own "
+                                  f"grouping column '{column}'; a slope must vary within the levels of "
+                                  f"'{':'.join(factor)}': remove '{column}' from the left of '|'")
 
 
 def _parenthesised(text: str) -> list[str]:
@@ -106,8 +135,6 @@ def _factors(model, inside: str) -> list[tuple[str, ...]]:
 
 def _effects(model, inside: str, formula: str) -> tuple[bool, list[str], list[tuple[str, ...]]]:
     """Intercept or not, the slope terms and the columns each reads, of a bar's left side."""
-    if model.group_terms:
-        raise BayesreproError(f"random-effect term '({inside})' in formula {formula!r} nests a bar in a bar")
     intercept = any(type(term).__name__ == "Intercept" for term in model.common_terms)
     slopes = [term for term in model.common_terms if type(term).__name__ != "Intercept"]
     if not intercept and not slopes:

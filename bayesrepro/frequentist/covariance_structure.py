@@ -36,7 +36,7 @@ def varcorr_rows(design: RandomDesign, theta: np.ndarray, sigma2: float) -> list
         for j in range(block.nc):
             for i in range(j + 1, block.nc):
                 product = sd[i] * sd[j]
-                correlation = sigma[i, j] / product if product > 0 else float("nan")
+                correlation = np.clip(sigma[i, j] / product, -1.0, 1.0) if product > 0 else float("nan")
                 rows.append({"group": block.group, "var1": block.columns[j], "var2": block.columns[i],
                              "vcov": float(sigma[i, j]), "sdcor": float(correlation)})
     rows.append({"group": "Residual", "var1": None, "var2": None, "vcov": float(sigma2), "sdcor": float(np.sqrt(sigma2))})
