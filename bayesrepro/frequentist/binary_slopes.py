@@ -1,4 +1,6 @@
-"""Fit binary GLMMs with random slopes or correlated effects by Laplace's approximation, as glmer (nAGQ = 1).
+"""Fit binary GLMMs with random slopes or correlated effects by Laplace's approximation, as glmer (nAGQ = 1);
+also random-intercept models whose crossed factors couple more levels than the cell engine holds (crowd designs:
+items × thousands of raters), on the same sparse core.
 
 The criterion (``sparse_laplace.py``) is minimised over (θ, β) jointly, as
 glmer's second stage does, by the bounded search of the Gaussian slopes core
@@ -37,8 +39,8 @@ from .sparse_laplace import SparseLaplaceDeviance
 
 
 def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[str]) -> GlmmFit:
-    """The Laplace ML fit of a binary model with random slopes (rows in memory)."""
-    frame.require_rows("a binary model with random slopes")
+    """The Laplace ML fit of a binary model on the sparse core (rows in memory)."""
+    frame.require_rows("a binary model with random slopes or large crossed factors")
     if nagq != 1:
         raise BayesreproError("binary models with random slopes are fitted by the Laplace approximation only; "
                               "leave --nagq at 1")
@@ -64,7 +66,7 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
         n_levels={g.name: g.n_levels for g in frame.groups}, cell_eta=fixed_cells.X_fixed @ beta,
         cell_trials=np.bincount(fixed_cells.fixed_cell, weights=fixed_cells.trials,
                                 minlength=len(fixed_cells.X_fixed)),
-        notes=notes + [TERM_VARIANCE_NOTE],
+        notes=notes + ([TERM_VARIANCE_NOTE] if frame.spec.has_slopes else []),
         random_effects=varcorr_rows(design, theta, 1.0)[:-1],   # no residual row: the latent one is fixed
         singular=singular_terms(design, theta),
     )

@@ -37,6 +37,13 @@ class WeightedProducts:
     xtx: np.ndarray | None = None           # (p, p) X'WX
 
 
+def coupling_beyond_cells(level_counts) -> bool:
+    """Whether crossed factors couple more levels than the cell engine holds: the largest factor's levels times
+    the other factors' levels above ``COUPLING_LIMIT``."""
+    sizes = sorted(level_counts, reverse=True)
+    return bool(sizes) and sizes[0] * sum(sizes[1:]) > COUPLING_LIMIT
+
+
 class CellLayout:
     """The integer keys of the cells, built once per model."""
 
@@ -62,10 +69,10 @@ class CellLayout:
         self.level_fixed = [(p - start) * F + self.fixed_cell if size * F <= 4 * self.n_cells else None
                             for p, start, size in zip(self.position, self.offsets, self.sizes)]
         self.X = cells.X if any(keys is None for keys in self.level_fixed) else None
-        if self.n1 * self.q_rest > COUPLING_LIMIT:
+        if coupling_beyond_cells(sizes):
             raise BayesreproError(
                 f"two large crossed grouping factors ({self.n1} × {self.q_rest} levels) are beyond the binomial "
-                "engine; fit the larger one alone or aggregate the smaller"
+                "cell engine; the sparse Laplace fit takes them from the rows in memory (--engine memory)"
             )
         self.sparse = self.n1 * self.q_rest > DENSE_COUPLING
         if self.rest and self.sparse:

@@ -27,6 +27,7 @@ from ..errors import BayesreproError
 from ..links import get_link
 from ..reliability import RESIDUAL, phi, phi_observed, vca_table
 from ..runtime import numerical_work
+from .cell_products import coupling_beyond_cells
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
 from .lmm import varcorr_line
@@ -184,7 +185,8 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
     """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
-    if frame.spec.has_slopes:
+    if frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
+                                 coupling_beyond_cells([group.n_levels for group in frame.groups])):
         from .binary_slopes import fit_binary_slopes
 
         return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
