@@ -346,3 +346,17 @@ def test_python_callers_are_told_the_argument_not_the_flag():
         br.Model(SLEEP_FORMULA, SLEEP).sample(backend="bambi")
     with pytest.raises(BayesreproError, match=r"^prior='r2d2' is not offered for random slopes"):
         br.Model(SLEEP_FORMULA, SLEEP).sample(prior="r2d2")
+
+
+def test_phi_of_independent_terms_counts_every_term_of_the_object_as_reml_does():
+    """``(Days || Subject)`` is two terms of one factor: φ takes both (their sum is what ``(Days | Subject)``
+    gives Subject with a zero correlation), on both engines."""
+    import bayesrepro as br
+
+    model = br.Model("Reaction ~ Days + (Days||Subject)", read_table(SLEEP), object="Subject",
+                     categorical=["Subject"])
+    reml, posterior = model.fit(), model.sample(draws=1000, tune=1000, chains=4, seed=1)
+    variances = posterior.components["variance"]
+    alone = variances["Subject"] / variances.sum()   # the intercept term's share alone: far below φ
+    assert posterior.phi["low"] < reml.phi < posterior.phi["high"]
+    assert posterior.phi["low"] > alone

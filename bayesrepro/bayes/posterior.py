@@ -13,18 +13,21 @@ from ..reliability import KOO_LI_BANDS, koo_li_probabilities, phi, shares
 from .draws import Draws, as_draws
 
 
-def add_reliability(draws: Draws, variances: dict, object: str, prefix: str = "") -> None:
+def add_reliability(draws: Draws, variances: dict, object: str, prefix: str = "", terms=()) -> None:
     """Store draws of every variance component, each share and φ.
 
     ``variances`` maps component name to an array (chain, draw). Variables:
-    ``{prefix}variance`` and ``{prefix}share`` (dim ``component``) and ``{prefix}phi``.
+    ``{prefix}variance`` and ``{prefix}share`` (dim ``component``) and ``{prefix}phi``;
+    φ counts every one of the object's ``terms`` (``(x || g)``'s ``g`` and ``g.1``).
     """
+    from ..design.random_design import factor_variances
+
     names = list(variances)
     component = {"component": names}
     share = shares(variances)
     draws.add(f"{prefix}variance", np.stack([np.asarray(variances[n]) for n in names], axis=-1), ("component",), component)
     draws.add(f"{prefix}share", np.stack([np.asarray(share[n]) for n in names], axis=-1), ("component",), component)
-    draws.add(f"{prefix}phi", np.asarray(phi(variances, object)), attrs={"object": object})
+    draws.add(f"{prefix}phi", np.asarray(phi(factor_variances(variances, terms), object)), attrs={"object": object})
 
 
 def check_probability(prob) -> float:

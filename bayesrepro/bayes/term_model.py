@@ -98,7 +98,7 @@ def fit_terms(frame, prior: str, object: str, settings):
     draws = sample_compiled(term_density(frame, terms, priors), settings)
     variances = {term.group: rows_variance(term_covariances(draws, term), term.mean_outer) for term in terms}
     variances[RESIDUAL] = draws["sigma"] ** 2
-    add_reliability(draws, variances, object)
+    add_reliability(draws, variances, object, terms=frame.spec.random_terms)
     return draws, priors.table(), terms
 
 
