@@ -6,8 +6,9 @@ from .display import Result, public
 
 
 class Agreement(Result):
-    """Krippendorff's alpha of long ratings, with Cohen's kappa and Scott's pi for two raters. Returned by
-    ``agreement``.
+    """Krippendorff's alpha of long ratings, with Cohen's kappa and Scott's pi for two raters.
+
+    Returned by ``agreement``.
 
     Parameters
     ----------
@@ -81,9 +82,12 @@ def agreement(data, item, rater: str, score: str, level: str = "nominal", where:
     Agreement
         ``to_dict()`` equals ``bayesrepro agreement --json``.
     """
-    from ..instruments.agreement import agreement as coefficients
+    from ..errors import BayesreproError
+    from ..instruments.agreement import LEVELS, agreement as coefficients
     from .reading import column_list, read_columns
 
+    if level not in LEVELS:
+        raise BayesreproError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
     items = column_list(item)
     frame = read_columns(data, items + [rater], where, categorical, drop_missing)
     return Agreement(coefficients(frame, items, rater, score, level=level))

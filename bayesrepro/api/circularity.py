@@ -7,7 +7,8 @@ from .display import Result, public
 
 
 class Circularity(Result):
-    """Feature subsets ranked by the deviance of the predictions their GAM explains, and the circularity verdict.
+    """Feature subsets ranked by the deviance of the predictions their GAM explains, and the verdict.
+
     Returned by ``circularity``.
 
     Parameters

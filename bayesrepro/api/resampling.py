@@ -7,8 +7,9 @@ from .display import Result, public
 
 
 class ResamplingTest(Result):
-    """A paired bootstrap, multi-bootstrap or permutation test of two systems. Returned by ``bootstrap`` and
-    ``permutation``.
+    """A paired bootstrap, multi-bootstrap or permutation test of two systems.
+
+    Returned by ``bootstrap`` and ``permutation``.
 
     Parameters
     ----------
