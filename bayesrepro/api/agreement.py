@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .display import Result, public
+from .shared_docs import shared_parameters
 
 
 class Agreement(Result):
@@ -54,6 +55,7 @@ class Agreement(Result):
 
 
 @public
+@shared_parameters
 def agreement(data, item, rater: str, score: str, level: str = "nominal", where: str | None = None,
               categorical=None, drop_missing: bool = False) -> Agreement:
     """Chance-corrected agreement of raters: Krippendorff's alpha, and Cohen's kappa and Scott's pi for two raters.
@@ -70,10 +72,7 @@ def agreement(data, item, rater: str, score: str, level: str = "nominal", where:
         Column of the ratings (numbers; text is allowed at the nominal level); a missing rating is one not given.
     level : {"nominal", "ordinal", "interval", "ratio"}, default "nominal"
         Level of measurement, which sets the distance between two ratings in alpha.
-    where : str, optional
-        A condition selecting rows (the README describes the language).
-    categorical : list of str, optional
-        Columns read as categories of their text whatever they hold.
+    <where>
     drop_missing : bool, default False
         Drop rows with a missing unit or rater instead of refusing them.
 

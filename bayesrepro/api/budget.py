@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .display import Result, public
+from .shared_docs import shared_parameters
 
 
 class Budget(Result):
@@ -68,6 +69,7 @@ class Budget(Result):
 
 
 @public
+@shared_parameters
 def budget(data, score: str, config, lower_is_better: bool = False, budgets=None, level: float = 0.95,
            resamples: int = 2000, seed: int | None = None, where: str | None = None, categorical=None,
            drop_missing: bool = False, progress: bool | None = None) -> Budget:
@@ -75,8 +77,7 @@ def budget(data, score: str, config, lower_is_better: bool = False, budgets=None
 
     Parameters
     ----------
-    data : pandas.DataFrame or str
-        The scores: a DataFrame, a file, harness logs or a bundled dataset name, as ``read`` takes them.
+    <data>
     score : str
         Column of the scores; the rows of a configuration are averaged into one score.
     config : str or list of str
@@ -91,14 +92,7 @@ def budget(data, score: str, config, lower_is_better: bool = False, budgets=None
         Bootstrap resamples per budget.
     seed : int, optional
         Seed of the bootstrap.
-    where : str, optional
-        A condition selecting rows (the README describes the language).
-    categorical : list of str, optional
-        Columns read as categories of their text whatever they hold.
-    drop_missing : bool, default False
-        Drop rows with a missing value in a column used instead of refusing them.
-    progress : bool, optional
-        Show progress on stderr (default: when stderr is a terminal).
+    <rows_progress>
 
     Returns
     -------

@@ -4,6 +4,7 @@ reports it."""
 from __future__ import annotations
 
 from .display import Result, public
+from .shared_docs import shared_parameters
 
 
 class Circularity(Result):
@@ -60,6 +61,7 @@ class Circularity(Result):
 
 
 @public
+@shared_parameters
 def circularity(data, prediction: str, features, defining=None, max_size: int | None = None, df: int = 10,
                 tie_tolerance: float = 0.01, d2_threshold: float = 0.9, where: str | None = None, categorical=None,
                 drop_missing: bool = False) -> Circularity:
@@ -86,12 +88,7 @@ def circularity(data, prediction: str, features, defining=None, max_size: int | 
         D² differences up to this count as ties.
     d2_threshold : float, default 0.9
         D² a circular candidate must reach.
-    where : str, optional
-        A condition selecting rows (the README describes the language).
-    categorical : list of str, optional
-        Columns read as categories of their text whatever they hold.
-    drop_missing : bool, default False
-        Drop rows with a missing value in a column used instead of refusing them.
+    <rows>
 
     Returns
     -------

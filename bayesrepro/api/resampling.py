@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .display import Result, public
+from .shared_docs import shared_parameters
 
 
 class ResamplingTest(Result):
@@ -75,28 +76,18 @@ def _outcome(block_a, block_b, score, lower_is_better, chosen, result) -> Resamp
 
 
 @public
+@shared_parameters
 def bootstrap(data, item: str, system: str, score: str, a: str, b: str, instance: str | None = None,
-              instances: str = "best", lower_is_better: bool = False, resamples: int = 10_000,
-              seed: int | None = None, alternative: str = "two-sided", where: str | None = None, categorical=None,
+              lower_is_better: bool = False, resamples: int = 10_000, seed: int | None = None,
+              alternative: str = "two-sided", instances: str = "best", where: str | None = None, categorical=None,
               drop_missing: bool = False, progress: bool | None = None) -> ResamplingTest:
     """Paired bootstrap test (shift method) of two systems, or the multi-bootstrap over items and instances.
 
     Parameters
     ----------
-    data : pandas.DataFrame or str
-        The scores: a DataFrame, a file, harness logs or a bundled dataset name, as ``read`` takes them.
-    item : str
-        Column of the evaluation items (the pairs).
-    system : str
-        Column of the systems.
-    score : str
-        Column of the per-item scores.
-    a, b : str
-        The systems compared: the statistic is metric(a) - metric(b), the metric the mean score.
+    <pair>
     instance : str, optional
         Column of the trained instances (seeds) of a system.
-    instances : {"best", "multi"}, default "best"
-        With ``instance``: compare each system's best instance, or resample instances and items together.
     lower_is_better : bool, default False
         Lower scores are better (e.g. TER); picks the best instance.
     resamples : int, default 10000
@@ -105,14 +96,9 @@ def bootstrap(data, item: str, system: str, score: str, a: str, b: str, instance
         Seed of the resampling.
     alternative : {"two-sided", "greater", "less"}, default "two-sided"
         The alternative hypothesis about metric(a) - metric(b).
-    where : str, optional
-        A condition selecting rows (the README describes the language).
-    categorical : list of str, optional
-        Columns read as categories of their text whatever they hold.
-    drop_missing : bool, default False
-        Drop rows with a missing value in a column used instead of refusing them.
-    progress : bool, optional
-        Show progress on stderr (default: when stderr is a terminal).
+    instances : {"best", "multi"}, default "best"
+        With ``instance``: compare each system's best instance, or resample instances and items together.
+    <rows_progress>
 
     Returns
     -------
@@ -142,24 +128,16 @@ def bootstrap(data, item: str, system: str, score: str, a: str, b: str, instance
 
 
 @public
+@shared_parameters
 def permutation(data, item: str, system: str, score: str, a: str, b: str, instance: str | None = None,
                 lower_is_better: bool = False, resamples: int = 10_000, seed: int | None = None,
-                alternative: str = "two-sided", where: str | None = None, categorical=None,
-                drop_missing: bool = False, progress: bool | None = None) -> ResamplingTest:
+                alternative: str = "two-sided", where: str | None = None, categorical=None, drop_missing: bool = False,
+                progress: bool | None = None) -> ResamplingTest:
     """Approximate randomization (permutation) test of two systems, each represented by its best instance.
 
     Parameters
     ----------
-    data : pandas.DataFrame or str
-        The scores: a DataFrame, a file, harness logs or a bundled dataset name, as ``read`` takes them.
-    item : str
-        Column of the evaluation items (the pairs).
-    system : str
-        Column of the systems.
-    score : str
-        Column of the per-item scores.
-    a, b : str
-        The systems compared: the statistic is metric(a) - metric(b), the metric the mean score.
+    <pair>
     instance : str, optional
         Column of the trained instances (seeds) of a system; each system's best instance is compared.
     lower_is_better : bool, default False
@@ -170,19 +148,12 @@ def permutation(data, item: str, system: str, score: str, a: str, b: str, instan
         Seed of the swaps.
     alternative : {"two-sided", "greater", "less"}, default "two-sided"
         The alternative hypothesis about metric(a) - metric(b).
-    where : str, optional
-        A condition selecting rows (the README describes the language).
-    categorical : list of str, optional
-        Columns read as categories of their text whatever they hold.
-    drop_missing : bool, default False
-        Drop rows with a missing value in a column used instead of refusing them.
-    progress : bool, optional
-        Show progress on stderr (default: when stderr is a terminal).
+    <rows_progress>
 
     Returns
     -------
     ResamplingTest
-        ``to_dict()`` equals ``bayesrepro permutation --json``.
+        The test of each system's best instance; ``to_dict()`` equals ``bayesrepro permutation --json``.
     """
     from ..instruments.resampling import permutation_test
     from ..progress import Progress
