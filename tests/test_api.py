@@ -447,3 +447,13 @@ def test_circularity_equals_the_command_on_simulated_liver_data(capsys, tmp_path
         br.circularity(liver, "with_bilirubin", ["bilirubin", "age"], max_size=3)
     with pytest.raises(br.BayesreproError, match=r"^patients= must be a whole number"):
         br.simulate_liver_sofa(10)
+
+
+def test_instruments_refuse_missing_values_or_drop_them_with_a_warning():
+    ratings = br.load_dataset("kreutzer_annotation")
+    ratings = ratings[ratings["mode"] == "Marking"].astype({"rater": object})
+    ratings.loc[ratings.index[0], "rater"] = None
+    with pytest.raises(br.BayesreproError, match=r"missing values in 'rater' \(1\).*drop_missing="):
+        br.agreement(ratings, ["sentence", "occasion"], "rater", "score")
+    with pytest.warns(br.BayesreproWarning, match="dropped 1 of 150 rows"):
+        assert br.agreement(ratings, ["sentence", "occasion"], "rater", "score", drop_missing=True).n_ratings == 149
