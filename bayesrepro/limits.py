@@ -112,6 +112,8 @@ RESAMPLES = Count("--resamples", 1, 10_000_000, "10,000 resolve p = 0.001")
 BUDGETS = Count("--budgets", 1, 1_000_000)
 GAM_DF = Count("--df", 4, 40, "a cubic smooth needs 4")
 MAX_SIZE = Count("--max-size", 1, 1_000)
+PATIENTS = Count("--patients", 50, 1_000_000, "the trees' leaves need at least 10 patients each")
+TREE_DEPTH = Count("--max-depth", 1, 20)
 
 # --- planning -----------------------------------------------------------------------------------------------------
 SIMULATIONS = Count("--simulations", 0, 10_000, "0 gives the closed form alone")

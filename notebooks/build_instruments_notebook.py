@@ -20,11 +20,7 @@ import pandas as pd
 import matplotlib
 matplotlib.use("Agg")
 
-from bayesrepro.datasets import load_dataset
-from bayesrepro import instruments as ins
-from bayesrepro.instruments.systems import system_scores
-from bayesrepro.frequentist import fit_lmm, glrt
-from bayesrepro import reliability
+import bayesrepro as br
 
 pd.set_option("display.precision", 4)
 SEED = 20231"""),
@@ -35,17 +31,16 @@ random-seed replications each of `Marking` and `PostEdit` (lower TER is
 better). The common practice picks each system's best replication and runs a
 paired bootstrap or permutation test on those two models. The
 multi-bootstrap instead resamples replications together with sentences."""),
-    ("code", """ter = load_dataset("kreutzer_ter")
-blocks = system_scores(ter, "sentence_id", "system", "ter", "replication")
-pd.DataFrame({name: block.instance_means() for name, block in blocks.items()}).T"""),
+    ("code", """ter = br.load_dataset("kreutzer_ter")
+ter.groupby(["system", "replication"], observed=True)["ter"].mean().unstack()"""),
     ("code", """rows = []
 for a, b in [("Baseline", "Marking"), ("Baseline", "PostEdit"), ("Marking", "PostEdit")]:
-    inst_a, best_a = blocks[a].best_instance(lower_is_better=True)
-    inst_b, best_b = blocks[b].best_instance(lower_is_better=True)
-    boot = ins.paired_bootstrap_test(best_a, best_b, n_resamples=10_000, seed=SEED)
-    perm = ins.permutation_test(best_a, best_b, n_resamples=10_000, seed=SEED)
-    multi = ins.multi_bootstrap_test(blocks[a].scores, blocks[b].scores, n_resamples=10_000, seed=SEED)
-    rows.append({"comparison": f"{a} ({inst_a}) - {b} ({inst_b})", "TER difference": boot.statistic,
+    pair = dict(data=ter, item="sentence_id", system="system", score="ter", a=a, b=b, instance="replication",
+                resamples=10_000, seed=SEED)
+    boot = br.bootstrap(**pair, lower_is_better=True)
+    perm = br.permutation(**pair, lower_is_better=True)
+    multi = br.bootstrap(**pair, instances="multi")
+    rows.append({"comparison": f"{a} ({boot.instance_a}) - {b} ({boot.instance_b})", "TER difference": boot.statistic,
                  "bootstrap p": boot.p_value, "bootstrap MC SE": boot.mc_standard_error,
                  "permutation p": perm.p_value, "permutation MC SE": perm.mc_standard_error,
                  "multi-bootstrap diff": multi.statistic, "multi-bootstrap p": multi.p_value})
@@ -58,7 +53,7 @@ resample was as extreme: the true p is below about 3/R, nothing more.
 The model-based answer uses every replication and the sentence as a random
 effect, comparing `ter ~ system + (1|sentence_id)` with `ter ~ 1 + (1|sentence_id)`
 by a likelihood-ratio test on ML fits:"""),
-    ("code", """test = glrt("ter ~ 1 + (1|sentence_id)", "ter ~ system + (1|sentence_id)", ter)
+    ("code", """test = br.Model("ter ~ system + (1|sentence_id)", ter).glrt(h0="ter ~ 1 + (1|sentence_id)")
 print(test)"""),
     ("md", """**What the resampling tests can tell:** whether *these two trained models*
 differ on *this test set* beyond what resampling the sentences produces. They
@@ -82,33 +77,34 @@ the 324 configurations of the full `Marking` grid; accuracy of each of the
 best of B configurations drawn with replacement (Dodge et al., 2019) with the
 exact 95 % range of that best under the empirical distribution, and the
 bootstrap version (thesis Algorithm 3.1)."""),
-    ("code", """grid = load_dataset("kreutzer_marking_full")
+    ("code", """grid = br.load_dataset("kreutzer_marking_full")
 meta = ["learning_rate", "seed", "encoder_dropout", "decoder_dropout", "decoder_dropout_hidden", "delta_scheme"]
-grid_scores = ins.configuration_scores(grid, meta, "ter")
-grid_budget = ins.expected_max(grid_scores.to_numpy(), [1, 2, 5, 10, 20, 50, 100, 200, 324],
-                               higher_is_better=False, n_resamples=5000, seed=SEED)
-print(len(grid_scores), "configurations; best mean TER", round(grid_scores.min(), 4))
+grid_budget = br.budget(grid, "ter", meta, lower_is_better=True, budgets=[1, 2, 5, 10, 20, 50, 100, 200, 324],
+                        resamples=5000, seed=SEED)
+best = grid.groupby(meta, observed=True)["ter"].mean().min()
+print(grid_budget.n_configurations, "configurations; best mean TER", round(best, 4))
 grid_budget.table"""),
-    ("code", """sofa = load_dataset("sofa_mlp_grid")
-sofa_scores = ins.configuration_scores(sofa, ["system"], "accuracy")
-sofa_budget = ins.expected_max(sofa_scores.to_numpy(), [1, 2, 5, 10, 50, 100, 1000, 5000, 12150],
-                               n_resamples=5000, seed=SEED)
-print(len(sofa_scores), "models; best accuracy", round(sofa_scores.max(), 4))
+    ("code", """sofa = br.load_dataset("sofa_mlp_grid")
+sofa_budget = br.budget(sofa, "accuracy", "system", budgets=[1, 2, 5, 10, 50, 100, 1000, 5000, 12150],
+                        resamples=5000, seed=SEED)
+print(sofa_budget.n_configurations, "models; best accuracy",
+      round(sofa.groupby("system", observed=True)["accuracy"].mean().max(), 4))
 sofa_budget.table"""),
     ("code", """import matplotlib.pyplot as plt
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-ins.plot_expected_max(grid_budget, ax=axes[0]); axes[0].set_title("Marking grid: mean TER (lower is better)")
-ins.plot_expected_max(sofa_budget, ax=axes[1]); axes[1].set_title("SOFA MLP grid: accuracy")
+grid_budget.plot(ax=axes[0], title="Marking grid: mean TER (lower is better)")
+sofa_budget.plot(ax=axes[1], title="SOFA MLP grid: accuracy")
 fig.tight_layout()
 print(grid_budget.note)"""),
     ("md", """The same grids through variance components (REML):"""),
-    ("code", """grid_fit = fit_lmm("ter ~ 1 + (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropout)"
-                   " + (1|decoder_dropout) + (1|decoder_dropout_hidden) + (1|delta_scheme)", grid)
-print("phi (sentence_id):", round(float(reliability.phi(grid_fit.variances, "sentence_id")), 4))
-reliability.vca_table(grid_fit.variances, object="sentence_id")"""),
-    ("code", """sofa_fit = fit_lmm("accuracy ~ 1 + (1|hidden_size_max) + (1|hidden_number) + (1|learning_rate)"
-                   " + (1|batch_size) + (1|random_seed) + (1|epochs) + (1|dropout)", sofa)
-reliability.vca_table(sofa_fit.variances)"""),
+    ("code", """grid_fit = br.Model("ter ~ 1 + (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropout)"
+                    " + (1|decoder_dropout) + (1|decoder_dropout_hidden) + (1|delta_scheme)", grid,
+                    object="sentence_id").fit()
+print("phi (sentence_id):", round(grid_fit.phi, 4))
+grid_fit.components"""),
+    ("code", """sofa_fit = br.Model("accuracy ~ 1 + (1|hidden_size_max) + (1|hidden_number) + (1|learning_rate)"
+                    " + (1|batch_size) + (1|random_seed) + (1|epochs) + (1|dropout)", sofa).fit()
+sofa_fit.components[["variance", "percent"]]  # a grid of models has no object of measurement"""),
     ("md", """**What the budget curves can tell:** how much a larger tuning budget is
 expected to buy *on this grid* — on the Marking grid the expected best mean
 TER falls from about 0.27 (one configuration) to 0.18 (all of them); on the
@@ -137,10 +133,11 @@ still negative."""),
 skewed = np.array([[0, 0, 0, 0, 0, 0, 1, 0],
                    [0, 0, 0, 0, 0, 0, 0, 1]]).T
 for name, table in [("10 units", example_a), ("8 units", skewed)]:
-    print(f"{name}: alpha = {ins.krippendorff_alpha(table):.3f}, "
-          f"kappa = {ins.cohen_kappa(table[:, 0], table[:, 1]):.3f}, "
-          f"pi = {ins.scott_pi(table[:, 0], table[:, 1]):.3f}, "
-          f"observed agreement = {np.mean(table[:, 0] == table[:, 1]):.2f}")"""),
+    ratings = (pd.DataFrame(table, columns=["A", "B"]).rename_axis("unit").reset_index()
+               .melt(id_vars="unit", var_name="rater", value_name="value"))
+    two = br.agreement(ratings, "unit", "rater", "value")
+    print(f"{name}: alpha = {two.krippendorff_alpha:.3f}, kappa = {two.cohen_kappa:.3f}, "
+          f"pi = {two.scott_pi:.3f}, observed agreement = {np.mean(table[:, 0] == table[:, 1]):.2f}")"""),
     ("md", """`kreutzer_annotation`: ten raters score five sentences on three occasions
 in each of two modes. Two choices of the unit of analysis: the *sentence*
 (all 30 ratings of a sentence are pairable — raters and occasions are both
@@ -149,25 +146,27 @@ same occasion are compared — agreement between raters). Scores are
 continuous, so the interval level is the meaningful one; the nominal
 coefficient is shown to make the point. κ and π are defined for two raters
 only and are therefore absent here."""),
-    ("code", """annotation = load_dataset("kreutzer_annotation")
+    ("code", """annotation = br.load_dataset("kreutzer_annotation")
 G_STUDY = ("score ~ 1 + (1|sentence) + (1|rater) + (1|occasion) + (1|sentence:rater)"
            " + (1|sentence:occasion) + (1|rater:occasion)")
 rows, vca = [], {}
 for mode, part in annotation.groupby("mode", observed=True):
-    fit = fit_lmm(G_STUDY, part)
+    fit = br.Model(G_STUDY, part, object="sentence").fit()
     coders = part.assign(coder=part["rater"].astype(str) + "@" + part["occasion"].astype(str))
-    vca[mode] = reliability.vca_table(fit.variances, object="sentence")
+    vca[mode] = fit.components
+    # inter-rater consistency: the share of the variance that two raters on the same occasion share
+    variance = fit.components["variance"]
+    shared = [name for name in variance.index if name != "Residual" and "rater" not in name.split(":")]
     rows.append({
         "mode": mode,
-        "alpha interval (unit: sentence)": ins.agreement(coders, "sentence", "coder", "score", "interval").krippendorff_alpha,
-        "phi, one rating (G-study)": float(reliability.phi(fit.variances, "sentence")),
+        "alpha interval (unit: sentence)": br.agreement(coders, "sentence", "coder", "score", "interval").krippendorff_alpha,
+        "phi, one rating (G-study)": fit.phi,
         "alpha interval (unit: sentence x occasion)":
-            ins.agreement(part, ["sentence", "occasion"], "rater", "score", "interval").krippendorff_alpha,
-        "inter-rater consistency (G-study)": float(reliability.consistency_across(fit.variances, "rater")),
+            br.agreement(part, ["sentence", "occasion"], "rater", "score", "interval").krippendorff_alpha,
+        "inter-rater consistency (G-study)": variance[shared].sum() / variance.sum(),
         "alpha nominal (unit: sentence x occasion)":
-            ins.agreement(part, ["sentence", "occasion"], "rater", "score", "nominal").krippendorff_alpha,
-        "phi, mean of 10 raters x 3 occasions":
-            float(reliability.d_study(fit.variances, "sentence", {"rater": 10, "occasion": 3})["phi"]),
+            br.agreement(part, ["sentence", "occasion"], "rater", "score", "nominal").krippendorff_alpha,
+        "phi, mean of 10 raters x 3 occasions": fit.d_study({"rater": 10, "occasion": 3})["phi"].iloc[0],
     })
 pd.DataFrame(rows).set_index("mode").T"""),
     ("code", """pd.concat(vca, axis=1)"""),
@@ -193,23 +192,18 @@ and heart rate are noise. A regression tree is trained once with bilirubin
 and once without it, and each model's test-set predictions are explained by
 GAMs (statsmodels `GLMGam`, cubic B-spline smooths) on every subset of the
 five features."""),
-    ("code", """from bayesrepro.instruments.liver_sofa import FEATURES, fit_regression_tree, make_liver_data
-
-train, test = make_liver_data(800, seed=1), make_liver_data(800, seed=2)
-features = list(FEATURES)
-others = [f for f in features if f != "bilirubin"]
-with_rule = fit_regression_tree(train[features], train["sofa_liver"], max_depth=4).predict(test[features])
-without = fit_regression_tree(train[others], train["sofa_liver"], max_depth=4).predict(test[others])
-for name, pred in [("with bilirubin", with_rule), ("without bilirubin", without)]:
-    print(f"{name}: accuracy {np.mean(np.round(pred) == test['sofa_liver']):.3f}")"""),
+    ("code", """test = br.simulate_liver_sofa(800, max_depth=4, seed=1)
+features = ["bilirubin", "inr", "albumin", "age", "heart_rate"]
+for name in ["with_bilirubin", "without_bilirubin"]:
+    print(f"{name}: accuracy {np.mean(np.round(test[name]) == test['sofa_liver']):.3f}")"""),
     ("code", """results = {}
-for name, pred in [("with bilirubin", with_rule), ("without bilirubin", without)]:
-    r = ins.circularity_test(test[features], pred, defining=["bilirubin"])
+for name in ["with_bilirubin", "without_bilirubin"]:
+    r = br.circularity(test, name, features, defining=["bilirubin"])
     results[name] = r
     print(f"{name}: candidate {r.candidate}, D2 = {r.candidate_d2:.3f}, all features D2 = {r.full_d2:.3f}, "
           f"D2 of bilirubin alone = {r.defining_d2:.3f}, nullified = {r.nullified}, circular = {r.circular}")
-results["with bilirubin"].ranking.head(8)"""),
-    ("code", """results["without bilirubin"].ranking.head(8)"""),
+results["with_bilirubin"].ranking.head(8)"""),
+    ("code", """results["without_bilirubin"].ranking.head(8)"""),
     ("md", """**What the test can tell:** that the first model's predictions are, to
 96 % of their deviance, a smooth function of bilirubin alone and that no
 other feature adds anything once bilirubin is in — the model has learned the

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayesrepro as br
@@ -371,3 +372,88 @@ def test_compare_without_phi_equals_the_command(capsys):
             "--draws", "100", "--tune", "100", "--chains", "2", "--allow-unconverged"]
     ours, expected = side.to_dict(), command_json(capsys, *argv, status=3 if side.not_converged() else 0)
     assert ours == expected
+
+
+def _same_as_command(capsys, result, *argv):
+    """The result's ``to_dict`` is the command's ``--json`` and its ``summary`` the command's text."""
+    assert result.to_dict() == command_json(capsys, *argv)
+    assert main(list(argv)) == 0
+    assert capsys.readouterr().out == result.summary() + "\n"
+
+
+def test_resampling_tests_equal_the_commands(capsys):
+    pair = ["kreutzer_ter", "--item", "sentence_id", "--system", "system", "--score", "ter", "--a", "Baseline", "--b",
+            "Marking", "--instance", "replication", "--resamples", "200", "--seed", "4"]
+    arguments = dict(data="kreutzer_ter", item="sentence_id", system="system", score="ter", a="Baseline", b="Marking",
+                     instance="replication", resamples=200, seed=4)
+    best = br.bootstrap(**arguments, lower_is_better=True)
+    _same_as_command(capsys, best, "bootstrap", *pair, "--lower-is-better")
+    assert (best.instance_a, best.instance_b) == ("1", "2") and best.n_items == 1041
+    _same_as_command(capsys, br.bootstrap(**arguments, instances="multi"), "bootstrap", *pair, "--instances", "multi")
+    _same_as_command(capsys, br.permutation(**arguments, alternative="less"), "permutation", *pair,
+                     "--alternative", "less")
+    with pytest.raises(br.BayesreproError, match=r"^resamples= must be a whole number"):
+        br.permutation(**{**arguments, "resamples": 0})
+    with pytest.raises(br.BayesreproError, match=r"^instances= multi needs instance="):
+        br.bootstrap(**{**arguments, "instance": None}, instances="multi")
+
+
+def test_budget_equals_the_command_and_draws_its_curve(capsys):
+    arguments = ["sofa_mlp_grid", "--score", "accuracy", "--config", "system", "--budgets", "1", "10", "100",
+                 "--resamples", "100", "--seed", "2", "--where", "dropout == '0.2'"]
+    result = br.budget("sofa_mlp_grid", "accuracy", "system", budgets=[1, 10, 100], resamples=100, seed=2,
+                       where="dropout == '0.2'")
+    _same_as_command(capsys, result, "budget", *arguments)
+    assert list(result.table["budget"]) == [1, 10, 100]
+    figure = result.plot(title="SOFA")
+    assert figure.axes[0].get_title() == "SOFA"
+    with pytest.raises(br.BayesreproError, match=r"^level= must lie strictly between 0 and 1"):
+        br.budget("sofa_mlp_grid", "accuracy", "system", level=95)
+    with pytest.raises(br.BayesreproError, match=r"^config= names the score column"):
+        br.budget("sofa_mlp_grid", "accuracy", ["system", "accuracy"])
+
+
+def test_agreement_equals_the_command_and_escapes_its_labels(capsys):
+    arguments = ["kreutzer_annotation", "--item", "sentence", "occasion", "--rater", "rater", "--score", "score",
+                 "--level", "interval", "--where", "mode == 'Marking'"]
+    result = br.agreement("kreutzer_annotation", ["sentence", "occasion"], "rater", "score", level="interval",
+                          where="mode == 'Marking'")
+    _same_as_command(capsys, result, "agreement", *arguments)
+    assert result.n_raters == 10 and result.cohen_kappa is None
+    # Krippendorff (2011), example A: two observers, ten units, alpha = 0.095
+    a = [0, 1, 0, 0, 0, 0, 0, 0, 1, 0]
+    b = [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]
+    two = br.agreement(pd.DataFrame({"unit": list(range(10)) * 2, "rater": ["<a>"] * 10 + ["b&"] * 10,
+                                     "value": a + b}), "unit", "rater", "value")
+    assert round(two.krippendorff_alpha, 3) == 0.095 and two.cohen_kappa is not None
+    assert "<a>" not in two._repr_html_()
+    with pytest.raises(br.BayesreproError, match=r"^level= must be one of"):
+        br.agreement("kreutzer_annotation", "sentence", "rater", "score", level="loud")
+
+
+def test_circularity_equals_the_command_on_simulated_liver_data(capsys, tmp_path):
+    liver = br.simulate_liver_sofa(400, seed=7)
+    assert {"sofa_liver", "with_bilirubin", "without_bilirubin"} <= set(liver.columns) and len(liver) == 400
+    path = tmp_path / "liver.csv"
+    liver.to_csv(path, index=False)
+    result = br.circularity(str(path), "with_bilirubin", ["bilirubin", "age"], defining=["bilirubin"], df=8)
+    _same_as_command(capsys, result, "circularity", str(path), "--prediction", "with_bilirubin", "--features",
+                     "bilirubin", "age", "--defining", "bilirubin", "--df", "8")
+    # the tree given bilirubin learns the rule that defines the score; the one without it is explained by INR
+    assert result.candidate == ("bilirubin",) and result.circular
+    assert br.circularity(liver, "without_bilirubin", ["bilirubin", "inr", "age"], defining=["bilirubin"],
+                          df=6).circular is False
+    with pytest.raises(br.BayesreproError, match=r"^max_size= 3 is more than the 2 features= given"):
+        br.circularity(liver, "with_bilirubin", ["bilirubin", "age"], max_size=3)
+    with pytest.raises(br.BayesreproError, match=r"^patients= must be a whole number"):
+        br.simulate_liver_sofa(10)
+
+
+def test_instruments_refuse_missing_values_or_drop_them_with_a_warning():
+    ratings = br.load_dataset("kreutzer_annotation")
+    ratings = ratings[ratings["mode"] == "Marking"].astype({"rater": object})
+    ratings.loc[ratings.index[0], "rater"] = None
+    with pytest.raises(br.BayesreproError, match=r"missing values in 'rater' \(1\).*drop_missing="):
+        br.agreement(ratings, ["sentence", "occasion"], "rater", "score")
+    with pytest.warns(br.BayesreproWarning, match="dropped 1 of 150 rows"):
+        assert br.agreement(ratings, ["sentence", "occasion"], "rater", "score", drop_missing=True).n_ratings == 149

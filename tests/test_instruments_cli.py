@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from bayesrepro.errors import BayesreproError
+from bayesrepro.errors import COMMAND_LINE, BayesreproError
 from bayesrepro.instruments.liver_sofa import FEATURES, fit_regression_tree, make_liver_data
 
 COMMANDS = ("bootstrap", "permutation", "budget", "agreement", "circularity")
@@ -19,7 +19,11 @@ def run(argv, capsys):
     for name in COMMANDS:
         importlib.import_module(f"bayesrepro.cli.{name}").register(subparsers)
     args = parser.parse_args(argv)
-    assert args.func(args) == 0
+    command_line = COMMAND_LINE.set(True)   # as `bayesrepro` runs a command: errors name its options
+    try:
+        assert args.func(args) == 0
+    finally:
+        COMMAND_LINE.reset(command_line)
     return capsys.readouterr().out
 
 

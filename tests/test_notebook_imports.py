@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-# still written against the package's internal modules; each is moved to `br` with its builder
-NOT_YET_PUBLIC = {"instruments"}
 
 
 def internal_imports(path: Path) -> list[str]:
@@ -27,9 +25,7 @@ def internal_imports(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
-    p.stem in NOT_YET_PUBLIC, reason="not yet written against the public API", strict=True), id=p.stem)
-    for p in sorted(NOTEBOOKS.glob("*.ipynb"))])
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
 def test_notebook_imports_only_the_public_api(path):
     assert internal_imports(path) == []
 

@@ -86,9 +86,9 @@ def baselines(data, score: str, item: str, system: str, formula: str | None = No
     """
     from ..data import read_table
     from ..instruments.binary_baselines import binary_baselines
+    from .reading import column_list
 
-    columns = [categorical] if isinstance(categorical, str) else list(categorical or ())
-    table = read_table(data, where=where, categorical=columns)
+    table = read_table(data, where=where, categorical=column_list(categorical))
     comparison = None
     if formula:
         from ..frequentist.binary_comparison import compare_binary_levels

@@ -27,8 +27,28 @@ def read(source, where: str | None = None, categorical=None):
     """
     from ..data import read_table
 
-    columns = [categorical] if isinstance(categorical, str) else list(categorical or ())
-    return read_table(source, where=where, categorical=columns)
+    return read_table(source, where=where, categorical=column_list(categorical))
+
+
+def column_list(columns) -> list[str]:
+    """One column name or several as a list (None: none)."""
+    return [columns] if isinstance(columns, str) else list(columns or ())
+
+
+def read_columns(source, columns, where=None, categorical=None, drop_missing: bool = False):
+    """The rows an instrument uses: ``columns`` must exist; their missing values are refused or, with
+    ``drop_missing``, dropped with a ``BayesreproWarning`` saying how many."""
+    import warnings
+
+    from ..data import read_table, remove_missing, require_columns
+    from ..errors import BayesreproWarning
+
+    frame = read_table(source, where=where, categorical=column_list(categorical))
+    require_columns(frame, columns, "column")
+    frame, note = remove_missing(frame, list(columns), drop_missing)
+    if note:
+        warnings.warn(note, BayesreproWarning, stacklevel=2)
+    return frame
 
 
 @public

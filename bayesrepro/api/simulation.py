@@ -42,3 +42,39 @@ def simulate_binary_grid(items: int = 2000, systems: dict | None = None, seeds: 
     from ..simulate import binary_grid
 
     return binary_grid(items, systems, seeds, prompts, item_sd, seed_sd, prompt_sd, intercept, link, random_state)
+
+
+@public
+def simulate_liver_sofa(patients: int = 800, max_depth: int = 4, seed: int = 1):
+    """Simulate patients whose liver SOFA score is defined by bilirubin, and the predictions of two trained models.
+
+    The score (0 to 4) follows bilirubin's cut-offs 1.2, 2, 6 and 12 mg/dL; INR and albumin track bilirubin with
+    noise; age and heart rate are noise. Two least-squares regression trees are trained on ``patients`` simulated
+    patients, one on all five features and one without bilirubin, and predict the score of as many new patients.
+
+    Parameters
+    ----------
+    patients : int, default 800
+        Patients in the training set and in the test set, at least 50.
+    max_depth : int, default 4
+        Depth of the trees.
+    seed : int, default 1
+        Seed of the training set; the test set's is the next integer.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The test patients: ``bilirubin``, ``inr``, ``albumin``, ``age``, ``heart_rate``, the true ``sofa_liver``,
+        and the predictions ``with_bilirubin`` and ``without_bilirubin`` of the two trees.
+    """
+    from .. import limits
+    from ..instruments.liver_sofa import FEATURES, fit_regression_tree, make_liver_data
+
+    patients, max_depth = limits.PATIENTS.check(patients), limits.TREE_DEPTH.check(max_depth)
+    seed = limits.SEED.check(seed)
+    train, test = make_liver_data(patients, seed=seed), make_liver_data(patients, seed=seed + 1)
+    for name, features in [("with_bilirubin", list(FEATURES)),
+                           ("without_bilirubin", [f for f in FEATURES if f != "bilirubin"])]:
+        tree = fit_regression_tree(train[features], train["sofa_liver"], max_depth=max_depth)
+        test[name] = tree.predict(test[features])
+    return test

@@ -22,22 +22,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..instruments.agreement import agreement
+    from ..api.agreement import agreement
 
     # a missing score is a rating not given; missing unit or rater ids follow --drop-missing
     frame = read_rows(args, list(args.item) + [args.rater])
-    result = agreement(frame, args.item, args.rater, args.score, level=args.level)
+    result = agreement(frame, list(args.item), args.rater, args.score, level=args.level)
     if args.json:
         print_json(result.to_dict())
-        return 0
-
-    def show(value):
-        return "not defined" if value is None else f"{value:.4f}"
-
-    print(f"{result.n_ratings} ratings of {result.n_items} units by {result.n_raters} raters ({result.level})")
-    print(f"  Krippendorff's alpha: {result.krippendorff_alpha:.4f}")
-    print(f"  Cohen's kappa:        {show(result.cohen_kappa)}")
-    print(f"  Scott's pi:           {show(result.scott_pi)}")
-    if result.note:
-        print(f"  note: {result.note}")
+    else:
+        print(result.summary())
     return 0

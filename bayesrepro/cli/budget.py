@@ -30,21 +30,19 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def run(args) -> int:
+    from ..api.budget import budget
     from ..errors import BayesreproError
-    from ..instruments.budget import configuration_scores, expected_max, plot_expected_max
     from ..output import atomic_path, check_writable
-    from .bootstrap import progress_bar
 
     plot = check_writable(args.plot, PLOT_SUFFIXES, option="--plot") if args.plot else None
     frame = read_rows(args, list(args.config) + [args.score])
-    scores = configuration_scores(frame, args.config, args.score)
-    with progress_bar(args, "budget") as bar:
-        result = expected_max(scores.to_numpy(), args.budgets, higher_is_better=not args.lower_is_better,
-                              level=args.level, n_resamples=args.resamples, seed=args.seed, progress=bar.update)
+    result = budget(frame, args.score, list(args.config), lower_is_better=args.lower_is_better, budgets=args.budgets,
+                    level=args.level, resamples=args.resamples, seed=args.seed,
+                    progress=True if args.progress else None)
     if plot is not None:
         import matplotlib.pyplot as plt
 
-        fig = plot_expected_max(result)
+        fig = result.plot()
         try:
             with atomic_path(plot) as temporary:
                 fig.savefig(temporary, format=plot.suffix.lstrip(".").lower(), dpi=120, bbox_inches="tight")
@@ -54,10 +52,6 @@ def run(args) -> int:
             plt.close(fig)
     if args.json:
         print_json(result.to_dict())
-        return 0
-    best = "lowest" if args.lower_is_better else "highest"
-    print(f"{result.n_configurations} configurations of {', '.join(args.config)}; "
-          f"best = {best} mean {args.score}")
-    print(result.table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(result.note)
+    else:
+        print(result.summary())
     return 0

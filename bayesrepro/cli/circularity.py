@@ -27,31 +27,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..data import check_score
-    from ..errors import BayesreproError
-    from ..instruments.circularity import circularity_test
+    from ..api.circularity import circularity
 
-    if args.max_size is not None and args.max_size > len(args.features):
-        raise BayesreproError(f"--max-size {args.max_size} is more than the {len(args.features)} --features given")
-    if args.prediction in args.features:
-        raise BayesreproError(f"--features names the prediction column '{args.prediction}'; the features must "
-                              "explain the predictions, not contain them")
     frame = read_rows(args, list(args.features) + [args.prediction])
-    predictions = check_score(frame, args.prediction)
-    result = circularity_test(frame[args.features], predictions, defining=args.defining,
-                              max_size=args.max_size, df=args.df, tie_tolerance=args.tie_tolerance,
-                              d2_threshold=args.d2_threshold)
+    result = circularity(frame, args.prediction, list(args.features), defining=args.defining,
+                         max_size=args.max_size, df=args.df, tie_tolerance=args.tie_tolerance,
+                         d2_threshold=args.d2_threshold)
     if args.json:
         print_json(result.to_dict())
-        return 0
-    print(f"candidate: {', '.join(result.candidate)} (D² = {result.candidate_d2:.4f}; "
-          f"all features D² = {result.full_d2:.4f})")
-    print(f"  nullification: other features add {result.full_d2 - result.candidate_d2:.4f} D² "
-          f"({'nullified' if result.nullified else 'not nullified'})")
-    if result.circular is None:
-        print("  verdict: name the defining features (--defining) to test for circularity")
     else:
-        print(f"  D² of the defining features alone: {result.defining_d2:.4f}")
-        print(f"  verdict: {'circular' if result.circular else 'not circular'}")
-    print(result.ranking.head(10).to_string(index=False))
+        print(result.summary())
     return 0

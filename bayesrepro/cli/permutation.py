@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .bootstrap import add_comparison_arguments, best_instances, describe, progress_bar, report, select_pair
+from .bootstrap import add_comparison_arguments, run_comparison
 
 HELP = "approximate randomization (permutation) test of two systems scored on the same items"
 
@@ -14,12 +14,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..instruments.resampling import permutation_test
+    from ..api.resampling import permutation
 
-    a, b = select_pair(args)
-    scores_a, scores_b, chosen = best_instances(args, a, b)
-    with progress_bar(args, "permutation") as bar:
-        result = permutation_test(scores_a, scores_b, n_resamples=args.resamples, seed=args.seed,
-                                  alternative=args.alternative, progress=bar.update)
-    report({**describe(args, a, b, chosen), **result.to_dict()}, args.json)
-    return 0
+    return run_comparison(permutation, args)
