@@ -37,6 +37,8 @@ from .frequentist.deviance import ProfiledDeviance
 from .frequentist.fitting import component_variances, fit_frame
 from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
+from .frequentist.reference import AUTO, SATTERTHWAITE
+from .frequentist.slope_variance_bootstrap import slope_variance_bootstrap
 from .progress import Progress
 from .reliability import koo_li_label, koo_li_probabilities, object_of_measurement
 from .runtime import numerical_work
@@ -46,6 +48,8 @@ ALPHA = 0.05
 # more than one percentage point of the total variance: a share that size
 # changes a VCA table a reader would act on.
 WIDE_SHARE = 0.01
+SLOPE_LOO_NOTE = ("leave-one-item-out LOO is not given for models with random slopes (its per-item likelihood is "
+                  "written for random intercepts); the GLRT stands alone")
 
 
 @dataclass
@@ -206,6 +210,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         if resolved.binary:
             boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object,
                                                               bar.update)
+        elif frame.spec.has_slopes:
+            boot, unconverged = slope_variance_bootstrap(fit, frame, int(n_boot), rng, bar.update)
         else:
             boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng, bar.update)
     bayes = fit_bayes(frame, object=object or frame.groups[0].name, family=resolved.name,
@@ -224,6 +230,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         test = comparison.test.to_dict()
         if loo and resolved.binary:
             notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
+        elif loo and frame.spec.has_slopes:
+            notes.append(SLOPE_LOO_NOTE)
         elif loo and not frame.has_rows:
             notes.append("leave-one-item-out LOO needs each item's sum of squares and its sums per level of the other "
                          "factors, which grouped sums do not hold: it is computed with --engine memory; the GLRT "
@@ -342,9 +350,11 @@ def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: 
     from .frequentist.analyses import compare_conditional, compare_levels
 
     stream = None if seed is None else [int(seed), 2]
+    # lmerTest's anova and contrasts of a slope model: the fixed-effect test by Satterthwaite's F on the REML fit
+    reference = SATTERTHWAITE if frame.spec.has_slopes else AUTO
     if by:
-        return compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0)
-    return compare_levels(frame, factor=factor, seed=stream, h0=h0)
+        return compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0, reference=reference)
+    return compare_levels(frame, factor=factor, seed=stream, h0=h0, reference=reference)
 
 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:
