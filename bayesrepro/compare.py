@@ -38,6 +38,7 @@ from .frequentist.fitting import component_variances, fit_frame
 from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .frequentist.reference import AUTO, SATTERTHWAITE
+from .frequentist.covariance_structure import TERM_VARIANCE_NOTE
 from .frequentist.slope_variance_bootstrap import slope_variance_bootstrap
 from .progress import Progress
 from .reliability import koo_li_label, koo_li_probabilities, object_of_measurement
@@ -224,6 +225,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
 
     tests, contrasts, means = [], None, None
     notes = list(frame.notes) + [note for note in (resolved.note, choice and choice.note) if note]
+    if frame.spec.has_slopes:
+        notes.append(TERM_VARIANCE_NOTE)
     if factor:
         comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
                       else _frequentist_comparison(frame, factor, by, h0, seed))
