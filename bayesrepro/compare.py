@@ -190,7 +190,9 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     ``family`` (and ``link``) as ``design.resolve_family``: 0/1 scores are
     compared as a binary GLMM, ML (Laplace) next to the posterior, on the
     latent scale (``compare_binary``); ``family="gaussian"`` fits them as a
-    linear probability model instead.
+    linear probability model instead. A Gaussian model with random slopes
+    is bootstrapped on its rows (``slope_variance_bootstrap``), its contrasts
+    get Satterthwaite t tests (lmerTest's) and LOO is left out with a note.
     """
     from .bayes import fit_bayes
 
