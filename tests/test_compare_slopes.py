@@ -1,6 +1,7 @@
 """`compare` on Gaussian random-slope models: the REML contrasts against lmerTest (tests/reference/compare_slopes.R
 and its JSON), the plumbing of the bootstrap and the posterior, the command's JSON; coverage of known truth (slow)."""
 
+import collections
 import json
 import shutil
 import subprocess
@@ -28,10 +29,30 @@ SHORT_FLAGS = ["--bootstrap", "100", "--draws", "200", "--tune", "200", "--chain
 
 
 @pytest.fixture(scope="module")
-def compared():
-    with warnings.catch_warnings():
+def counted_comparison():
+    """The short comparison, and how often each model was fitted by each method."""
+    import bayesrepro.frequentist.lmm as lmm
+
+    fits = collections.Counter()
+    once = lmm.fit_frame_once
+
+    def counted(frame, method):
+        fits[frame.formula, method] += 1
+        return once(frame, method)
+
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setattr(lmm, "fit_frame_once", counted)
         warnings.simplefilter("ignore", ConvergenceWarning)   # the short run's sampler need not converge
-        return br.Model(FORMULA, read_table(DATA)).compare(**SHORT)
+        return br.Model(FORMULA, read_table(DATA)).compare(**SHORT), fits
+
+
+@pytest.fixture(scope="module")
+def compared(counted_comparison):
+    return counted_comparison[0]
+
+
+def test_each_model_is_fitted_once(counted_comparison):
+    assert counted_comparison[1] == {(FORMULA, "reml"): 1, (FORMULA, "ml"): 1, ("score ~ 1 + (1 + cond|g)", "ml"): 1}
 
 
 def test_reml_contrasts_match_lmertest(compared):
@@ -104,7 +125,7 @@ def test_intervals_cover_the_known_truth():
     covered = {"reml": 0, "posterior": 0, "bootstrap item": 0, "bootstrap residual": 0, "posterior item": 0}
     for seed in seeds:
         side = br.Model("score ~ system + (1 + system | item)", _simulated(seed)).compare(
-            seed=seed, n_boot=300, draws=1000, tune=1000, chains=2).side
+            seed=seed, n_boot=300, draws=1500, tune=1000, chains=4).side
         contrasts = side.contrasts.set_index("contrast")
         for name, value in truth.items():
             covered["reml"] += contrasts.loc[name, "low"] <= value <= contrasts.loc[name, "high"]
