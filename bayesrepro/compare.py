@@ -15,6 +15,7 @@ estimate exactly the same linear combination.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -29,7 +30,7 @@ from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
 from .choices import DEFAULT_BOOTSTRAP
 from .errors import BayesreproError
-from .design import ModelFrame, model_frame, resolve_family
+from .design import ModelFrame, model_frame, parse_formula, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
@@ -49,6 +50,8 @@ ALPHA = 0.05
 # more than one percentage point of the total variance: a share that size
 # changes a VCA table a reader would act on.
 WIDE_SHARE = 0.01
+SLOPE_REFERENCE_REASON = ("the model has random slopes: its fixed effects are tested as lmerTest tests them, "
+                          "by Satterthwaite's F and t on the REML fit")
 SLOPE_LOO_NOTE = ("leave-one-item-out LOO is not given for models with random slopes (its per-item likelihood is "
                   "written for random intercepts); the GLRT stands alone")
 
@@ -355,11 +358,16 @@ def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: 
     from .frequentist.analyses import compare_conditional, compare_levels
 
     stream = None if seed is None else [int(seed), 2]
-    # lmerTest's anova and contrasts of a slope model: the fixed-effect test by Satterthwaite's F on the REML fit
-    reference = SATTERTHWAITE if frame.spec.has_slopes else AUTO
+    slope_fixed_test = frame.spec.has_slopes and (
+        h0 is None or set(parse_formula(h0, slopes=True).random_terms) == set(frame.spec.random_terms))
+    reference = SATTERTHWAITE if slope_fixed_test else AUTO
     if by:
-        return compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0, reference=reference)
-    return compare_levels(frame, factor=factor, seed=stream, h0=h0, reference=reference)
+        comparison = compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0, reference=reference)
+    else:
+        comparison = compare_levels(frame, factor=factor, seed=stream, h0=h0, reference=reference)
+    if slope_fixed_test:
+        comparison.test = dataclasses.replace(comparison.test, reason=SLOPE_REFERENCE_REASON)
+    return comparison
 
 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:

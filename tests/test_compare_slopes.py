@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import bayesrepro as br
-from bayesrepro.compare import SLOPE_LOO_NOTE
+from bayesrepro.compare import SLOPE_LOO_NOTE, SLOPE_REFERENCE_REASON
 from bayesrepro.data import read_table
 from bayesrepro.errors import BayesreproError, ConvergenceWarning
 from bayesrepro.frequentist.covariance_structure import TERM_VARIANCE_NOTE
@@ -66,6 +66,7 @@ def test_reml_contrasts_match_lmertest(compared):
         # lmerTest's df come from numerical derivatives (numDeriv), good to about 1e-5
         np.testing.assert_allclose(mine["df"], row["df"], rtol=1e-4)
     test = compared.side.tests[0]
+    assert test["method"] == "satterthwaite" and test["reason"] == SLOPE_REFERENCE_REASON
     np.testing.assert_allclose([test["f"], test["ddf"], test["p"]],
                                [reference["anova"]["f"], reference["anova"]["ddf"], reference["anova"]["p"]],
                                rtol=1e-4)
