@@ -55,9 +55,8 @@ def test_each_model_is_fitted_once(counted_comparison):
     assert counted_comparison[1] == {(FORMULA, "reml"): 1, (FORMULA, "ml"): 1, ("score ~ 1 + (1 + cond|g)", "ml"): 1}
 
 
-def test_reml_contrasts_match_lmertest(compared):
-    reference = json.loads(REFERENCE.read_text())
-    ours = compared.side.contrasts.set_index("contrast")
+def _assert_matches_lmertest(side, reference):
+    ours = side.contrasts.set_index("contrast")
     for row in reference["contrasts"]:
         mine = ours.loc[row["contrast"]]
         assert mine["reference"] == "Satterthwaite t (REML)"
@@ -65,11 +64,25 @@ def test_reml_contrasts_match_lmertest(compared):
                                    [row["estimate"], row["std_error"], row["p"]], atol=1e-4)
         # lmerTest's df come from numerical derivatives (numDeriv), good to about 1e-5
         np.testing.assert_allclose(mine["df"], row["df"], rtol=1e-4)
-    test = compared.side.tests[0]
+    test = side.tests[0]
     assert test["method"] == "satterthwaite" and test["reason"] == SLOPE_REFERENCE_REASON
     np.testing.assert_allclose([test["f"], test["ddf"], test["p"]],
                                [reference["anova"]["f"], reference["anova"]["ddf"], reference["anova"]["p"]],
                                rtol=1e-4)
+
+
+def test_reml_contrasts_match_lmertest(compared):
+    _assert_matches_lmertest(compared.side, json.loads(REFERENCE.read_text()))
+
+
+def test_differences_of_slopes_by_a_numeric_property_match_lmertest():
+    reference = json.loads(REFERENCE.read_text())["by_numeric"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        side = br.Model(reference["formula"], read_table(DATA)).compare(
+            n_boot=100, draws=100, tune=100, chains=2, allow_unconverged=True).side
+    assert side.by == "rep" and side.means is not None
+    _assert_matches_lmertest(side, reference)
 
 
 def test_both_engines_fill_every_row_and_say_what_is_left_out(compared):
@@ -146,6 +159,7 @@ def test_reference_script_reproduces_the_stored_values(tmp_path):
     out = tmp_path / "compare_slopes.json"
     subprocess.run(["Rscript", str(HERE / "reference" / "compare_slopes.R"), str(out)], check=True, capture_output=True)
     fresh, stored = json.loads(out.read_text()), json.loads(REFERENCE.read_text())
-    for key in ("estimate", "std_error", "df", "p"):
-        np.testing.assert_allclose([row[key] for row in fresh["contrasts"]], [row[key] for row in stored["contrasts"]],
-                                   rtol=1e-6)
+    for new, old in ((fresh, stored), (fresh["by_numeric"], stored["by_numeric"])):
+        for key in ("estimate", "std_error", "df", "p"):
+            np.testing.assert_allclose([row[key] for row in new["contrasts"]], [row[key] for row in old["contrasts"]],
+                                       rtol=1e-6)
