@@ -276,6 +276,9 @@ class Model:
                 phi: bool = True):
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
+        A Gaussian model with random slopes gets Satterthwaite contrasts, bootstrap intervals simulated on its rows
+        and the slope posterior; no LOO and no plan (notes say so). 0/1 scores with random slopes are refused.
+
         Parameters
         ----------
         factor : str, optional
