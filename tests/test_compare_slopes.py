@@ -114,26 +114,29 @@ def test_binary_slope_model_is_refused_in_one_line():
     assert "\n" not in str(error.value) and 'family="gaussian"' in str(error.value)
 
 
-def _simulated(seed: int, effects=(0.0, 0.6, -0.4), covariance=((1.0, 0.2, 0.1), (0.2, 0.5, 0.1), (0.1, 0.1, 0.4)),
-               items=40, replicates=3, residual_sd=0.8) -> pd.DataFrame:
+# the truth of the simulated data: each item's intercept and its effects on systems b and c, and the residual SD
+COVARIANCE = np.array(((1.0, 0.2, 0.1), (0.2, 0.5, 0.1), (0.1, 0.1, 0.4)))
+RESIDUAL_SD = 0.8
+
+
+def _simulated(seed: int, effects=(0.0, 0.6, -0.4), items=40, replicates=3) -> pd.DataFrame:
     """Treatment-coded system effects with correlated item effects on the intercept and each system's contrast."""
     rng = np.random.default_rng(seed)
     systems = np.array(["a", "b", "c"])
     item = np.repeat(np.arange(items), 3 * replicates)
     system = np.tile(np.repeat(np.arange(3), replicates), items)
     z = np.column_stack([np.ones(len(item)), system == 1, system == 2]).astype(float)
-    u = rng.multivariate_normal(np.zeros(3), np.array(covariance), items)[item]
-    score = 5.0 + np.asarray(effects)[system] + np.sum(z * u, axis=1) + rng.normal(0, residual_sd, len(item))
+    u = rng.multivariate_normal(np.zeros(3), COVARIANCE, items)[item]
+    score = 5.0 + np.asarray(effects)[system] + np.sum(z * u, axis=1) + rng.normal(0, RESIDUAL_SD, len(item))
     return pd.DataFrame({"item": [f"i{k:02d}" for k in item], "system": systems[system], "score": score})
 
 
 @pytest.mark.slow
 def test_intervals_cover_the_known_truth():
     # true term variance by the Johnson definition: mean of z'Σz over the rows (each system a third of them)
-    covariance = np.array(((1.0, 0.2, 0.1), (0.2, 0.5, 0.1), (0.1, 0.1, 0.4)))
     z = np.eye(3)
     z[:, 0] = 1.0
-    item_variance = float(np.mean([row @ covariance @ row for row in z]))
+    item_variance = float(np.mean([row @ COVARIANCE @ row for row in z]))
     truth = {"a - b": -0.6, "a - c": 0.4, "b - c": 1.0}
     seeds = range(4)
     covered = {"reml": 0, "posterior": 0, "bootstrap item": 0, "bootstrap residual": 0, "posterior item": 0}
@@ -146,7 +149,7 @@ def test_intervals_cover_the_known_truth():
             covered["posterior"] += contrasts.loc[name, "post_low"] <= value <= contrasts.loc[name, "post_high"]
         variances = side.estimates[side.estimates["quantity"] == "variance"].set_index("component")
         covered["bootstrap item"] += variances.loc["item", "boot_low"] <= item_variance <= variances.loc["item", "boot_high"]
-        covered["bootstrap residual"] += variances.loc["Residual", "boot_low"] <= 0.64 <= variances.loc["Residual", "boot_high"]
+        covered["bootstrap residual"] += variances.loc["Residual", "boot_low"] <= RESIDUAL_SD**2 <= variances.loc["Residual", "boot_high"]
         covered["posterior item"] += variances.loc["item", "low"] <= item_variance <= variances.loc["item", "high"]
     # 95 % intervals: in 4 seeds (12 contrasts) at most one miss each is well within chance
     assert covered["reml"] >= 11 and covered["posterior"] >= 11, covered
