@@ -15,6 +15,7 @@ estimate exactly the same linear combination.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -29,7 +30,7 @@ from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
 from .choices import DEFAULT_BOOTSTRAP
 from .errors import BayesreproError
-from .design import ModelFrame, model_frame, resolve_family
+from .design import ModelFrame, model_frame, parse_formula, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
@@ -37,6 +38,9 @@ from .frequentist.deviance import ProfiledDeviance
 from .frequentist.fitting import component_variances, fit_frame
 from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
+from .frequentist.reference import AUTO, SATTERTHWAITE
+from .frequentist.covariance_structure import TERM_VARIANCE_NOTE
+from .frequentist.slope_variance_bootstrap import slope_variance_bootstrap
 from .progress import Progress
 from .reliability import koo_li_label, koo_li_probabilities, object_of_measurement
 from .runtime import numerical_work
@@ -46,6 +50,10 @@ ALPHA = 0.05
 # more than one percentage point of the total variance: a share that size
 # changes a VCA table a reader would act on.
 WIDE_SHARE = 0.01
+SLOPE_REFERENCE_REASON = ("the model has random slopes: its fixed effects are tested as lmerTest tests them, "
+                          "by Satterthwaite's F and t on the REML fit")
+SLOPE_LOO_NOTE = ("leave-one-item-out LOO is not given for models with random slopes (its per-item likelihood is "
+                  "written for random intercepts); the GLRT stands alone")
 
 
 @dataclass
@@ -185,7 +193,9 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     ``family`` (and ``link``) as ``design.resolve_family``: 0/1 scores are
     compared as a binary GLMM, ML (Laplace) next to the posterior, on the
     latent scale (``compare_binary``); ``family="gaussian"`` fits them as a
-    linear probability model instead.
+    linear probability model instead. A Gaussian model with random slopes
+    is bootstrapped on its rows (``slope_variance_bootstrap``), its contrasts
+    get Satterthwaite t tests (lmerTest's) and LOO is left out with a note.
     """
     from .bayes import fit_bayes
 
@@ -197,6 +207,11 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     if not frame.groups:
         raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
     resolved = resolve_family(frame, family, link)
+    if resolved.binary and frame.spec.has_slopes:
+        term = next(term.text for term in frame.spec.random_terms if not term.intercept_only)
+        raise BayesreproError(f"random slope '{term}': compare of 0/1 scores supports random intercepts only (the "
+                              "posterior of a binary model has no slopes); compare it with random intercepts, or fit "
+                              "it as a linear probability model with --family gaussian")
     factor, by = _factor_and_by(frame, factor, by)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object) if reliability else None
     object = choice.name if choice else None
@@ -206,24 +221,30 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         if resolved.binary:
             boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object,
                                                               bar.update)
+        elif frame.spec.has_slopes:
+            boot, unconverged = slope_variance_bootstrap(fit, frame, int(n_boot), rng, bar.update)
         else:
             boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng, bar.update)
     bayes = fit_bayes(frame, object=object or frame.groups[0].name, family=resolved.name,
                       link=resolved.link if resolved.binary else None,
                       prior=prior, sampling=settings, **(bayes_options or {}))
-    estimates = _estimates(variances, boot, bayes, object, prob)
+    estimates = _estimates(variances, boot, bayes, object, prob, frame.spec.random_terms)
     if resolved.binary and object is not None:
         estimates = pd.concat([estimates, _observed_phi_row(fit, boot_observed, bayes, object, prob)],
                               ignore_index=True)
 
     tests, contrasts, means = [], None, None
     notes = list(frame.notes) + [note for note in (resolved.note, choice and choice.note) if note]
+    if frame.spec.has_slopes:
+        notes.append(TERM_VARIANCE_NOTE)
     if factor:
         comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
                       else _frequentist_comparison(frame, factor, by, h0, seed))
         test = comparison.test.to_dict()
         if loo and resolved.binary:
             notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
+        elif loo and frame.spec.has_slopes:
+            notes.append(SLOPE_LOO_NOTE)
         elif loo and not frame.has_rows:
             notes.append("leave-one-item-out LOO needs each item's sum of squares and its sums per level of the other "
                          "factors, which grouped sums do not hold: it is computed with --engine memory; the GLRT "
@@ -287,7 +308,12 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
 
 
-def _estimates(variances: dict[str, float], boot: pd.DataFrame, bayes, object: str | None, prob: float) -> pd.DataFrame:
+def _estimates(variances: dict[str, float], boot: pd.DataFrame, bayes, object: str | None, prob: float,
+               terms=()) -> pd.DataFrame:
+    """Variances, percents and φ: REML with bootstrap intervals beside the posterior. φ counts every one of the
+    object's ``terms`` (``(x || g)``'s ``g`` and ``g.1``), as the posterior's φ does."""
+    from .design.random_design import factor_variances
+
     tails = [(1 - prob) / 2, (1 + prob) / 2]
     posterior = bayes.summary(prob)
     boot_percent = 100 * boot.div(boot.sum(axis=1), axis=0)
@@ -303,9 +329,11 @@ def _estimates(variances: dict[str, float], boot: pd.DataFrame, bayes, object: s
         rows.append(("percent", name, 100 * value / total, lo, hi, 100 * post.share, 100 * post.share_low,
                      100 * post.share_high))
     if object is not None:
-        lo, hi = np.quantile(boot_percent[object] / 100, tails)
+        boot_object = factor_variances({name: boot[name] for name in boot.columns}, terms)[object]
+        lo, hi = np.quantile(boot_object / boot.sum(axis=1), tails)
         phi = bayes.phi(prob)
-        rows.append(("phi", object, variances[object] / total, lo, hi, phi["median"], phi["low"], phi["high"]))
+        reml_object = factor_variances(variances, terms)[object]
+        rows.append(("phi", object, reml_object / total, lo, hi, phi["median"], phi["low"], phi["high"]))
     return pd.DataFrame(rows, columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
 
 
@@ -342,9 +370,16 @@ def _frequentist_comparison(frame: ModelFrame, factor: str, by: str | None, h0: 
     from .frequentist.analyses import compare_conditional, compare_levels
 
     stream = None if seed is None else [int(seed), 2]
+    slope_fixed_test = frame.spec.has_slopes and (
+        h0 is None or set(parse_formula(h0, slopes=True).random_terms) == set(frame.spec.random_terms))
+    reference = SATTERTHWAITE if slope_fixed_test else AUTO
     if by:
-        return compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0)
-    return compare_levels(frame, factor=factor, seed=stream, h0=h0)
+        comparison = compare_conditional(frame, factor=factor, by=by, seed=stream, h0=h0, reference=reference)
+    else:
+        comparison = compare_levels(frame, factor=factor, seed=stream, h0=h0, reference=reference)
+    if slope_fixed_test:
+        comparison.test = dataclasses.replace(comparison.test, reason=SLOPE_REFERENCE_REASON)
+    return comparison
 
 
 def _loo_difference(h1_fit, h0_fit, notes: list[str]) -> dict:

@@ -276,6 +276,9 @@ class Model:
                 phi: bool = True):
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
+        A Gaussian model with random slopes gets Satterthwaite contrasts, bootstrap intervals simulated on its rows
+        and the slope posterior; no LOO and no plan (notes say so). 0/1 scores with random slopes are refused.
+
         Parameters
         ----------
         factor : str, optional
@@ -309,11 +312,11 @@ class Model:
         from ..compare import check_bootstrap, compare
         from ..design import parse_formula
         from ..errors import BayesreproError
-        from ..plan.next_evaluation import next_evaluation
+        from ..plan.next_evaluation import SLOPE_PLANNING_REASON, NextEvaluation, next_evaluation
         from .results import Comparison
 
         if h0 is not None:
-            parse_formula(h0)
+            parse_formula(h0, slopes=True)
         check_bootstrap(n_boot)
         check_probability(prob)
         if not phi and self.object is not None:
@@ -325,7 +328,9 @@ class Model:
         side = compare(self.frame, object=self.object, factor=factor, by=by, h0=h0, reliability=phi, n_boot=n_boot,
                        prob=prob, sampling=settings, family=self.family_name, link=self.link)
         planning = None
-        if side.means is not None and side.by is None:
+        if side.means is not None and side.by is None and self.frame.spec.has_slopes:
+            planning = NextEvaluation(None, None, None, None, SLOPE_PLANNING_REASON)
+        elif side.means is not None and side.by is None:
             planning = next_evaluation(self.formula, self.frame, side.factor, side.means, side.object,
                                        side.method != "REML")
         return Comparison(side, planning)

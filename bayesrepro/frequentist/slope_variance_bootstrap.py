@@ -1,0 +1,47 @@
+"""Parametric bootstrap of the variance components of a random-slope model, simulated on the rows.
+
+The grouped statistics that ``compare.parametric_bootstrap`` resamples hold
+random intercepts only; with slopes each replicate is simulated from the REML
+fit as ``slope_bootstrap`` simulates under H0, y = Xβ̂ + σ̂ZΛθ̂u + σ̂ε, refitted
+by REML on the sparse core from the fitted θ, and summarised by the same
+term variances the fit reports (``covariance_structure.term_variances``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..design import ModelFrame
+from ..runtime import numerical_work
+from .bounded_search import bounded_minimum
+from .covariance_structure import term_variances
+from .lmm import LmmFit
+from .slope_bootstrap import row_model
+from .sparse_deviance import SparseProfiledDeviance
+
+
+def slope_variance_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
+                             progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
+    """REML term variances of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge."""
+    frame.require_rows("a parametric bootstrap of a model with random slopes")
+    model = row_model(frame, fit)
+    design = model.design
+    mean = frame.X @ fit.beta
+    random_factor = (design.Z @ design.relative_factor(fit.theta)).tocsr()
+    sigma = fit.residual_sd
+    rows, unconverged = [], 0
+    with numerical_work():
+        for replicate in range(n_boot):
+            u = rng.standard_normal(random_factor.shape[1])
+            y = mean + sigma * (random_factor @ u + rng.standard_normal(len(mean)))
+            objective = SparseProfiledDeviance(design, frame.X, y, reml=True)
+            theta, converged, _ = bounded_minimum(objective, model.start, design.diagonal)
+            unconverged += not converged
+            sigma2 = objective.sigma2(objective.solve(theta))
+            rows.append(term_variances(design, theta, sigma2) | {"Residual": sigma2})
+            if progress is not None:
+                progress((replicate + 1) / n_boot)
+    return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
