@@ -37,8 +37,18 @@ def record_path(name: str) -> Path:
     return RESULTS / f"{name}.json"
 
 
+def _snapshot() -> dict[str, str]:
+    """The hash of every file of the package and the studies as the study starts (this module is imported then):
+    a study runs for minutes, and a source changed meanwhile did not produce its figures."""
+    return {path: blob_hash(ROOT / path) for path in source_files(["bayesrepro/**/*.py", "studies/*.py"])}
+
+
+AT_START = _snapshot()
+
+
 def write_record(name: str, patterns: list[str], figures: dict, command: str | None = None) -> Path:
-    """Write ``studies/results/NAME.json``: ``figures`` and the hashes of the files ``patterns`` match now."""
+    """Write ``studies/results/NAME.json``: ``figures`` and the hashes the files ``patterns`` match had when the
+    study started (a file added since has none, so the freshness test names it)."""
     record = {
         "study": name,
         "command": command or f"python studies/{name}.py",
@@ -46,7 +56,7 @@ def write_record(name: str, patterns: list[str], figures: dict, command: str | N
         "python": platform.python_version(),
         "packages": {package: _version(package) for package in PACKAGES},
         "patterns": patterns,
-        "sources": {path: blob_hash(ROOT / path) for path in source_files(patterns)},
+        "sources": {path: AT_START[path] for path in source_files(patterns) if path in AT_START},
         "reviewed": [],
         "figures": figures,
     }

@@ -93,3 +93,17 @@ def test_the_closed_form_power_is_the_power_of_simulated_refits():
     off = [(row["design"], row["test"], row["closed_form"], row["simulated"]) for row in rows
            if abs(row["closed_form"] - row["simulated"]) >= 0.03]
     assert not off, off
+
+
+def test_a_record_keeps_the_sources_as_the_study_started(tmp_path, monkeypatch):
+    """A source edited while a study runs did not produce its figures: the record holds the hash from the start,
+    and the freshness test names the file."""
+    from studies import record
+
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    path = "bayesrepro/reliability.py"
+    monkeypatch.setitem(record.AT_START, path, "0" * 40)   # as if the file changed after the study started
+    record.write_record("snapshot_check", [path], {})
+    written = record.load_record("snapshot_check")
+    assert written["sources"] == {path: "0" * 40}
+    assert record.changed_sources(written) == [path]
