@@ -43,7 +43,7 @@ def test_glrt_json():
         (("vca", "kreutzer_ter", "--formula", "ter ~ 1 + (1|sentense_id)"), "'sentense_id' is not a column of the data; did you mean 'sentence_id'"),
         (("vca", "no_such.csv", "--formula", "y ~ 1 + (1|g)"), "data file 'no_such.csv' does not exist"),
         (("glrt", "kreutzer_ter", "--h0", "ter ~ system + (1|sentence_id)", "--h1", "ter ~ 1 + (1|sentence_id)"), "models are not nested"),
-        (("phi", "kreutzer_ter", "--formula", "ter ~ 1 + (src_length|sentence_id)"), "random slope"),
+        (("phi", "kreutzer_ter", "--formula", "ter ~ 1 + (src_length|sentence_id)"), "does not vary within any level of 'sentence_id'"),
         (("vca", "kreutzer_ter", "--formula", "system ~ 1 + (1|sentence_id)"), "score column 'system' is not numeric"),
     ],
 )

@@ -302,7 +302,7 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
 
 
 QUICK_COMMANDS = [name for name in subparsers() if name not in SAMPLING_COMMANDS + ("demo",)]
-EXAMPLES = {"phi": 24, "compare": 18, "report": 18, "glrt": 30}   # glrt: a calibrated reference refits often
+EXAMPLES = {"phi": 24, "compare": 18, "report": 18}
 
 
 @pytest.mark.parametrize("profile", PROFILE)
