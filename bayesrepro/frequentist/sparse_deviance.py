@@ -63,10 +63,9 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.lead_term = block_lead(design)
         if self.lead_term is not None:
             head = np.arange(self.lead_term.offset, self.lead_term.offset + self.lead_term.n_levels * self.lead_term.nc)
-        else:   # a one-column term's block of A is diagonal (each row is in one level), whatever its column
-            lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
-            head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
-        self.columns = np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
+        else:
+            head = diagonal_lead(design)
+        self.columns = lead_first(design, head)
         self.factorise = Factoriser(0 if self.lead_term is not None else len(head))
         Z = design.Z[:, self.columns]
         self.ztz = (Z.T @ Z).tocsc()
@@ -173,6 +172,18 @@ class SparseProfiledDeviance(ProfiledCriterion):
         dof = self.n_obs - self.n_fixed if self.reml else self.n_obs
         per_entry = 2.0 * log_det - 2.0 * dof * z_residual[rows] * spherical[cols] / r2
         return np.bincount(index, weights=per_entry, minlength=self.n_theta)
+
+
+def diagonal_lead(design: RandomDesign) -> np.ndarray:
+    """Z's columns of the largest one-column term: its block of A is diagonal (each row is in one level), whatever
+    its column, so the factor eliminates it first for free; none without such a term."""
+    lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
+    return np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
+
+
+def lead_first(design: RandomDesign, head: np.ndarray) -> np.ndarray:
+    """Z's columns reordered: ``head`` first, the others after in their order."""
+    return np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
 
 
 def block_lead(design: RandomDesign) -> TermBlock | None:

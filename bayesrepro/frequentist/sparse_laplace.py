@@ -28,6 +28,7 @@ from ..errors import NotConvergedError
 from ..links import Link
 from .laplace import FULL_STEPS, MAX_ITERATIONS, MODE_TOLERANCE, halved_step
 from .sparse_factor import Factoriser
+from .sparse_deviance import diagonal_lead, lead_first
 
 
 class SparseLaplaceDeviance:
@@ -39,9 +40,8 @@ class SparseLaplaceDeviance:
         self.y, self.n = successes, trials
         self.constant = -2.0 * log_coefficient
         self.n_theta = design.n_theta
-        lead = max((b for b in design.blocks if b.nc == 1), key=lambda b: b.n_levels, default=None)
-        head = np.arange(lead.offset, lead.offset + lead.n_levels) if lead is not None else np.zeros(0, dtype=int)
-        columns = np.concatenate([head, np.setdiff1d(np.arange(design.q), head)])
+        head = diagonal_lead(design)
+        columns = lead_first(design, head)
         position = np.argsort(columns)
         self._lambda_at = (position[design.lambda_rows], position[design.lambda_cols])
         self.Z = design.Z[:, columns].tocsr()
