@@ -35,7 +35,7 @@ from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
 from .frequentist.deviance import ProfiledDeviance
-from .frequentist.fitting import component_variances, fit_frame
+from .frequentist.fitting import fit_frame
 from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .frequentist.reference import AUTO, SATTERTHWAITE
@@ -238,7 +238,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     if frame.spec.has_slopes:
         notes.append(TERM_VARIANCE_NOTE)
     if factor:
-        comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
+        comparison = (binary_comparison(frame, resolved, factor, by, h0) if resolved.binary
                       else _frequentist_comparison(frame, factor, by, h0, seed))
         test = comparison.test.to_dict()
         if loo and resolved.binary:
@@ -265,7 +265,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
 def _frequentist_fit(frame: ModelFrame, family) -> tuple:
     """The fit, its components (residual included: the latent one for 0/1 scores) and its method as printed."""
     fit = fit_frame(frame, family, "reml")
-    return fit, component_variances(fit), "ML (Laplace)" if family.binary else "REML"
+    return fit, fit.components, "ML (Laplace)" if family.binary else "REML"
 
 
 def check_bootstrap(n_boot) -> int:
@@ -341,7 +341,7 @@ def _observed_phi_row(fit, boot_observed: np.ndarray, bayes, object: str, prob: 
     """φ of a binary model on the observation scale: ML with its bootstrap interval, and the posterior."""
     lo, hi = np.quantile(boot_observed, [(1 - prob) / 2, (1 + prob) / 2])
     posterior = bayes.phi(prob, observed=True)
-    return pd.DataFrame([("phi_observed", object, fit.phi(object)["observed"], lo, hi, posterior["median"],
+    return pd.DataFrame([("phi_observed", object, fit.phi_observed(object), lo, hi, posterior["median"],
                           posterior["low"], posterior["high"])],
                         columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
 

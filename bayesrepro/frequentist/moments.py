@@ -35,13 +35,14 @@ from ..design import ModelFrame
 from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
 from ..errors import BayesreproError
 from ..progress import announce_path
+from .fit_result import indented
 from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MomentFit(LmmFit):
     """An ``LmmFit`` whose variances are moment estimates, with their bootstrap standard errors."""
 
@@ -63,9 +64,7 @@ class MomentFit(LmmFit):
         lines += [f"  note: {note}" for note in self.notes]
         lines.append("Variance components (standard errors from a parametric bootstrap):")
         table = self.vca().assign(std_error=[self.variance_se.get(name, np.nan) for name in self.variances])
-        lines += ["  " + line for line in table.to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        lines.append("Fixed effects (the mean of the scores):")
-        lines += ["  " + line for line in self.fixed_effects().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
+        lines += [indented(table), "Fixed effects (the mean of the scores):", indented(self.fixed_effects())]
         return "\n".join(lines)
 
 
