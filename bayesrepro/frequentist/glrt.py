@@ -144,16 +144,9 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
 BINARY_SLOPES_REASON = ("binary models with random slopes are read against the asymptotic reference (a 50:50 chi2 "
                         "mixture where one variance is added, else chi2); calibrated references are not available "
                         "for them")
-
-
-def _require_chi2_for_binary_slopes(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> bool:
-    """Whether a binary model has random slopes; refuses a reference other than the asymptotic one for them."""
-    if not (frame0.spec.has_slopes or frame1.spec.has_slopes):
-        return False
-    if reference not in (ref.AUTO, ref.CHI2):
-        raise BayesreproError(f"--reference {reference} is not available for binary models with random slopes; "
-                              "use --reference chi2")
-    return True
+BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
+                           "effect the chi2 reference of a Laplace likelihood ratio is liberal (glrt --reference "
+                           "bootstrap calibrates it)")
 
 
 def sd_count(fit) -> int:
@@ -161,14 +154,12 @@ def sd_count(fit) -> int:
     return sum(row["var2"] is None for row in fit.varcorr())
 
 
-BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
-                           "effect the chi2 reference of a Laplace likelihood ratio is liberal (glrt --reference "
-                           "bootstrap calibrates it)")
-
-
 def _binary_reference(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> ref.Choice:
     """The reference a binary GLRT is read against (refused before any fit where it is not available)."""
-    if _require_chi2_for_binary_slopes(frame0, frame1, reference):
+    if frame0.spec.has_slopes or frame1.spec.has_slopes:
+        if reference not in (ref.AUTO, ref.CHI2):
+            raise BayesreproError(f"--reference {reference} is not available for binary models with random slopes; "
+                                  "use --reference chi2")
         return ref.Choice(ref.CHI2, BINARY_SLOPES_REASON)
     if reference == ref.AUTO:
         return ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON)
