@@ -153,10 +153,15 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
         formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
         variances=variances, fixed_names=list(cells.fixed_names), beta=beta, covariance=covariance,
         loglik=-0.5 * deviance, converged=converged, message=message, theta=theta, n_levels=cells.n_levels,
-        cell_eta=cells.X_fixed @ beta,
-        cell_trials=np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed)),
-        notes=list(notes or []),
+        notes=list(notes or []), **fixed_rows(cells, beta),
     )
+
+
+def fixed_rows(cells: BinomialCells, beta: np.ndarray) -> dict:
+    """A GlmmFit's ``cell_eta`` and ``cell_trials``: the fixed part of the linear predictor of each distinct
+    fixed-design row of ``cells`` and the trials with it."""
+    return {"cell_eta": cells.X_fixed @ beta,
+            "cell_trials": np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed))}
 
 
 def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta: np.ndarray):
