@@ -215,7 +215,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     factor, by = _factor_and_by(frame, factor, by)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object) if reliability else None
     object = choice.name if choice else None
-    fit, variances, method = _frequentist_fit(frame, resolved)
+    fit = fit_frame(frame, resolved, "reml")   # a binary model: ML (Laplace), components on the latent scale
+    variances, method = fit.components, "ML (Laplace)" if resolved.binary else "REML"
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     with Progress("bootstrap", enabled=settings.show_progress) as bar:
         if resolved.binary:
@@ -260,12 +261,6 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
     return SideBySide(frame.formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, fit, bayes,
                       boot, unconverged, factor, by, seed, notes, method)
-
-
-def _frequentist_fit(frame: ModelFrame, family) -> tuple:
-    """The fit, its components (residual included: the latent one for 0/1 scores) and its method as printed."""
-    fit = fit_frame(frame, family, "reml")
-    return fit, fit.components, "ML (Laplace)" if family.binary else "REML"
 
 
 def check_bootstrap(n_boot) -> int:

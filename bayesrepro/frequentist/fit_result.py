@@ -109,15 +109,15 @@ class MixedFit(abc.ABC):
             "random_effects": self.varcorr(),
         }
 
+    def head(self) -> list[str]:
+        """The first lines of the printed table: the model and its observations."""
+        return [self.title, f"  observations: {self.n_obs}{self.observation_cells}; "
+                + "; ".join(f"{name}: {n} levels" for name, n in self.n_levels.items())]
+
     def __str__(self) -> str:
         random_heading, components_heading, fixed_heading = self.headings
-        lines = [
-            self.title,
-            f"  observations: {self.n_obs}{self.observation_cells}; "
-            + "; ".join(f"{name}: {n} levels" for name, n in self.n_levels.items()),
-            f"  {self.criterion_text}log-likelihood: {self.loglik:.4f}   "
-            f"converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
-        ]
+        lines = self.head() + [f"  {self.criterion_text}log-likelihood: {self.loglik:.4f}   "
+                               f"converged: {'yes' if self.converged else 'NO (' + self.message + ')'}"]
         if self.boundary:
             what = "variance 0" if self.singular is None else "singular: an SD of 0 or a correlation of ±1"
             lines.append(f"  at the boundary ({what}): {', '.join(self.boundary)}")
