@@ -21,7 +21,8 @@ from .optimise import BOUNDARY_THETA
 
 @dataclass(kw_only=True)
 class MixedFit(abc.ABC):
-    """A fitted mixed model, printable as the papers' tables."""
+    """A fitted mixed model, printable as the papers' tables; its engine's fit gives ``title``, ``residual_variance``
+    and ``loglik``."""
 
     formula: str
     method: str
