@@ -35,7 +35,7 @@ from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
 from .frequentist.deviance import ProfiledDeviance
-from .frequentist.fitting import component_variances, fit_frame
+from .frequentist.fitting import fit_frame
 from .frequentist.lmm import LmmFit
 from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .frequentist.reference import AUTO, SATTERTHWAITE
@@ -215,7 +215,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     factor, by = _factor_and_by(frame, factor, by)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object) if reliability else None
     object = choice.name if choice else None
-    fit, variances, method = _frequentist_fit(frame, resolved)
+    fit = fit_frame(frame, resolved, "reml")   # a binary model: ML (Laplace), components on the latent scale
+    variances, method = fit.components, "ML (Laplace)" if resolved.binary else "REML"
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     with Progress("bootstrap", enabled=settings.show_progress) as bar:
         if resolved.binary:
@@ -238,7 +239,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     if frame.spec.has_slopes:
         notes.append(TERM_VARIANCE_NOTE)
     if factor:
-        comparison = (binary_comparison(frame, fit, resolved, factor, by, h0) if resolved.binary
+        comparison = (binary_comparison(frame, resolved, factor, by, h0) if resolved.binary
                       else _frequentist_comparison(frame, factor, by, h0, seed))
         test = comparison.test.to_dict()
         if loo and resolved.binary:
@@ -260,12 +261,6 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
     return SideBySide(frame.formula, object, frame.n_obs, prob, estimates, contrasts, means, tests, flags, fit, bayes,
                       boot, unconverged, factor, by, seed, notes, method)
-
-
-def _frequentist_fit(frame: ModelFrame, family) -> tuple:
-    """The fit, its components (residual included: the latent one for 0/1 scores) and its method as printed."""
-    fit = fit_frame(frame, family, "reml")
-    return fit, component_variances(fit), "ML (Laplace)" if family.binary else "REML"
 
 
 def check_bootstrap(n_boot) -> int:
@@ -341,7 +336,7 @@ def _observed_phi_row(fit, boot_observed: np.ndarray, bayes, object: str, prob: 
     """φ of a binary model on the observation scale: ML with its bootstrap interval, and the posterior."""
     lo, hi = np.quantile(boot_observed, [(1 - prob) / 2, (1 + prob) / 2])
     posterior = bayes.phi(prob, observed=True)
-    return pd.DataFrame([("phi_observed", object, fit.phi(object)["observed"], lo, hi, posterior["median"],
+    return pd.DataFrame([("phi_observed", object, fit.phi_observed(object), lo, hi, posterior["median"],
                           posterior["low"], posterior["high"])],
                         columns=["quantity", "component", "reml", "boot_low", "boot_high", "median", "low", "high"])
 

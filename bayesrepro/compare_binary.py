@@ -21,10 +21,9 @@ import pandas as pd
 
 from .design import BinomialCells, Family, ModelFrame
 from .errors import BayesreproError
-from .frequentist.analyses import Comparison
-from .frequentist.binary_contrasts import binary_contrasts, binary_means
+from .frequentist.analyses import Comparison, compare_binary_levels
 from .frequentist.contrasts import Z_95
-from .frequentist.glmm import GlmmFit, fit_binomial_cells, fit_glmm_frame
+from .frequentist.glmm import GlmmFit, fit_binomial_cells
 from .links import get_link
 
 
@@ -49,29 +48,25 @@ def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.rand
         successes = rng.binomial(cells.trials.astype(np.int64), link.inverse(eta)).astype(float)
         refit = fit_binomial_cells(dataclasses.replace(cells, successes=successes), fit.link, 1, fit.family)
         unconverged += not refit.converged
-        rows.append(refit.latent_variances)
+        rows.append(refit.components)
         if object is not None:
-            observed.append(refit.phi(object)["observed"])
+            observed.append(refit.phi_observed(object))
         if progress is not None:
             progress((done + 1) / n_boot)
-    return (pd.DataFrame(rows, columns=list(fit.latent_variances)), unconverged,
+    return (pd.DataFrame(rows, columns=list(fit.components)), unconverged,
             np.array(observed) if object is not None else None)
 
 
-def binary_comparison(frame: ModelFrame, fit1: GlmmFit, family: Family, factor: str, by: str | None, h0: str | None):
+def binary_comparison(frame: ModelFrame, family: Family, factor: str, by: str | None, h0: str | None) -> Comparison:
     """GLRT of ``factor`` (or of its interaction with ``by``), means and contrasts, shaped as ``compare`` reads them."""
-    from .frequentist.glrt import BINARY_REFERENCE_REASON, compare_fits, fixed_parts_equal, nested_frames
+    from .frequentist.glrt import BINARY_REFERENCE_REASON
 
-    if h0 is None:
-        h0 = frame.spec.rewritten(drop_fixed=lambda used: factor in used and (by is None or by in used))
-    frame0, _ = nested_frames(h0, frame)
-    test = compare_fits(fit_glmm_frame(frame0, family), fit1, variance_component_only=fixed_parts_equal(frame0, frame))
-    test = dataclasses.replace(test, family=family.name, reason=BINARY_REFERENCE_REASON)
-    contrasts = binary_contrasts(fit1, frame, factor, by)
+    comparison = compare_binary_levels(frame, family, factor, by, h0)
+    contrasts, link = comparison.contrasts, comparison.fit.link
     if contrasts.empty:
         raise BayesreproError(f"factor '{factor}' has a single level in the data; there is nothing to compare")
     contrasts["low"] = contrasts["estimate"] - Z_95 * contrasts["std_error"]
     contrasts["high"] = contrasts["estimate"] + Z_95 * contrasts["std_error"]
     contrasts["reference"] = "Wald z"
-    means = binary_means(fit1, frame, factor, by).rename(columns={fit1.link: "estimate", f"{fit1.link}_se": "std_error"})
-    return Comparison(test, means, contrasts, factor, by, null_frame=frame0)
+    return dataclasses.replace(comparison, test=dataclasses.replace(comparison.test, reason=BINARY_REFERENCE_REASON),
+                               means=comparison.means.rename(columns={link: "estimate", f"{link}_se": "std_error"}))

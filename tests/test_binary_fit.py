@@ -94,7 +94,7 @@ def test_probit_link_fits_the_probit_model():
     assert item_sd < 0.75 * np.sqrt(ml["logit"].variances["item"])
     system = float(np.median(post["fixed"].sel(fixed_effect="system[B]")))
     assert system == pytest.approx(ml["probit"].beta[1], abs=2 * ml["probit"].se[1])
-    assert float(np.median(post["phi_observed"])) == pytest.approx(ml["probit"].phi("item")["observed"], abs=0.05)
+    assert float(np.median(post["phi_observed"])) == pytest.approx(ml["probit"].phi_observed("item"), abs=0.05)
 
 
 def test_same_seed_gives_the_same_draws(fit):

@@ -31,9 +31,9 @@ def result(grid):
 def test_the_frequentist_column_is_the_glmm_fit_on_the_latent_scale(grid, result):
     fit = fit_glmm(FORMULA, grid)
     assert result.method == "ML (Laplace)"
-    assert result.variances == pytest.approx(fit.latent_variances, rel=1e-12)
+    assert result.variances == pytest.approx(fit.components, rel=1e-12)
     assert result.variances["Residual"] == pytest.approx(math.pi**2 / 3)
-    assert result.phi["reml"] == pytest.approx(fit.phi("item")["latent"], rel=1e-12)
+    assert result.phi["reml"] == pytest.approx(fit.phi("item"), rel=1e-12)
     posterior = result.estimates.query("quantity == 'variance' and component == 'Residual'").iloc[0]
     assert posterior["median"] == pytest.approx(math.pi**2 / 3)
 
@@ -65,7 +65,7 @@ def test_glmm_bootstrap_replicates_centre_on_the_fitted_components(grid):
     frame = build_model_frame(FORMULA, grid)
     fit = fit_glmm(frame)
     boot, unconverged, observed = glmm_bootstrap(fit, frame.binomial(), 60, np.random.default_rng(4), "item")
-    assert unconverged == 0 and list(boot.columns) == list(fit.latent_variances)
+    assert unconverged == 0 and list(boot.columns) == list(fit.components)
     assert observed.shape == (60,) and np.all((0 < observed) & (observed < boot["item"] / boot.sum(axis=1)))
     # 120 items: the SD of an item-variance estimate is about var * sqrt(2/120) = 13 %; the mean of 60 within 3 SE/sqrt(60)
     assert boot["item"].mean() == pytest.approx(fit.variances["item"], rel=3 * 0.13 / math.sqrt(60) + 0.05)

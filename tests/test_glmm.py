@@ -116,7 +116,6 @@ def test_gaussian_scores_are_not_fitted_as_binary():
 
 def test_observation_and_latent_phi_are_both_reported(grid):
     fit = fit_glmm("correct ~ system + (1|item) + (1|system:seed)", grid)
-    phi = fit.phi("item")
     latent = fit.variances["item"] / (sum(fit.variances.values()) + np.pi**2 / 3)
-    assert phi["latent"] == pytest.approx(latent)
-    assert 0 < phi["observed"] < phi["latent"]   # 0/1 scores carry less of the item variance than the latent scale
+    assert fit.phi("item") == pytest.approx(latent)
+    assert 0 < fit.phi_observed("item") < fit.phi("item")   # 0/1 scores carry less of the item variance than the latent scale

@@ -16,7 +16,7 @@ class Baselines(Result):
     ----------
     baselines : BinaryBaselines
         The error bars.
-    comparison : BinaryComparison or None
+    comparison : Comparison or None
         The GLMM's test, means and contrasts, when a formula was given.
 
     Attributes
@@ -91,7 +91,15 @@ def baselines(data, score: str, item: str, system: str, formula: str | None = No
     table = read_table(data, where=where, categorical=column_list(categorical))
     comparison = None
     if formula:
-        from ..frequentist.binary_comparison import compare_binary_levels
+        from ..design import model_frame, resolve_family
+        from ..errors import BayesreproError
+        from ..frequentist.analyses import compare_binary_levels, require_fixed
 
-        comparison = compare_binary_levels(formula, table, factor=system, drop_missing=drop_missing, link=link)
+        frame = model_frame(formula, table, None, drop_missing)
+        require_fixed(frame.spec, system)
+        family = resolve_family(frame, "auto", link)
+        if not family.binary:
+            raise BayesreproError(f"'{frame.response}' is not binary; compare the levels of a Gaussian model with "
+                                  "compare_levels")
+        comparison = compare_binary_levels(frame, family, system)
     return Baselines(binary_baselines(table, score, item, system), comparison)

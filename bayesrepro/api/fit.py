@@ -61,7 +61,6 @@ class Fit(Result):
 
     def __init__(self, engine_fit, family, choice, frame=None, terms=()):
         from ..design.random_design import factor_variances
-        from ..frequentist.fitting import component_variances
         from ..reliability import phi
 
         self.engine_fit = engine_fit
@@ -71,9 +70,9 @@ class Fit(Result):
         self._choice_note = choice.note
         self._frame = frame
         self._fixed = None
-        self.variances = component_variances(engine_fit)
+        self.variances = engine_fit.components
         self.phi = float(phi(factor_variances(self.variances, terms), self.object))
-        self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
+        self.phi_observed = engine_fit.phi_observed(self.object) if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
 
     @property

@@ -390,10 +390,8 @@ def _fixed_factor(frame, contrast):
 
 def _pilot_components(model):
     """The components φ is computed from: REML (Gaussian) or the GLMM's latent scale (binary); its label and source."""
-    from ..frequentist.fitting import component_variances
-
     family, n_obs = model.family, model.frame.n_obs
-    variances = component_variances(model.engine_fit("ml" if family.binary else "reml"))
+    variances = model.engine_fit("ml" if family.binary else "reml").components
     if family.binary:
         return variances, f"latent-scale ({family.link})", f"ML fit of the binary GLMM ({n_obs} scores)"
     return variances, "REML", f"REML fit of the pilot ({n_obs} scores)"

@@ -18,6 +18,7 @@ REML fit next to a calibrated one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +27,12 @@ import scipy.stats
 
 from ..data import read_table, require_columns
 from ..errors import BayesreproError
-from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula
+from ..design import Family, FormulaSpec, ModelFrame, build_model_frame, parse_formula
 from . import reference as ref
+from .binary_contrasts import binary_contrasts, binary_means
 from .contrasts import SmallSample, estimated_means, pairwise_contrasts, slopes
 from .ddf import KENWARD_ROGER, SATTERTHWAITE, frame_inference
+from .fitting import fit_frame
 from .glrt import (DEFAULT_SAMPLES, GlrtResult, calibrate, check_samples, compare_fits, fixed_parts_equal, glrt,
                    nested_frames)
 from .lmm import fit_model_frame, require_memory
@@ -37,7 +40,13 @@ from .lmm import fit_model_frame, require_memory
 
 @dataclass
 class Comparison:
-    """Omnibus test plus the post-hoc tables that explain it."""
+    """Omnibus test plus the post-hoc tables that explain it.
+
+    For a binary GLMM (``test.family``) the means are per-level probabilities
+    (link-scale means back-transformed) and the contrasts are on the link
+    scale, as odds ratios (logit) and as differences of probabilities
+    (``binary_contrasts``).
+    """
 
     test: GlrtResult
     means: pd.DataFrame | None
@@ -47,7 +56,19 @@ class Comparison:
     slopes: pd.DataFrame | None = None
     null_frame: ModelFrame | None = None   # H0 of the test, on the same rows
 
+    @property
+    def fit(self):
+        """The ML fit of H1."""
+        return self.test.h1
+
+    @property
+    def binary(self) -> bool:
+        return self.test.family != "gaussian"
+
     def to_dict(self) -> dict:
+        if self.binary:
+            return {"test": self.test.to_dict(), "factor": self.factor, "variances": dict(self.fit.variances),
+                    "means": self.means.to_dict(orient="records"), "contrasts": self.contrasts.to_dict(orient="records")}
         payload = {"test": self.test.to_dict(), "factor": self.factor, "by": self.by,
                    "contrasts": self.contrasts.to_dict(orient="records")}
         if self.means is not None:
@@ -57,6 +78,8 @@ class Comparison:
         return payload
 
     def __str__(self) -> str:
+        if self.binary:
+            return self._binary_text()
         parts = [str(self.test)]
         if self.means is not None:
             parts += ["Estimated means (95 % interval):", _indent(self.means)]
@@ -67,6 +90,18 @@ class Comparison:
                   _indent(self.contrasts.drop(columns="reference"))]
         return "\n".join(parts)
 
+    def _binary_text(self) -> str:
+        link = self.fit.link
+        contrasts = ["contrast", "estimate", "std_error", "p_holm"] + (["odds_ratio"] if link == "logit" else [])
+        contrasts += ["probability_difference", "probability_low", "probability_high", "probability_p_holm"]
+        return "\n".join([
+            str(self.test),
+            f"Estimated probabilities per {self.factor} ({link} means back-transformed, 95 % interval):",
+            _indent(self.means[[self.factor, "probability", "low", "high"]]),
+            f"Pairwise contrasts ({link} scale with Holm-adjusted p; odds ratio; difference of probabilities):",
+            _indent(self.contrasts[contrasts]),
+        ])
+
 
 def compare_levels(h1, data=None, factor: str = "system", where: str | None = None,
                    drop_missing: bool = False, reference: str = ref.AUTO, bootstrap_samples: int = DEFAULT_SAMPLES,
@@ -76,7 +111,7 @@ def compare_levels(h1, data=None, factor: str = "system", where: str | None = No
     ``h1`` is a formula (then ``data`` is read and filtered by ``where``) or a model frame already built.
     """
     spec = _spec(h1)
-    _require_fixed(spec, factor)
+    require_fixed(spec, factor)
     h0 = h0 or spec.rewritten(drop_fixed=lambda used: factor in used)
     test, frame0, frame1, small = _tested(h0, h1, data, where, drop_missing, reference, bootstrap_samples, seed)
     fit = small.fit if small else test.h1
@@ -97,8 +132,8 @@ def compare_conditional(h1, data=None, factor: str = "system", by: str | None = 
     spec = _spec(h1)
     if by is None:
         raise BayesreproError("a conditional comparison needs 'by', the data property the factor interacts with")
-    _require_fixed(spec, factor)
-    _require_fixed(spec, by)
+    require_fixed(spec, factor)
+    require_fixed(spec, by)
     if not any({factor, by} <= used for used in spec.term_variables):
         raise BayesreproError(f"H1 {spec.formula!r} has no interaction of '{factor}' and '{by}'; write {factor}*{by}")
     h0 = h0 or spec.rewritten(drop_fixed=lambda used: {factor, by} <= used)
@@ -110,6 +145,22 @@ def compare_conditional(h1, data=None, factor: str = "system", by: str | None = 
     means = estimated_means(fit, frame1, factor, by=by, small_sample=small)
     contrasts = pairwise_contrasts(fit, frame1, factor, by=by, small_sample=small)
     return Comparison(test, means, contrasts, factor, by, null_frame=frame0)
+
+
+def compare_binary_levels(frame1: ModelFrame, family: Family, factor: str = "system", by: str | None = None,
+                          h0=None) -> Comparison:
+    """Do the levels of ``factor`` differ in the 0/1 scores of ``frame1``'s binary GLMM (``family``)?
+
+    H0 drops every fixed term involving ``factor`` (with ``by``: its interactions with ``by``), or is ``h0``;
+    both are fitted by ML on the same rows and compared by their likelihood ratio, read against χ². Then every
+    level's probability of success and every pairwise contrast (``binary_contrasts``).
+    """
+    h0 = h0 or frame1.spec.rewritten(drop_fixed=lambda used: factor in used and (by is None or by in used))
+    frame0, frame1 = nested_frames(h0, frame1)
+    fit1 = fit_frame(frame1, family, "ml")
+    test = compare_fits(fit_frame(frame0, family, "ml"), fit1, variance_component_only=fixed_parts_equal(frame0, frame1))
+    return Comparison(dataclasses.replace(test, family=family.name), binary_means(fit1, frame1, factor, by),
+                      binary_contrasts(fit1, frame1, factor, by), factor, by, null_frame=frame0)
 
 
 def variance_component_test(h1, component: str, data=None, where: str | None = None,
@@ -212,7 +263,7 @@ def _rss(X: np.ndarray, y: np.ndarray) -> float:
     return float(residual @ residual)
 
 
-def _require_fixed(spec, column: str) -> None:
+def require_fixed(spec, column: str) -> None:
     if column not in spec.fixed_variables:
         raise BayesreproError(f"'{column}' is not a fixed effect of {spec.formula!r}; add it to the formula")
 

@@ -32,7 +32,7 @@ from ..links import get_link, log_binomial_coefficient
 from ..runtime import numerical_work
 from .bounded_search import bounded_minimum
 from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
-from .glmm import GlmmFit, covariance_of_beta, value_hessian
+from .glmm import GlmmFit, covariance_of_beta, fixed_rows, value_hessian
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA
 from .sparse_laplace import SparseLaplaceDeviance
@@ -63,9 +63,7 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
         formula=frame.formula, family=family.name, link=family.link, n_obs=frame.n_obs, n_cells=frame.n_obs, nagq=1,
         variances=term_variances(design, theta, 1.0), fixed_names=list(frame.fixed_names), beta=beta,
         covariance=covariance, loglik=-0.5 * deviance, converged=converged, message=message, theta=theta,
-        n_levels={g.name: g.n_levels for g in frame.groups}, cell_eta=fixed_cells.X_fixed @ beta,
-        cell_trials=np.bincount(fixed_cells.fixed_cell, weights=fixed_cells.trials,
-                                minlength=len(fixed_cells.X_fixed)),
+        n_levels={g.name: g.n_levels for g in frame.groups}, **fixed_rows(fixed_cells, beta),
         notes=notes + ([TERM_VARIANCE_NOTE] if frame.spec.has_slopes else []),
         random_effects=varcorr_rows(design, theta, 1.0)[:-1],   # no residual row: the latent one is fixed
         singular=singular_terms(design, theta),

@@ -16,5 +16,5 @@ def fit_frame(frame, family, method: str = "reml", nagq: int = 1):
 
 
 def component_variances(fit) -> dict[str, float]:
-    """Every variance component with the residual: the latent one of a binary GLMM, else the fitted one."""
-    return dict(fit.latent_variances if hasattr(fit, "latent_variances") else fit.variances)
+    """Every variance component with the residual (``MixedFit.components``)."""
+    return fit.components

@@ -17,20 +17,20 @@ the criterion over (θ, β), as ``vcov`` of a glmer fit does by default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
 from ..design import BinomialCells, Family, ModelFrame, model_frame, resolve_family
 from ..errors import BayesreproError
 from ..links import get_link
-from ..reliability import RESIDUAL, phi, phi_observed, vca_table
+from ..reliability import phi_observed
 from ..runtime import numerical_work
 from .cell_products import coupling_beyond_cells
+from .fit_result import MixedFit
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
-from .lmm import varcorr_line
 from .optimise import BOUNDARY_THETA, optimise
 from .quadrature import QuadratureDeviance, check_nodes
 
@@ -41,32 +41,35 @@ DIFFERENCE_STEP = 1e-6
 VALUE_STEP = 1e-4
 
 
-@dataclass
-class GlmmFit:
+@dataclass(kw_only=True)
+class GlmmFit(MixedFit):
     """A fitted binomial GLMM (ML), printable as a VCA table on the latent scale."""
 
-    formula: str
     family: str                          # bernoulli or binomial
     link: str
-    n_obs: int
     n_cells: int
     nagq: int
-    variances: dict[str, float]          # random intercepts, latent scale, formula order
-    fixed_names: list[str]
-    beta: np.ndarray
-    covariance: np.ndarray               # of β̂
     loglik: float                        # binomial coefficients included
-    converged: bool
-    message: str
-    theta: np.ndarray
-    n_levels: dict[str, int]
     cell_eta: np.ndarray                 # fixed part of the linear predictor of each distinct fixed-design row
     cell_trials: np.ndarray              # trials with that row (weights of the observation-scale φ)
-    notes: list[str] = field(default_factory=list)
     method: str = "ml"
-    # lme4's as.data.frame(VarCorr(m)) rows of a model with random slopes (group, var1, var2, vcov, sdcor)
-    random_effects: list[dict] = field(default_factory=list)
-    singular: list[str] | None = None    # terms with a zero SD or a ±1 correlation, where θ is not one per variance
+
+    residual_parameters: ClassVar[int] = 0
+
+    @property
+    def title(self) -> str:
+        return (f"Generalized linear mixed model ({self.family}, {self.link} link) fit by ML "
+                f"({self.approximation}): {self.formula}")
+
+    @property
+    def observation_cells(self) -> str:
+        return f" in {self.n_cells} binomial cells"
+
+    @property
+    def headings(self) -> tuple[str, str, str]:
+        return ("Random effects (latent scale):",
+                f"Variance components (latent scale; residual = {self.link} latent variance):",
+                f"Fixed effects ({self.link} scale):")
 
     @property
     def approximation(self) -> str:
@@ -85,89 +88,18 @@ class GlmmFit:
         return None
 
     @property
-    def latent_residual(self) -> float:
+    def residual_variance(self) -> float:
+        """The latent-scale residual of the link: π²/3 (logit) or 1 (probit)."""
         return get_link(self.link).latent_residual
 
-    @property
-    def latent_variances(self) -> dict[str, float]:
-        """The components with the latent-scale residual (π²/3 for logit, 1 for probit)."""
-        return {**self.variances, RESIDUAL: self.latent_residual}
-
-    @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(np.diag(self.covariance))
-
-    @property
-    def boundary(self) -> list[str]:
-        """Variance components at zero, or terms with a zero SD or a ±1 correlation (singular fit)."""
-        if self.singular is not None:
-            return list(self.singular)
-        return [name for name, t in zip(self.variances, self.theta) if t < BOUNDARY_THETA]
-
-    @property
-    def n_parameters(self) -> int:
-        """Fixed effects + covariance parameters θ (a binomial model has no residual variance)."""
-        return len(self.beta) + len(self.theta)
-
-    def varcorr(self) -> list[dict]:
-        """One row per SD and per correlation of the random effects (latent scale): lme4's
-        ``as.data.frame(VarCorr(m))`` of a glmer fit, which has no residual row."""
-        if self.random_effects:
-            return [dict(row) for row in self.random_effects]
-        return [{"group": name, "var1": "Intercept", "var2": None, "vcov": float(v), "sdcor": float(np.sqrt(v))}
-                for name, v in self.variances.items()]
-
-    def fixed_effects(self) -> pd.DataFrame:
-        return pd.DataFrame({"estimate": self.beta, "std_error": self.se}, index=pd.Index(self.fixed_names, name="term"))
-
-    def phi(self, object: str) -> dict[str, float]:
-        """φ of ``object`` on the latent scale and on the observation scale (at the design's fixed effects)."""
-        return {"latent": float(phi(self.latent_variances, object)),
-                "observed": float(phi_observed(self.variances, object, self.link, self.cell_eta, self.cell_trials))}
-
-    def vca(self) -> pd.DataFrame:
-        return vca_table(self.latent_variances)
+    def phi_observed(self, object: str) -> float:
+        """φ of ``object`` on the observation scale (at the design's fixed effects)."""
+        return float(phi_observed(self.variances, object, self.link, self.cell_eta, self.cell_trials))
 
     def to_dict(self) -> dict:
-        return {
-            "formula": self.formula,
-            "family": self.family,
-            "link": self.link,
-            "scale": "latent",
-            "method": self.method,
-            "approximation": self.approximation,
-            "n_obs": self.n_obs,
-            "n_cells": self.n_cells,
-            "variances": dict(self.variances),
-            "latent_residual": self.latent_residual,
-            "fixed_effects": {n: {"estimate": float(b), "std_error": float(s)}
-                              for n, b, s in zip(self.fixed_names, self.beta, self.se)},
-            "loglik": self.loglik,
-            "converged": self.converged,
-            "boundary": self.boundary,
-            "random_effects": self.varcorr(),
-        }
-
-    def __str__(self) -> str:
-        lines = [
-            f"Generalized linear mixed model ({self.family}, {self.link} link) fit by ML "
-            f"({self.approximation}): {self.formula}",
-            f"  observations: {self.n_obs} in {self.n_cells} binomial cells; "
-            + "; ".join(f"{name}: {n} levels" for name, n in self.n_levels.items()),
-            f"  log-likelihood: {self.loglik:.4f}   converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
-        ]
-        if self.boundary:
-            what = "variance 0" if self.singular is None else "singular: an SD of 0 or a correlation of ±1"
-            lines.append(f"  at the boundary ({what}): {', '.join(self.boundary)}")
-        lines += [f"  note: {note}" for note in self.notes]
-        if self.random_effects:
-            lines.append("Random effects (latent scale):")
-            lines += ["  " + varcorr_line(row) for row in self.random_effects]
-        lines.append(f"Variance components (latent scale; residual = {self.link} latent variance):")
-        lines += ["  " + line for line in self.vca().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        lines.append(f"Fixed effects ({self.link} scale):")
-        lines += ["  " + line for line in self.fixed_effects().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        return "\n".join(lines)
+        return {**super().to_dict(), "family": self.family, "link": self.link, "scale": "latent",
+                "approximation": self.approximation, "n_cells": self.n_cells,
+                "latent_residual": self.residual_variance}
 
 
 def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, nagq: int = 1,
@@ -221,10 +153,15 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
         formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
         variances=variances, fixed_names=list(cells.fixed_names), beta=beta, covariance=covariance,
         loglik=-0.5 * deviance, converged=converged, message=message, theta=theta, n_levels=cells.n_levels,
-        cell_eta=cells.X_fixed @ beta,
-        cell_trials=np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed)),
-        notes=list(notes or []),
+        notes=list(notes or []), **fixed_rows(cells, beta),
     )
+
+
+def fixed_rows(cells: BinomialCells, beta: np.ndarray) -> dict:
+    """A GlmmFit's ``cell_eta`` and ``cell_trials``: the fixed part of the linear predictor of each distinct
+    fixed-design row of ``cells`` and the trials with it."""
+    return {"cell_eta": cells.X_fixed @ beta,
+            "cell_trials": np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed))}
 
 
 def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta: np.ndarray):

@@ -33,7 +33,9 @@ from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from . import reference as ref
 from .bootstrap_test import check_samples
-from .lmm import LmmFit, fit_model_frame, require_memory
+from .fit_result import MixedFit
+from .fitting import fit_frame
+from .lmm import fit_model_frame, require_memory
 
 CHI2 = "chi2"
 # Differences of −2 log L below this are within the optimizer's tolerance: the
@@ -46,8 +48,8 @@ RLRT_DRAWS = 50_000
 
 @dataclass
 class GlrtResult:
-    h0: LmmFit
-    h1: LmmFit
+    h0: MixedFit
+    h1: MixedFit
     chi2: float                       # 2(ℓ₁ − ℓ₀) of the ML fits
     df: int
     p: float                          # read against ``reference``
@@ -127,27 +129,24 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
     frame0, frame1 = nested_frames(h0, h1, data, drop_missing, where)
     resolved = resolve_family(frame1, family, link)
     if resolved.binary:
-        return _binary_glrt(frame0, frame1, resolved, reference, samples, seed, workers)
-    require_memory(frame1, frame0)   # the larger model first
-    fit0, fit1 = fit_model_frame(frame0, "ml"), fit_model_frame(frame1, "ml")
+        choice = _binary_reference(frame0, frame1, reference)
+    else:
+        require_memory(frame1, frame0)   # the larger model first
+    fit0, fit1 = fit_frame(frame0, resolved, "ml"), fit_frame(frame1, resolved, "ml")
     test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1),
                         added_variances=sd_count(fit1) - sd_count(fit0))
+    if resolved.binary:
+        return _calibrate_binary(dataclasses.replace(test, family=resolved.name), frame0, frame1, choice, samples, seed,
+                                 workers)
     return calibrate(test, frame0, frame1, reference, samples, seed, workers)
 
 
 BINARY_SLOPES_REASON = ("binary models with random slopes are read against the asymptotic reference (a 50:50 chi2 "
                         "mixture where one variance is added, else chi2); calibrated references are not available "
                         "for them")
-
-
-def _require_chi2_for_binary_slopes(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> bool:
-    """Whether a binary model has random slopes; refuses a reference other than the asymptotic one for them."""
-    if not (frame0.spec.has_slopes or frame1.spec.has_slopes):
-        return False
-    if reference not in (ref.AUTO, ref.CHI2):
-        raise BayesreproError(f"--reference {reference} is not available for binary models with random slopes; "
-                              "use --reference chi2")
-    return True
+BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
+                           "effect the chi2 reference of a Laplace likelihood ratio is liberal (glrt --reference "
+                           "bootstrap calibrates it)")
 
 
 def sd_count(fit) -> int:
@@ -155,34 +154,29 @@ def sd_count(fit) -> int:
     return sum(row["var2"] is None for row in fit.varcorr())
 
 
-BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
-                           "effect the chi2 reference of a Laplace likelihood ratio is liberal (glrt --reference "
-                           "bootstrap calibrates it)")
+def _binary_reference(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> ref.Choice:
+    """The reference a binary GLRT is read against (refused before any fit where it is not available)."""
+    if frame0.spec.has_slopes or frame1.spec.has_slopes:
+        if reference not in (ref.AUTO, ref.CHI2):
+            raise BayesreproError(f"--reference {reference} is not available for binary models with random slopes; "
+                                  "use --reference chi2")
+        return ref.Choice(ref.CHI2, BINARY_SLOPES_REASON)
+    if reference == ref.AUTO:
+        return ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON)
+    return ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
 
 
-def _binary_glrt(frame0: ModelFrame, frame1: ModelFrame, family, reference: str, samples: int, seed,
-                 workers: int | None) -> GlrtResult:
-    from .glmm import fit_glmm_frame
-
-    if _require_chi2_for_binary_slopes(frame0, frame1, reference):
-        choice = ref.Choice(ref.CHI2, BINARY_SLOPES_REASON)
-    elif reference == ref.AUTO:
-        choice = ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON)
-    else:
-        choice = ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)
-    fit0, fit1 = fit_glmm_frame(frame0, family), fit_glmm_frame(frame1, family)
-    test = compare_fits(fit0, fit1, variance_component_only=fixed_parts_equal(frame0, frame1),
-                        added_variances=sd_count(fit1) - sd_count(fit0))
-    test = dataclasses.replace(test, family=family.name, reason=choice.reason)
+def _calibrate_binary(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, choice: ref.Choice, samples: int,
+                      seed, workers: int | None) -> GlrtResult:
     if choice.method == ref.CHI2:
-        return test
+        return dataclasses.replace(test, reason=choice.reason)
     from .binary_bootstrap import binary_bootstrap_lrt
 
     simulated = binary_bootstrap_lrt(frame0, frame1, test.h0, test.h1, samples, seed, bootstrap_workers(workers, samples))
     return read_against(test, simulated, f"parametric bootstrap, {samples} Laplace refits under H0", choice)
 
 
-def compare_fits(fit0: LmmFit, fit1: LmmFit, variance_component_only: bool,
+def compare_fits(fit0: MixedFit, fit1: MixedFit, variance_component_only: bool,
                  added_variances: int | None = None) -> GlrtResult:
     """The statistic and its asymptotic reference for two ML fits of nested models.
 

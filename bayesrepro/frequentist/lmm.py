@@ -7,41 +7,38 @@ crossed factors by the sparse core (``general_lmm.py``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from ..design import ModelFrame, model_frame, parse_formula
 from ..design.memory_estimate import require_within
+from ..reliability import RESIDUAL
 from .deviance import ProfiledDeviance
-from .optimise import BOUNDARY_THETA, optimise
+from .fit_result import MixedFit
+from .optimise import optimise
 
 METHODS = ("reml", "ml")
 
 
-@dataclass
-class LmmFit:
-    """A fitted LMM, printable as the papers' tables."""
+@dataclass(kw_only=True)
+class LmmFit(MixedFit):
+    """A fitted LMM (REML or ML); its variances end with the residual's."""
 
-    formula: str
-    method: str
-    n_obs: int
-    variances: dict[str, float]          # formula order, then "Residual"
-    fixed_names: list[str]
-    beta: np.ndarray
-    covariance: np.ndarray               # of β̂
     criterion: float                     # REML criterion or ML deviance (−2 log L)
-    converged: bool
-    message: str
-    theta: np.ndarray
-    n_levels: dict[str, int]
-    notes: list[str] = field(default_factory=list)
-    # lme4's as.data.frame(VarCorr(m)) rows: group, var1, var2, vcov, sdcor (computed from variances when empty)
-    random_effects: list[dict] = field(default_factory=list)
-    singular: list[str] | None = None    # terms at the boundary, where θ is not one per variance
+
+    residual_parameters: ClassVar[int] = 1
+
+    @property
+    def title(self) -> str:
+        return f"Linear mixed model fit by {self.method.upper()}: {self.formula}"
+
+    @property
+    def criterion_text(self) -> str:
+        return f"{'REML criterion' if self.method == 'reml' else 'deviance'}: {self.criterion:.4f}   "
 
     @property
     def loglik(self) -> float:
@@ -57,75 +54,15 @@ class LmmFit:
         return self.criterion if self.method == "ml" else None
 
     @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(np.diag(self.covariance))
+    def residual_variance(self) -> float:
+        return self.variances[RESIDUAL]
 
     @property
     def residual_sd(self) -> float:
-        return float(np.sqrt(self.variances["Residual"]))
-
-    @property
-    def boundary(self) -> list[str]:
-        """Variance components estimated at exactly zero, or terms with a zero SD or a ±1 correlation (singular fit)."""
-        if self.singular is not None:
-            return list(self.singular)
-        names = list(self.variances)[:-1]
-        return [name for name, t in zip(names, self.theta) if t < BOUNDARY_THETA]
-
-    @property
-    def n_parameters(self) -> int:
-        """Fixed effects + covariance parameters θ + residual variance."""
-        return len(self.beta) + len(self.theta) + 1
-
-    def varcorr(self) -> list[dict]:
-        """One row per SD and per correlation, then the residual: lme4's ``as.data.frame(VarCorr(m))``."""
-        if self.random_effects:
-            return [dict(row) for row in self.random_effects]
-        return [{"group": name, "var1": None if name == "Residual" else "Intercept", "var2": None,
-                 "vcov": float(v), "sdcor": float(np.sqrt(v))} for name, v in self.variances.items()]
-
-    def fixed_effects(self) -> pd.DataFrame:
-        return pd.DataFrame({"estimate": self.beta, "std_error": self.se}, index=pd.Index(self.fixed_names, name="term"))
-
-    def vca(self) -> pd.DataFrame:
-        from ..reliability import vca_table
-
-        return vca_table(self.variances)
+        return float(np.sqrt(self.residual_variance))
 
     def to_dict(self) -> dict:
-        return {
-            "formula": self.formula,
-            "method": self.method,
-            "n_obs": self.n_obs,
-            "variances": dict(self.variances),
-            "fixed_effects": {n: {"estimate": float(b), "std_error": float(s)} for n, b, s in zip(self.fixed_names, self.beta, self.se)},
-            "loglik": self.loglik,
-            "reml_criterion": self.reml_criterion,
-            "converged": self.converged,
-            "boundary": self.boundary,
-            "random_effects": self.varcorr(),
-        }
-
-    def __str__(self) -> str:
-        lines = [
-            f"Linear mixed model fit by {self.method.upper()}: {self.formula}",
-            f"  observations: {self.n_obs}; "
-            + "; ".join(f"{name}: {n} levels" for name, n in self.n_levels.items()),
-            f"  {'REML criterion' if self.method == 'reml' else 'deviance'}: {self.criterion:.4f}   "
-            f"log-likelihood: {self.loglik:.4f}   converged: {'yes' if self.converged else 'NO (' + self.message + ')'}",
-        ]
-        if self.boundary:
-            what = "variance 0" if self.singular is None else "singular: an SD of 0 or a correlation of ±1"
-            lines.append(f"  at the boundary ({what}): {', '.join(self.boundary)}")
-        lines += [f"  note: {note}" for note in self.notes]
-        if self.random_effects:
-            lines.append("Random effects:")
-            lines += ["  " + varcorr_line(row) for row in self.random_effects]
-        lines.append("Variance components:")
-        lines += ["  " + line for line in self.vca().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        lines.append("Fixed effects:")
-        lines += ["  " + line for line in self.fixed_effects().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        return "\n".join(lines)
+        return {**super().to_dict(), "reml_criterion": self.reml_criterion}
 
 
 def fit_lmm(formula, data=None, method: str = "reml", where: str | None = None, drop_missing: bool = False,
@@ -191,7 +128,7 @@ def fit_of(frame: ModelFrame, method: str, objective, solution, convergence: tup
         formula=frame.formula,
         method=method,
         n_obs=frame.n_obs,
-        variances={**variances, "Residual": float(sigma2)},
+        variances={**variances, RESIDUAL: float(sigma2)},
         fixed_names=list(frame.fixed_names),
         beta=solution.beta,
         covariance=sigma2 * np.linalg.inv(solution.fixed_precision),
@@ -203,13 +140,6 @@ def fit_of(frame: ModelFrame, method: str, objective, solution, convergence: tup
         notes=list(frame.notes) + list(notes),
         **structure,
     )
-
-
-def varcorr_line(row: dict) -> str:
-    if row["var2"] is not None:
-        return f"{row['group']:<12} corr({row['var1']}, {row['var2']}) = {row['sdcor']:.4f}"
-    effect = f" {row['var1']}" if row["var1"] is not None else ""
-    return f"{row['group']:<12}{effect} SD = {row['sdcor']:.6g} (variance {row['vcov']:.6g})"
 
 
 def _check_method(method: str) -> str:

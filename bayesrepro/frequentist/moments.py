@@ -35,38 +35,32 @@ from ..design import ModelFrame
 from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
 from ..errors import BayesreproError
 from ..progress import announce_path
+from .fit_result import indented
 from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MomentFit(LmmFit):
     """An ``LmmFit`` whose variances are moment estimates, with their bootstrap standard errors."""
 
     variance_se: dict[str, float] = field(default_factory=dict)
     replicates: int = 0
 
+    @property
+    def title(self) -> str:
+        return f"Linear mixed model fit by the method of moments: {self.formula}"
+
     def to_dict(self) -> dict:
-        payload = super().to_dict()
-        payload["variance_se"] = dict(self.variance_se)
-        payload["replicates"] = self.replicates
-        return payload
+        return {**super().to_dict(), "variance_se": dict(self.variance_se), "replicates": self.replicates}
 
     def __str__(self) -> str:
-        lines = [
-            f"Linear mixed model fit by the method of moments: {self.formula}",
-            f"  observations: {self.n_obs}; "
-            + "; ".join(f"{name}: {n} levels" for name, n in self.n_levels.items()),
-        ]
-        lines += [f"  note: {note}" for note in self.notes]
-        lines.append("Variance components (standard errors from a parametric bootstrap):")
         table = self.vca().assign(std_error=[self.variance_se.get(name, np.nan) for name in self.variances])
-        lines += ["  " + line for line in table.to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        lines.append("Fixed effects (the mean of the scores):")
-        lines += ["  " + line for line in self.fixed_effects().to_string(float_format=lambda v: f"{v:.6g}").splitlines()]
-        return "\n".join(lines)
+        return "\n".join(self.head() + [f"  note: {note}" for note in self.notes] + [
+            "Variance components (standard errors from a parametric bootstrap):", indented(table),
+            "Fixed effects (the mean of the scores):", indented(self.fixed_effects())])
 
 
 @dataclass(frozen=True)

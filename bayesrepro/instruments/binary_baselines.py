@@ -21,7 +21,7 @@ For every pair of systems scored on the same items:
 
 Each of these treats the items as the only source of variation: none accounts
 for runs (seeds, prompts) that vary between systems and matter beyond the
-items. That is what the GLMM adds (``frequentist.binary_comparison``).
+items. That is what the GLMM adds (``frequentist.analyses.compare_binary_levels``).
 """
 
 from __future__ import annotations
