@@ -39,7 +39,8 @@ def test_progress_asked_for_is_printed_without_any_logging_set_up(capsys):
     progress.announce_path("exact REML", enabled=True)
     progress.sampling_lines()("0/400")
     path, sampling = capsys.readouterr().err.splitlines()
-    assert path == "bayesrepro: path: exact REML" and re.fullmatch(r"bayesrepro: sampling: 0/400 draws, \d+ s", sampling)
+    assert path == "bayesrepro: path: exact REML"
+    assert re.fullmatch(r"bayesrepro: sampling: 0/400 draws, \d+ s", sampling)
 
 
 def test_the_command_lines_handler_prints_notes_and_only_the_wanted_progress(capsys):
