@@ -17,11 +17,14 @@ _NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d+\(([^()]*)\)|\bnp\.(True
 # public API they name its keyword arguments instead (object=, engine="memory"): ``for_python`` renders them so.
 COMMAND_LINE = contextvars.ContextVar("bayesrepro_command_line", default=False)
 # an option, with its value when quoted or when it is a choice (--engine memory)
+# (not another program's option such as lm-eval's --log_samples, which a message may quote)
 _OPTION = re.compile(r"--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
-                     r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?: ('[^']*'))?)")
+                     r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?![\w])(?: ('[^']*'))?)")
+# --column PARAMETER=COLUMN: a spec's column parameters are keyword arguments of load_spec
+_COLUMN_OPTION = re.compile(r"--column (?=[A-Za-z_]\w*=)")
 # options whose Python argument has another name
 PYTHON_ARGUMENTS = {"h1": "formula", "bootstrap": "n_boot", "prior-scale": "prior_scale", "max": "maximum",
-                    "no-phi": "phi"}
+                    "no-phi": "phi", "metric": "metrics"}
 
 
 class BayesreproError(ValueError):
@@ -74,7 +77,7 @@ class NotConvergedError(BayesreproError):
 
 def python_names(text: str) -> str:
     """A message's command-line options as keyword arguments: ``--engine memory`` -> ``engine="memory"``,
-    ``--object 'x'`` -> ``object='x'``, ``--where`` -> ``where=``."""
+    ``--object 'x'`` -> ``object='x'``, ``--where`` -> ``where=``, ``--column score=COLUMN`` -> ``score=COLUMN``."""
     def keyword(match) -> str:
         option, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
         name = PYTHON_ARGUMENTS.get(option, option.replace("-", "_"))
@@ -82,7 +85,7 @@ def python_names(text: str) -> str:
             return f"{name}="
         return f"{name}={value}" if value.startswith("'") else f'{name}="{value}"'
 
-    return _OPTION.sub(keyword, text)
+    return _OPTION.sub(keyword, _COLUMN_OPTION.sub("", text))
 
 
 def shown(value) -> str:
@@ -116,3 +119,16 @@ def warn_unconverged(problems: list[str]) -> None:
 
     if problems and not COMMAND_LINE.get():
         warnings.warn(f"{'; '.join(problems)}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
+
+
+def warn_note(text: str) -> None:
+    """A note on the input (a run skipped): a ``BayesreproWarning`` to Python callers, a ``bayesrepro: ...`` line,
+    through the package's logger, on the command line."""
+    if COMMAND_LINE.get():
+        import logging
+
+        logging.getLogger("bayesrepro").warning(text)
+    else:
+        import warnings
+
+        warnings.warn(text, BayesreproWarning, stacklevel=2)

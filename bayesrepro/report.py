@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .api.display import Result
 from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
 from .compare import DEFAULT_BOOTSTRAP, check_bootstrap, compare
@@ -62,10 +63,34 @@ class ReportOptions:
         check_probability(self.prob)
 
 
+@dataclass(frozen=True)
+class WrittenReport(Result):
+    """What a report holds, as ``bayesrepro report`` prints it: its file, the input's hash, the flags it raised."""
+
+    out: str
+    sha256: str
+    n_rows: int
+    spec: str
+    flags: dict[str, list[str]]     # per portion of the data ("all", or a level of the spec's split)
+    problems: list[str]             # what did not converge, one phrase each
+
+    def _payload(self) -> dict:
+        return {"out": self.out, "sha256": self.sha256, "n_rows": self.n_rows, "spec": self.spec,
+                "flags": self.flags, "not_converged": self.problems}
+
+    def _text(self) -> str:
+        lines = [f"wrote {self.out} ({self.n_rows} rows, sha256 {self.sha256[:12]}...)"]
+        lines += [f"{level}: {flag}" for level, flags in self.flags.items() for flag in flags]
+        return "\n".join(lines)
+
+    def _problems(self) -> list[str]:
+        return self.problems
+
+
 def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None = None, where: str | None = None,
                  categorical=(), options: ReportOptions | None = None, engine: str = "auto",
-                 spark_master: str | None = None, progress: bool | None = None, max_memory=None) -> dict:
-    """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns a summary.
+                 spark_master: str | None = None, progress: bool | None = None, max_memory=None) -> WrittenReport:
+    """Run ``spec`` on ``source`` with both engines and write the HTML report to ``out``; returns what it holds.
 
     ``out`` is checked before any work and replaced only by a complete report: a
     failed or interrupted run leaves a previous report as it was. ``engine``
@@ -91,7 +116,7 @@ def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None
     except OSError as exc:
         raise BayesreproError(f"--out '{out}' could not be written ({exc.strerror or exc}); "
                               "a previous report there is unchanged") from None
-    return {"out": str(out), "sha256": digest, "n_rows": sum(p.frame.n_obs for p in portions), **summary}
+    return WrittenReport(str(out), digest, sum(p.frame.n_obs for p in portions), **summary)
 
 
 @dataclass(frozen=True)
@@ -177,7 +202,7 @@ def render(spec: Spec, portions: list[Portion], options: ReportOptions, describe
     body = "\n".join(parts)
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(spec.title)}</title>"
             f"<style>{STYLE}</style></head><body>{body}</body></html>")
-    return page, {"spec": spec.name, "flags": flags, "not_converged": not_converged}
+    return page, {"spec": spec.name, "flags": flags, "problems": not_converged}
 
 
 def _provenance(spec, n_rows, described, digest, where, options) -> str:

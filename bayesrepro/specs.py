@@ -91,7 +91,7 @@ class Spec:
         hint = f" (did you mean '{names[close[0]]}'?)" if close else ""
         raise BayesreproError(
             f"spec '{self.name}' needs column '{column}' for {{{parameter}}}, which the data lacks{hint}; "
-            f"name the right column with {parameter}=COLUMN (command line: --column {parameter}=COLUMN)"
+            f"name the right column with --column {parameter}=COLUMN"
         )
 
     def to_dict(self) -> dict:

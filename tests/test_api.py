@@ -1,9 +1,11 @@
 """The public API (``import bayesrepro as br``): light to import, the same numbers as the commands, errors that
 name the Python argument."""
 
+import contextlib
 import html
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -15,6 +17,7 @@ import pytest
 
 import bayesrepro as br
 from bayesrepro.cli import main
+from bayesrepro.errors import python_names
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -105,6 +108,33 @@ def test_plan_equals_plan_json(capsys):
     assert list(plan.rows["sentence_id"]) == [100, 400]
 
 
+def public_arguments() -> set[str]:
+    """The parameter names of every public function and of the public classes' methods."""
+    import inspect
+
+    names = set()
+    for name in br.__all__:
+        value = getattr(br, name)
+        members = [value] + [m for _, m in inspect.getmembers(value, inspect.isfunction)] if inspect.isclass(value) \
+            else [value]
+        for member in members:
+            with contextlib.suppress(TypeError, ValueError):
+                names |= set(inspect.signature(member).parameters)
+    return names
+
+
+@pytest.mark.parametrize("text, python", [
+    ("run more --draws/--tune, or pass --allow-unconverged", "run more draws=/tune=, or pass allow_unconverged="),
+    ("--object 'x' is not a grouping factor", "object='x' is not a grouping factor"),
+    ("with --engine duckdb", 'with engine="duckdb"'),
+    ("name the right column with --column score=COLUMN", "name the right column with score=COLUMN"),
+    ("--metric 'acc' is in none of the runs", "metrics='acc' is in none of the runs"),
+    ("or ran without --log_samples)", "or ran without --log_samples)"),   # the harness's own option stays
+])
+def test_messages_name_the_python_arguments(text, python):
+    assert python_names(text) == python
+
+
 @pytest.mark.parametrize("call, argument, argv, flag", [
     (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, object="Plate"), "object=",
      ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--object", "Plate"], "--object"),
@@ -142,11 +172,42 @@ def test_plan_equals_plan_json(capsys):
      "maximum=", ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast",
                   "system=Marking-Baseline", "--vary", "sentence_id=10", "--cost", "sentence_id=1", "--budget", "100",
                   "--max", "seed=3"], "--max"),
+    (lambda: br.read(DYESTUFF, where="Yield +"), "where=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--where", "Yield +"], "--where"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF, max_memory="1").fit(), "max_memory=",
+     ["vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--max-memory", "1"], "--max-memory"),
+    (lambda: br.Model("Yield ~ 1 + (1|Batch)", DYESTUFF).sample(draws=100_000, tune=100_000, chains=8), "chains=",
+     ["phi", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)", "--draws", "100000", "--tune", "100000", "--chains",
+      "8"], "--chains"),
+    (lambda: br.Model("diameter ~ 1 + (1|plate) + (1|sample)", PENICILLIN).glrt(
+        "diameter ~ 1 + (1|plate)", reference="bootstrap", bootstrap_samples=1), "bootstrap_samples=",
+     ["glrt", PENICILLIN, "--h0", "diameter ~ 1 + (1|plate)", "--h1", "diameter ~ 1 + (1|plate) + (1|sample)",
+      "--reference", "bootstrap", "--bootstrap-samples", "1"], "--bootstrap-samples"),
+    (lambda: br.Model("ter ~ system + (1|sentence_id)", "kreutzer_ter").plan("system=Marking-Baseline", budget=100),
+     "cost=", ["plan", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--contrast",
+               "system=Marking-Baseline", "--budget", "100"], "--cost"),
+    (lambda: br.bootstrap("kreutzer_ter", "sentence_id", "system", "ter", "Marking", "Baseline"), "instance=",
+     ["bootstrap", "kreutzer_ter", "--item", "sentence_id", "--system", "system", "--score", "ter", "--a", "Marking",
+      "--b", "Baseline"], "--instance"),
+    (lambda: br.permutation("kreutzer_ter", "sentence_id", "system", "ter", "Marking", "Baseline",
+                            instance="replication", resamples=0), "resamples=",
+     ["permutation", "kreutzer_ter", "--item", "sentence_id", "--system", "system", "--score", "ter", "--a",
+      "Marking", "--b", "Baseline", "--instance", "replication", "--resamples", "0"], "--resamples"),
+    (lambda: br.budget("sofa_mlp_grid", "accuracy", ["dropout"], level=2), "level=",
+     ["budget", "sofa_mlp_grid", "--score", "accuracy", "--config", "dropout", "--level", "2"], "--level"),
+    (lambda: br.agreement("kreutzer_annotation", ["sentence"], "rater", "score", level="metric"), "level=", None,
+     None),
+    (lambda: br.circularity(DYESTUFF, "Yield", ["Yield"], max_size=2), "max_size=",
+     ["circularity", DYESTUFF, "--prediction", "Yield", "--features", "Yield", "--max-size", "2"], "--max-size"),
+    (lambda: br.load_spec("system_comparison", sentence="id"), "PARAMETER=COLUMN", None, None),
 ])
 def test_errors_name_the_python_argument_and_the_flag(call, argument, argv, flag, capsys):
     with pytest.raises(br.BayesreproError) as caught:
         call()
     assert argument in str(caught.value) and "--" not in str(caught.value)
+    # every keyword the message names, outside the quoted values it repeats, is an argument of the public API
+    unquoted = re.sub(r"'[^']*'", "", str(caught.value))
+    assert set(re.findall(r"\b([a-z][a-z0-9_]*)=", unquoted)) <= public_arguments()
     if argv is not None:
         assert main(argv) == 2
         message = capsys.readouterr().err

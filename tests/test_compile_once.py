@@ -1,6 +1,7 @@
 """Compilation is paid once: refits of other data and structures, and the several fits of one analysis, compile
 nothing; a new process loads the machine code from numba's cache; whoever waits for a compilation is told why."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -64,16 +65,20 @@ def _first_use_expand(x, floats, ints, out):
     out[:] = x
 
 
-def test_the_first_use_of_a_compiled_density_is_announced_whether_or_not_progress_is_on(monkeypatch, capfd):
+def test_the_first_use_of_a_compiled_density_is_logged_whether_or_not_progress_is_on(monkeypatch, caplog, capfd):
     monkeypatch.setattr(compiled, "COMPILE_NOTE_AFTER", 0.0)  # whatever the wait, as if it were long
     floats, ints = pack([np.zeros(1)], [])
     density = CompiledDensity(_first_use_logp, _first_use_expand, floats, ints, 2, (Variable("x", ("k",)),),
                               {"k": ["a", "b"]})
-    value, gradient = density.value_and_gradient(np.ones(2))  # its first call: compiled here
-    assert value == -1.0 and list(gradient) == [-1.0, -1.0]
-    assert "loading the compiled posterior density" in capfd.readouterr().err
-    density.value_and_gradient(np.ones(2))
-    assert capfd.readouterr().err == ""  # compiled: nothing to announce
+    with caplog.at_level(logging.INFO, logger="bayesrepro"):
+        value, gradient = density.value_and_gradient(np.ones(2))  # its first call: compiled here
+        assert value == -1.0 and list(gradient) == [-1.0, -1.0]
+        assert [(r.name, r.levelno) for r in caplog.records if "loading the compiled posterior density" in r.message] \
+            == [("bayesrepro", logging.INFO)]
+        assert capfd.readouterr().err == ""  # a log record: a Python caller's stderr stays clean
+        caplog.clear()
+        density.value_and_gradient(np.ones(2))
+        assert not caplog.records  # compiled: nothing to announce
 
 
 def _run(script: str, cache: Path) -> subprocess.CompletedProcess:
@@ -88,8 +93,10 @@ def _run(script: str, cache: Path) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_a_new_process_loads_the_binary_path_from_the_cache(tmp_path):
     script = """
+        import logging
         from numba.core import event
         from bayesrepro.bayes import fit_bayes
+        logging.basicConfig(level=logging.INFO)   # the note is a log record
         from bayesrepro.simulate import binary_grid
         data = binary_grid(items=30, systems={"A": 0.0, "B": 0.4}, seeds=2, prompts=2, random_state=1)
         with event.install_recorder("numba:compile") as recorder:

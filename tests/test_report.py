@@ -33,8 +33,8 @@ def report(tmp_path_factory):
 def test_report_states_data_provenance(report):
     _, page, summary = report
     digest = hashlib.sha256(dataset_path("kreutzer_ter").read_bytes()).hexdigest()
-    assert summary["sha256"] == digest and digest in page
-    assert "7,287" in page and summary["n_rows"] == 7287
+    assert summary.sha256 == digest and digest in page
+    assert "7,287" in page and summary.n_rows == 7287
 
 
 def test_report_shows_exact_formulas_priors_diagnostics_and_versions(report):

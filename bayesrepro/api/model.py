@@ -42,7 +42,8 @@ class Model:
     spark_master : str, optional
         Spark master URL for ``engine="spark"`` (default ``local[*]``).
     progress : bool, optional
-        Show the progress of long work (scans, sampling, bootstrap) on stderr; default: in a terminal or notebook.
+        Show the progress of long work (scans, sampling, bootstrap) on stderr; default: in a terminal, and the
+        sampler's own bar in a notebook. Progress lines are also INFO records of the ``bayesrepro.progress`` logger.
     max_memory : int or str, optional
         Largest dense block a fit may build, in bytes or as a size such as ``"4G"`` (default: half the machine's
         memory); a design that needs more is refused before the memory is spent, or fitted by a path that

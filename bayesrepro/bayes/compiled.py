@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
+import logging
 import threading
 import warnings
 from dataclasses import dataclass
@@ -68,7 +68,8 @@ def entry_points() -> EntryPoints:
 
 @contextlib.contextmanager
 def compile_notice():
-    """One line on stderr if the block (compiling, or loading compiled code) lasts over ``COMPILE_NOTE_AFTER`` s."""
+    """One note, logged (a stderr line on the command line), if the block (compiling, or loading compiled code) lasts
+    over ``COMPILE_NOTE_AFTER`` s."""
     timer = threading.Timer(COMPILE_NOTE_AFTER, _note_compiling)
     timer.daemon = True
     timer.start()
@@ -136,5 +137,5 @@ def _jittered(centre: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _note_compiling() -> None:
-    print("bayesrepro: loading the compiled posterior density (compiled on its first use, later loaded from "
-          "numba's cache)", file=sys.stderr, flush=True)
+    logging.getLogger("bayesrepro").info("loading the compiled posterior density (compiled on its first use, later "
+                                         "loaded from numba's cache)")

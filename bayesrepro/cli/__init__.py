@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import warnings
 
+    from ..progress import lines_on_stderr
     from ..runtime import numerical_work, one_line_warning
 
     command_line = COMMAND_LINE.set(True)   # errors name the options (--object), not the Python arguments
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise BayesreproError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}; "
                                   f"see bayesrepro {args.command} --help")
-        with numerical_work(), warnings.catch_warnings():
+        with numerical_work(), warnings.catch_warnings(), lines_on_stderr():
             warnings.showwarning = one_line_warning
             return int(args.func(args) or 0)
     except BayesreproError as error:

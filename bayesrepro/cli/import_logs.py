@@ -39,12 +39,7 @@ def run(args) -> int:
     summary = import_logs(args.harness, args.paths, args.out, metrics=metrics or None, strict=args.strict,
                           replications=args.replications, drop_infinite=args.drop_infinite)
     if args.json:
-        print_json(summary.to_dict() | {"out": args.out})
+        print_json(summary.to_dict())
     else:
-        print(
-            f"{summary.rows} rows from {summary.runs} runs ({summary.tasks} tasks, {summary.items} items; "
-            f"metrics: {', '.join(summary.metrics)}) written to {args.out}"
-            + (f"; {len(summary.skipped)} run(s) skipped" if summary.skipped else "")
-        )
-        print(summary.aggregates.line())
+        print(summary.summary())
     return 0

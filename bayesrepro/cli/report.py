@@ -29,14 +29,11 @@ def run(args) -> int:
     spec = load_spec(args.spec, **parse_column_options(args.column))
     options = ReportOptions(n_boot=args.bootstrap, sampling=sampling_settings(args, progress=args.progress or None),
                             prob=args.prob)
-    summary = write_report(args.data, spec, args.out, where=args.where, categorical=categorical_columns(args),
-                           options=options, engine=args.engine, spark_master=args.spark_master,
-                           progress=args.progress or None, max_memory=args.max_memory)
+    report = write_report(args.data, spec, args.out, where=args.where, categorical=categorical_columns(args),
+                          options=options, engine=args.engine, spark_master=args.spark_master,
+                          progress=args.progress or None, max_memory=args.max_memory)
     if args.json:
-        print_json(summary)
+        print_json(report.to_dict())
     else:
-        print(f"wrote {summary['out']} ({summary['n_rows']} rows, sha256 {summary['sha256'][:12]}...)")
-        for level, flags in summary["flags"].items():
-            for flag in flags:
-                print(f"{level}: {flag}")
-    return convergence_status(summary["not_converged"])
+        print(report.summary())
+    return convergence_status(report.not_converged())

@@ -1,6 +1,6 @@
 """One pass from harness logs to the long table: find runs, fix the columns, stream the rows through the checks.
 
-Runs that did not finish are skipped with one line each (an error under
+Runs that did not finish are skipped with a warning each (``errors.warn_note``; an error under
 ``strict``); checks that fail refuse the whole import: two runs with
 different documents under one id, a run given twice, two runs the table
 could not tell apart (unless ``replications`` numbers them), a run whose
@@ -9,7 +9,6 @@ mean differs from the harness's own aggregate (``aggregates.py``).
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import BayesreproError
+from ..errors import BayesreproError, warn_note
 from ..output import atomic_path, check_writable
 from .aggregates import MISMATCH, AggregateCheck, CheckSummary
 from .columns import Columns, plan_columns
@@ -41,10 +40,6 @@ READERS, READ_AHEAD = 2, 4
 REPLICATION = "replication"
 
 
-def print_note(line: str) -> None:
-    print(f"bayesrepro: {line}", file=sys.stderr)
-
-
 @dataclass
 class ImportSummary:
     harness: str
@@ -57,34 +52,43 @@ class ImportSummary:
     dropped_samples: int = 0
     infinite_scores: int = 0
     aggregates: CheckSummary = field(default_factory=CheckSummary)
+    out: str | None = None    # the table written, as the caller named it
 
     def to_dict(self) -> dict:
+        """What ``bayesrepro import --json`` prints."""
         return {
             "harness": self.harness, "rows": self.rows, "runs": self.runs, "items": self.items,
             "tasks": self.tasks, "metrics": list(self.metrics),
             "skipped": [s.to_dict() for s in self.skipped], "dropped_samples": self.dropped_samples,
             "infinite_scores_dropped": self.infinite_scores,
-            "aggregates": self.aggregates.to_dict(),
+            "aggregates": self.aggregates.to_dict(), "out": self.out,
         }
+
+    def summary(self) -> str:
+        """What ``bayesrepro import`` prints: the rows written, and the checks against the harness's aggregates."""
+        skipped = f"; {len(self.skipped)} run(s) skipped" if self.skipped else ""
+        return (f"{self.rows} rows from {self.runs} runs ({self.tasks} tasks, {self.items} items; metrics: "
+                f"{', '.join(self.metrics)}) written to {self.out}{skipped}\n{self.aggregates.line()}")
 
 
 def import_logs(harness: str, paths: Iterable[str | Path], out: str | Path, *, metrics: Sequence[str] | None = None,
                 strict: bool = False, replications: bool = False, drop_infinite: bool = False,
-                notify: Callable[[str], None] = print_note) -> ImportSummary:
+                notify: Callable[[str], None] = warn_note) -> ImportSummary:
     """Write the long table of the logs under ``paths`` to ``out`` (.parquet or .csv); return what was imported.
 
     ``replications`` keeps runs with the same model, arguments and settings, numbered in a ``replication`` column;
     ``drop_infinite`` leaves out samples with an infinite score (counted), which are refused otherwise.
     """
-    out = check_writable(out, OUTPUT_SUFFIXES)
-    with atomic_path(out) as temporary:
-        return _stream(harness, paths, lambda schema: FileSink(temporary, out.name, schema), metrics, strict,
-                       replications, drop_infinite, notify)[0]
+    path = check_writable(out, OUTPUT_SUFFIXES)
+    with atomic_path(path) as temporary:
+        summary = _stream(harness, paths, lambda schema: FileSink(temporary, path.name, schema), metrics, strict,
+                          replications, drop_infinite, notify)[0]
+    return replace(summary, out=str(out))
 
 
 def read_logs(harness: str, paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
               strict: bool = False, replications: bool = False, drop_infinite: bool = False,
-              notify: Callable[[str], None] = print_note) -> pd.DataFrame:
+              notify: Callable[[str], None] = warn_note) -> pd.DataFrame:
     """The long table of the logs under ``paths`` as a DataFrame."""
     _, sink = _stream(harness, paths, MemorySink, metrics, strict, replications, drop_infinite, notify)
     return sink.frame()
