@@ -24,6 +24,8 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
+from .split_factor import SplitPlan
+
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
 DENSE_ORDER = 800
 # A matrix this dense (a fully crossed design's coupling) is factorised densely up to DENSE_MAX_ORDER rows
@@ -44,6 +46,7 @@ class Factoriser:
     def __init__(self, diagonal_lead: int = 0):
         self.lead = diagonal_lead
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
+        self._split: SplitPlan | None = None     # where that order ends in a dense block
 
     def __call__(self, a: sp.csc_matrix) -> Factor:
         """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
@@ -74,13 +77,19 @@ class Factoriser:
             return Factor(float(2.0 * np.log(np.diag(lower)).sum()),
                           lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False))
         if self._order is None:
-            self._order = np.argsort(_superlu(a, "MMD_AT_PLUS_A").perm_c)
+            first = _superlu(a, "MMD_AT_PLUS_A")
+            self._order = np.argsort(first.perm_c)
+            self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
+                                       DENSE_MAX_ORDER)
         order = self._order
+        inverse = np.argsort(order)
+        if self._split is not None:
+            logdet, ordered_solve = self._split.factorise(a[order][:, order].tocsc())
+            return Factor(logdet, lambda rhs: ordered_solve(rhs[order])[inverse])
         lu = _superlu(a[order][:, order].tocsc(), "NATURAL")
         pivots = lu.U.diagonal()
         if not np.all(pivots > 0):
             raise np.linalg.LinAlgError("the penalized system is not positive definite")
-        inverse = np.argsort(order)
 
         def solve(rhs: np.ndarray) -> np.ndarray:
             return lu.solve(rhs[order])[inverse]

@@ -1,0 +1,48 @@
+"""The sparse factor with a dense tail (``split_factor.py``) against a dense Cholesky factor of the same matrix."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bayesrepro.frequentist.sparse_factor import Factoriser
+
+
+def crowd_schur(rng, raters=1000, items=2600):
+    """A raters' Schur complement shaped like a crowd design's: every item scored by two random raters."""
+    pairs = rng.integers(0, raters, size=(items, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    z = sp.csr_matrix((np.ones(2 * len(pairs)), (np.repeat(np.arange(len(pairs)), 2), pairs.ravel())),
+                      shape=(len(pairs), raters))
+    theta_item, theta_rater = 1.3, 0.6
+    d = theta_item ** 2 * 2.0 + 1.0           # an item's diagonal entry of A: two scores
+    shared = (z.T @ z).tocsc()                # raters' scores and the items they share
+    return (theta_rater ** 2 * sp.diags(shared.diagonal()) + sp.identity(raters)
+            - (theta_rater * theta_item) ** 2 / d * shared).tocsc()
+
+
+def test_dense_tail_factor_matches_a_dense_cholesky():
+    rng = np.random.default_rng(24)
+    s = crowd_schur(rng)
+    factorise = Factoriser()
+    factor = factorise(s)
+    plan = factorise._split
+    assert plan is not None and 0 < plan.head < s.shape[0]   # both parts are exercised
+    dense = s.toarray()
+    sign, logdet = np.linalg.slogdet(dense)
+    assert sign == 1.0 and factor.logdet == pytest.approx(logdet, rel=1e-12, abs=1e-9)
+    rhs = rng.normal(size=(s.shape[0], 3))
+    np.testing.assert_allclose(factor.solve(rhs), np.linalg.solve(dense, rhs), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(factor.solve(rhs[:, 0]), np.linalg.solve(dense, rhs[:, 0]), rtol=0, atol=1e-10)
+    # later matrices of the same pattern reuse the plan
+    scaled = (0.5 * s + 0.5 * sp.identity(s.shape[0])).tocsc()
+    assert factorise(scaled).logdet == pytest.approx(np.linalg.slogdet(scaled.toarray())[1], rel=1e-12)
+    assert factorise._split is plan
+
+
+def test_dense_tail_factor_refuses_a_matrix_that_is_not_positive_definite():
+    rng = np.random.default_rng(5)
+    s = crowd_schur(rng)
+    factorise = Factoriser()
+    factorise(s)
+    with pytest.raises(np.linalg.LinAlgError):
+        factorise((s - 1e3 * sp.identity(s.shape[0])).tocsc())
