@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from bayesrepro.frequentist import split_factor
 from bayesrepro.frequentist.sparse_factor import Factoriser
 
 
@@ -20,7 +21,14 @@ def crowd_schur(rng, raters=1000, items=2600):
             - (theta_rater * theta_item) ** 2 / d * shared).tocsc()
 
 
-def test_dense_tail_factor_matches_a_dense_cholesky():
+def test_a_small_tail_stays_with_superlu():
+    factorise = Factoriser()
+    factorise(crowd_schur(np.random.default_rng(24)))
+    assert factorise._split is None   # its tail has ~300 columns, fewer than split_factor.DENSE_TAIL_MIN
+
+
+def test_dense_tail_factor_matches_a_dense_cholesky(monkeypatch):
+    monkeypatch.setattr(split_factor, "DENSE_TAIL_MIN", 100)
     rng = np.random.default_rng(24)
     s = crowd_schur(rng)
     factorise = Factoriser()
@@ -39,10 +47,12 @@ def test_dense_tail_factor_matches_a_dense_cholesky():
     assert factorise._split is plan
 
 
-def test_dense_tail_factor_refuses_a_matrix_that_is_not_positive_definite():
+def test_dense_tail_factor_refuses_a_matrix_that_is_not_positive_definite(monkeypatch):
+    monkeypatch.setattr(split_factor, "DENSE_TAIL_MIN", 100)
     rng = np.random.default_rng(5)
     s = crowd_schur(rng)
     factorise = Factoriser()
     factorise(s)
+    assert factorise._split is not None
     with pytest.raises(np.linalg.LinAlgError):
         factorise((s - 1e3 * sp.identity(s.shape[0])).tocsc())
