@@ -98,7 +98,7 @@ class SplitPlan:
         logdet, inverse = self._head_inverse(head.row, head.col, head.data)
         coupling = a[k:, :k].tocsr()
         y = (inverse @ coupling.T).tocsr()
-        schur = a[k:, k:].toarray() - (coupling @ y).toarray()
+        schur = (a[k:, k:] - coupling @ y).toarray()
         try:
             with idle_core_threads(MAX_BLAS_THREADS):
                 lower = scipy.linalg.cholesky(schur, lower=True, check_finite=False)
