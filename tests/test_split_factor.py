@@ -56,3 +56,21 @@ def test_dense_tail_factor_refuses_a_matrix_that_is_not_positive_definite(monkey
     assert factorise._split is not None
     with pytest.raises(np.linalg.LinAlgError):
         factorise((s - 1e3 * sp.identity(s.shape[0])).tocsc())
+
+
+def test_a_pattern_grown_past_the_plan_gets_a_new_plan(monkeypatch):
+    monkeypatch.setattr(split_factor, "DENSE_TAIL_MIN", 100)
+    rng = np.random.default_rng(7)
+    s = crowd_schur(rng)
+    # the first matrix lacks a third of the couplings (still diagonally dominant, so positive definite)
+    coo = sp.triu(s, k=1).tocoo()
+    keep = rng.random(coo.nnz) > 0.33
+    upper = sp.csr_matrix((coo.data[keep], (coo.row[keep], coo.col[keep])), shape=s.shape)
+    sparser = (upper + upper.T + sp.diags(s.diagonal())).tocsc()
+    factorise = Factoriser()
+    factorise(sparser)
+    first_plan = factorise._split
+    assert first_plan is not None
+    factor = factorise(s)
+    assert factorise._split is not first_plan
+    assert factor.logdet == pytest.approx(np.linalg.slogdet(s.toarray())[1], rel=1e-12)

@@ -12,6 +12,10 @@ Where A's leading columns form a diagonal block D (the levels of a
 random-intercept factor: the items of a crowd design), they are eliminated
 exactly first and only the Schur complement S = C − B'D⁻¹B of the other
 levels is factorised: log|A| = Σ log D + log|S|.
+
+Where that order ends in a nearly full block of a thousand columns or more
+(a crowd design with uniform rater activity: the raters' graph is random),
+``split_factor.py`` factorises the block densely instead of SuperLU.
 """
 
 from __future__ import annotations
@@ -83,9 +87,13 @@ class Factoriser:
                                        DENSE_MAX_ORDER)
         order = self._order
         inverse = np.argsort(order)
-        if self._split is not None:
-            logdet, ordered_solve = self._split.factorise(a[order][:, order].tocsc())
+        split = self._split.factorise(a[order][:, order].tocsc()) if self._split is not None else None
+        if split is not None:
+            logdet, ordered_solve = split
             return Factor(logdet, lambda rhs: ordered_solve(rhs[order])[inverse])
+        if self._split is not None:   # A's pattern grew past the plan's (the first θ had a zero): plan again
+            self._order = self._split = None
+            return self._factorise(a)
         lu = _superlu(a[order][:, order].tocsc(), "NATURAL")
         pivots = lu.U.diagonal()
         if not np.all(pivots > 0):

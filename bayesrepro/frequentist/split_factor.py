@@ -56,6 +56,7 @@ class SplitPlan:
     def __init__(self, pattern: sp.csc_matrix, head: int):
         self.head = head
         n_groups, label = connected_components(pattern[:head, :head], directed=False)
+        self.label = label
         sizes = np.bincount(label, minlength=n_groups)
         local = np.zeros(head, dtype=np.int64)
         by_group = np.argsort(label, kind="stable")
@@ -91,10 +92,13 @@ class SplitPlan:
         return cls(pattern, low)
 
     def factorise(self, a: sp.csc_matrix):
-        """log|A| and a solve with A (A in the plan's order); np.linalg.LinAlgError where A is not positive
-        definite."""
+        """log|A| and a solve with A (A in the plan's order), or None where A's leading block couples two groups
+        (A has entries the plan's pattern had not, so a new plan is needed); np.linalg.LinAlgError where A is not
+        positive definite."""
         k = self.head
         head = a[:k, :k].tocoo()
+        if not np.array_equal(self.label[head.row], self.label[head.col]):
+            return None
         logdet, inverse = self._head_inverse(head.row, head.col, head.data)
         coupling = a[k:, :k].tocsr()
         y = (inverse @ coupling.T).tocsr()
