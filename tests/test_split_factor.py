@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from bayesrepro.frequentist import split_factor
+from bayesrepro.design import build_model_frame
+from bayesrepro.frequentist import sparse_deviance, split_factor
+from bayesrepro.frequentist.general_lmm import fit_general_frame
+from bayesrepro.frequentist.lmm import fit_model_frame
 from bayesrepro.frequentist.sparse_factor import Factoriser
+from bayesrepro.simulate import simulate_crowd
 
 
 def crowd_schur(rng, raters=1000, items=2600):
@@ -74,3 +78,29 @@ def test_a_pattern_grown_past_the_plan_gets_a_new_plan(monkeypatch):
     factor = factorise(s)
     assert factorise._split is not first_plan
     assert factor.logdet == pytest.approx(np.linalg.slogdet(s.toarray())[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["reml", "ml"])
+def test_a_uniform_crowd_fit_on_the_dense_tail_matches_the_dense_path(method, monkeypatch):
+    """End to end: the sparse core with the dense-tail factor against the dense-Schur path (``deviance.py``)."""
+    monkeypatch.setattr(split_factor, "DENSE_TAIL_MIN", 100)
+    monkeypatch.setattr(sparse_deviance, "block_eliminable", lambda *sizes: False)   # 8,000 raters are not
+    crowd, _ = simulate_crowd(5_000, 2_000, 1_500, skew=0.0, random_state=11)
+    frame = build_model_frame("score ~ 1 + (1|item) + (1|rater)", crowd)
+    planned = []
+    monkeypatch.setattr(Factoriser, "_factorise", _recording(Factoriser._factorise, planned))
+    dense, sparse = fit_model_frame(frame, method), fit_general_frame(frame, method)
+    assert any(planned)   # the dense tail was used
+    assert sparse.converged and dense.converged
+    assert sparse.criterion == pytest.approx(dense.criterion, abs=1e-6)
+    for component, variance in dense.variances.items():
+        assert sparse.variances[component] == pytest.approx(variance, rel=1e-4), component
+    assert sparse.beta == pytest.approx(dense.beta, rel=1e-6, abs=1e-8)
+
+
+def _recording(factorise, planned):
+    def recorded(self, a):
+        factor = factorise(self, a)
+        planned.append(self._split is not None)
+        return factor
+    return recorded
