@@ -19,6 +19,7 @@ does Y = H⁻¹C'; a solve is x_t = Σ⁻¹(r_t − Y'r_h), x_h = H⁻¹r_h − 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import scipy.linalg
@@ -91,7 +92,7 @@ class SplitPlan:
             return None
         return cls(pattern, low)
 
-    def factorise(self, a: sp.csc_matrix):
+    def factorise(self, a: sp.csc_matrix) -> tuple[float, Callable[[np.ndarray], np.ndarray]] | None:
         """log|A| and a solve with A (A in the plan's order), or None where A's leading block couples two groups
         (A has entries the plan's pattern had not, so a new plan is needed); np.linalg.LinAlgError where A is not
         positive definite."""
