@@ -12,6 +12,10 @@ Where A's leading columns form a diagonal block D (the levels of a
 random-intercept factor: the items of a crowd design), they are eliminated
 exactly first and only the Schur complement S = C − B'D⁻¹B of the other
 levels is factorised: log|A| = Σ log D + log|S|.
+
+Where that order ends in a nearly full block of a thousand columns or more
+(a crowd design with uniform rater activity: the raters' graph is random),
+``split_factor.py`` factorises the block densely instead of SuperLU.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
+
+from .split_factor import SplitPlan
 
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
 DENSE_ORDER = 800
@@ -44,6 +50,7 @@ class Factoriser:
     def __init__(self, diagonal_lead: int = 0):
         self.lead = diagonal_lead
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
+        self._split: SplitPlan | None = None     # where that order ends in a dense block
 
     def __call__(self, a: sp.csc_matrix) -> Factor:
         """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
@@ -74,13 +81,23 @@ class Factoriser:
             return Factor(float(2.0 * np.log(np.diag(lower)).sum()),
                           lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False))
         if self._order is None:
-            self._order = np.argsort(_superlu(a, "MMD_AT_PLUS_A").perm_c)
+            first = _superlu(a, "MMD_AT_PLUS_A")
+            self._order = np.argsort(first.perm_c)
+            self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
+                                       DENSE_MAX_ORDER)
         order = self._order
+        inverse = np.argsort(order)
+        split = self._split.factorise(a[order][:, order].tocsc()) if self._split is not None else None
+        if split is not None:
+            logdet, ordered_solve = split
+            return Factor(logdet, lambda rhs: ordered_solve(rhs[order])[inverse])
+        if self._split is not None:   # A's pattern grew past the plan's (the first θ had a zero): plan again
+            self._order = self._split = None
+            return self._factorise(a)
         lu = _superlu(a[order][:, order].tocsc(), "NATURAL")
         pivots = lu.U.diagonal()
         if not np.all(pivots > 0):
             raise np.linalg.LinAlgError("the penalized system is not positive definite")
-        inverse = np.argsort(order)
 
         def solve(rhs: np.ndarray) -> np.ndarray:
             return lu.solve(rhs[order])[inverse]
