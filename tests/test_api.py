@@ -518,3 +518,14 @@ def test_instruments_refuse_missing_values_or_drop_them_with_a_warning():
         br.agreement(ratings, ["sentence", "occasion"], "rater", "score")
     with pytest.warns(br.BayesreproWarning, match="dropped 1 of 150 rows"):
         assert br.agreement(ratings, ["sentence", "occasion"], "rater", "score", drop_missing=True).n_ratings == 149
+
+
+@pytest.mark.parametrize("keywords, named", [
+    ({"items": -1}, "items"), ({"seeds": 0}, "seeds"), ({"prompts": 2.5}, "prompts"),
+    ({"item_sd": -0.1}, "item_sd"), ({"seed_sd": float("nan")}, "seed_sd"), ({"intercept": "x"}, "intercept"),
+    ({"systems": {}}, "systems"), ({"systems": {"A": float("inf")}}, "systems"), ({"link": "cauchit"}, "link"),
+    ({"items": 1_000_000, "seeds": 1_000}, "items="),
+])
+def test_simulate_binary_grid_refuses_bad_keywords_naming_them(keywords, named):
+    with pytest.raises(br.BayesreproError, match=named):
+        br.simulate_binary_grid(**keywords)

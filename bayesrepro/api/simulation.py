@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+from collections.abc import Mapping
+
+from .. import limits
+from ..errors import BayesreproError
+from ..links import get_link
 from .display import public
 
 
@@ -41,7 +48,35 @@ def simulate_binary_grid(items: int = 2000, systems: dict | None = None, seeds: 
     """
     from ..simulate import binary_grid
 
+    items, seeds, prompts = GRID_ITEMS.check(items), GRID_SEEDS.check(seeds), GRID_PROMPTS.check(prompts)
+    systems = _system_effects(systems)
+    get_link(link)
+    for name, value in [("item_sd", item_sd), ("seed_sd", seed_sd), ("prompt_sd", prompt_sd), ("intercept", intercept)]:
+        if not _finite_number(value) or (name != "intercept" and value < 0):
+            raise BayesreproError(f"{name} must be a finite{'' if name == 'intercept' else ' non-negative'} number, "
+                                  f"not {limits.shown(value)}")
+    limits.check_product(items * (DEFAULT_SYSTEMS if systems is None else len(systems)) * seeds * prompts, GRID_ROWS, "items x systems x seeds x prompts",
+                         "lower items= or seeds=", bound="rows a simulation holds")
     return binary_grid(items, systems, seeds, prompts, item_sd, seed_sd, prompt_sd, intercept, link, random_state)
+
+
+GRID_ITEMS = limits.Count("items", 2, 1_000_000)
+GRID_SEEDS = limits.Count("seeds", 1, 1_000)
+GRID_PROMPTS = limits.Count("prompts", 1, 1_000)
+GRID_ROWS = 50_000_000
+DEFAULT_SYSTEMS = 3  # binary_grid's A, B and C
+
+
+def _system_effects(systems) -> dict | None:
+    if systems is None:
+        return None
+    if not isinstance(systems, Mapping) or not systems or not all(_finite_number(v) for v in systems.values()):
+        raise BayesreproError("systems must map each system's name to a finite effect, e.g. {'A': 0.0, 'B': 0.2}")
+    return dict(systems)
+
+
+def _finite_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @public
@@ -67,7 +102,6 @@ def simulate_liver_sofa(patients: int = 800, max_depth: int = 4, seed: int = 1):
         The test patients: ``bilirubin``, ``inr``, ``albumin``, ``age``, ``heart_rate``, the true ``sofa_liver``,
         and the predictions ``with_bilirubin`` and ``without_bilirubin`` of the two trees.
     """
-    from .. import limits
     from ..instruments.liver_sofa import FEATURES, fit_regression_tree, make_liver_data
 
     patients, max_depth = limits.PATIENTS.check(patients), limits.TREE_DEPTH.check(max_depth)
