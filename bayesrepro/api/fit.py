@@ -72,7 +72,8 @@ class Fit(Result):
         self._frame = frame
         self._fixed = None
         self.variances = component_variances(engine_fit)
-        self.phi = float(phi(factor_variances(self.variances, terms), self.object))
+        self._factor_variances = factor_variances(self.variances, terms)
+        self.phi = float(phi(self._factor_variances, self.object))
         self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
 
@@ -122,7 +123,7 @@ class Fit(Result):
 
         rows = []
         for design in designs(facet_counts(counts, "counts")):
-            result = d_study(self.variances, self.object, design)
+            result = d_study(self._factor_variances, self.object, design)
             rows.append({**design, "phi": float(result["phi"]), "e_rho2": float(result["e_rho2"])})
         return pd.DataFrame(rows)
 
