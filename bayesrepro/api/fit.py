@@ -116,7 +116,9 @@ class Fit(Result):
         -------
         pandas.DataFrame
             One row per design: its counts, Brennan's absolute coefficient ``phi`` and the relative ``e_rho2``
-            of the object of measurement (latent scale for binary scores).
+            of the object of measurement (latent scale for binary scores). With random slopes a term's variance
+            is the one ``components`` holds (averaged over the rows), a factor's several terms summed, divided by
+            the counts as an intercept's.
         """
         from ..reliability import d_study
         from .counts import designs, facet_counts
