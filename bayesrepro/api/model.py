@@ -277,7 +277,8 @@ class Model:
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
         A Gaussian model with random slopes gets Satterthwaite contrasts, bootstrap intervals simulated on its rows
-        and the slope posterior; no LOO and no plan (notes say so). 0/1 scores with random slopes are refused.
+        and the slope posterior; LOO when every random term is of one grouping factor, and no planning section
+        (notes say what is left out). 0/1 scores with random slopes are refused.
 
         Parameters
         ----------
