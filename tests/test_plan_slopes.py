@@ -150,3 +150,27 @@ def test_plan_command_gives_the_d_study_of_a_slope_model_with_its_definition():
     assert [row["phi"] for row in payload["rows"]] == pytest.approx(expected, rel=1e-9)
     with pytest.raises(BayesreproError, match=r"random slope '\(1 \+ c\|subject\)': plan computes the power"):
         model.plan("c=0.5 - -0.5", {"item": [5]})
+
+
+@pytest.mark.slow
+def test_comparison_d_study_of_a_slope_model_sums_a_factors_terms_on_both_sides():
+    """``(c || item)``'s two terms are one item component for the REML φ and for every posterior draw (about 25 s:
+    the bootstrap and the sampler of compare)."""
+    import warnings
+
+    from bayesrepro.bayes.posterior import variance_draws
+    from bayesrepro.errors import ConvergenceWarning
+    from bayesrepro.reliability import d_study
+
+    data = pd.read_csv(HERE / "data" / "crossed_slopes.csv.gz")
+    data = data[data["subject"] <= "s12"]     # a smaller design: the plumbing is checked, not the estimates
+    model = br.Model("y ~ c + (1 + c|subject) + (c||item)", data, object="subject")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # a short run: the plumbing is checked, not the posterior
+        comparison = model.compare(n_boot=100, draws=100, tune=150, chains=2, allow_unconverged=True)
+    table = comparison.d_study({"item": [1, 5]})
+    assert table["phi"].tolist() == pytest.approx(model.fit().d_study({"item": [1, 5]})["phi"].tolist(), rel=1e-6)
+    draws = variance_draws(comparison.side.bayes.draws)
+    merged = {"subject": draws["subject"], "item": draws["item"] + draws["item.1"], "Residual": draws["Residual"]}
+    assert table["post_median"].tolist() == pytest.approx(
+        [float(np.median(d_study(merged, "subject", {"item": n})["phi"])) for n in (1, 5)], rel=1e-9)

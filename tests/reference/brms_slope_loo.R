@@ -6,16 +6,11 @@
 # Run from anywhere:  Rscript tests/reference/brms_slope_loo.R [JSON_OUT]   (default tests/reference/brms_slope_loo.json)
 
 suppressMessages({library(brms); library(jsonlite); library(loo)})
-file_arg <- sub("^--file=", "", grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[1])
-ref_dir <- dirname(normalizePath(file_arg))
-out_arg <- commandArgs(trailingOnly = TRUE)
-json_out <- if (length(out_arg)) out_arg[[1]] else file.path(ref_dir, "brms_slope_loo.json")
-data <- read.csv(gzfile(file.path(dirname(ref_dir), "data", "sleepstudy.csv.gz")))
-
-chains <- 4L
-iter <- 2000L
-warmup <- 1000L
-seed <- 20261125L
+script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+json_out <- c(commandArgs(TRUE), file.path(dirname(script), "brms_slope_loo.json"))[[1]]
+data <- read.csv(gzfile(file.path(dirname(dirname(script)), "data", "sleepstudy.csv.gz")))
+# 4 chains of 1,000 draws after 1,000 warm-up iterations, one seed for both models
+settings <- list(chains = 4L, iter = 2000L, warmup = 1000L, seed = 20261125L)
 formulas <- list(h1 = Reaction ~ Days + (Days | Subject), h0 = Reaction ~ 1 + (Days | Subject))
 
 subject_loglik <- function(fit) {
@@ -45,15 +40,14 @@ subject_loglik <- function(fit) {
 results <- list()
 loos <- list()
 for (name in names(formulas)) {
-  fit <- brm(formulas[[name]], data = data, family = gaussian(), chains = chains, cores = 1L, iter = iter,
-             warmup = warmup, seed = seed, refresh = 0, silent = 2)
+  fit <- brm(formulas[[name]], data = data, family = gaussian(), chains = settings$chains, cores = 1L,
+             iter = settings$iter, warmup = settings$warmup, seed = settings$seed, refresh = 0, silent = 2)
   ll <- subject_loglik(fit)
   r_eff <- relative_eff(exp(ll$ll), chain_id = ll$chain)
   loos[[name]] <- loo(ll$ll, r_eff = r_eff)
   est <- loos[[name]]$estimates
   results[[name]] <- list(elpd_loo = est["elpd_loo", "Estimate"], se = est["elpd_loo", "SE"],
                           p_loo = est["p_loo", "Estimate"],
-                          mcse_elpd_loo = unname(mcse_loo(loos[[name]])),
                           max_pareto_k = max(loos[[name]]$diagnostics$pareto_k))
 }
 comparison <- loo_compare(loos$h1, loos$h0)
@@ -62,8 +56,7 @@ out <- list(
   producer = "tests/reference/brms_slope_loo.R",
   versions = list(R = R.version.string, brms = as.character(packageVersion("brms")),
                   loo = as.character(packageVersion("loo"))),
-  settings = list(h1 = "Reaction ~ Days + (Days | Subject)", h0 = "Reaction ~ 1 + (Days | Subject)",
-                  chains = chains, iter = iter, warmup = warmup, seed = seed),
+  settings = c(list(h1 = "Reaction ~ Days + (Days | Subject)", h0 = "Reaction ~ 1 + (Days | Subject)"), settings),
   models = results,
   elpd_diff = sign * comparison[2, "elpd_diff"],
   se_diff = comparison[2, "se_diff"]
