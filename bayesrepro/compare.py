@@ -53,9 +53,9 @@ ALPHA = 0.05
 WIDE_SHARE = 0.01
 SLOPE_REFERENCE_REASON = ("the model has random slopes: its fixed effects are tested as lmerTest tests them, "
                           "by Satterthwaite's F and t on the REML fit")
-SLOPE_LOO_NOTE = ("leave-one-item-out LOO of a model with random slopes is given when every random term is of one "
-                  "grouping factor: with terms of several factors an item's likelihood needs each draw's effects of "
-                  "the others, which the slope posterior does not record; the GLRT stands alone")
+SLOPE_LOO_NOTE = ("leave-one-item-out LOO of a model with random slopes (or --prior brms) is given when every random "
+                  "term is of one grouping factor: with terms of several factors an item's likelihood needs each "
+                  "draw's effects of the others, which its posterior does not record; the GLRT stands alone")
 
 
 @dataclass
@@ -246,7 +246,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         test = comparison.test.to_dict()
         if loo and resolved.binary:
             notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
-        elif loo and frame.spec.has_slopes and slope_item_factor(frame) is None:
+        elif loo and bayes.terms and slope_item_factor(frame) is None:
             notes.append(SLOPE_LOO_NOTE)
         elif loo and not frame.has_rows:
             notes.append("leave-one-item-out LOO needs each item's sum of squares and its sums per level of the other "

@@ -98,3 +98,20 @@ def test_sleepstudy_loo_matches_brms_rerun(tmp_path):
                          text=True, timeout=1800)
     assert run.returncode == 0, run.stderr
     _assert_matches(_loo_of_sleepstudy(), json.loads(out.read_text()))
+
+
+@pytest.mark.slow
+def test_compare_of_crossed_slopes_leaves_loo_out_with_a_note():
+    import warnings
+
+    import bayesrepro as br
+    from bayesrepro.compare import SLOPE_LOO_NOTE
+    from bayesrepro.errors import ConvergenceWarning
+
+    data = read_table(HERE / "data" / "crossed_slopes.csv.gz")
+    data["arm"] = np.where(data["c"] > 0, "treated", "control")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # a short run: the plumbing is checked
+        side = br.Model("y ~ arm + (1 + c|subject) + (1 + c|item)", data, object="subject").compare(
+            n_boot=100, draws=100, tune=150, chains=2, allow_unconverged=True).side
+    assert SLOPE_LOO_NOTE in side.notes and "loo_elpd_diff" not in side.tests[0]

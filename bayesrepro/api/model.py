@@ -347,7 +347,8 @@ class Model:
         """Power of the next evaluation per planned size, or the cheapest allocation of its facets.
 
         This model's data are the pilot. Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
-        each system) is counted per level of it.
+        each system) is counted per level of it. A model with random slopes is planned for φ only (a D-study of each
+        term's variance averaged over the pilot's rows); the power of a contrast is refused for it.
 
         Parameters
         ----------
