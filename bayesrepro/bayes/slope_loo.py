@@ -75,9 +75,8 @@ def _item_sums(codes: np.ndarray, n_items: int, Z: np.ndarray, X: np.ndarray, y:
     rows = len(y)
     by_item = sp.csr_matrix((np.ones(rows), (codes, np.arange(rows))), shape=(n_items, rows))
 
-    def outer(a, b):
-        return np.asarray(by_item @ np.einsum("ni,nj->nij", a, b).reshape(rows, -1)).reshape(n_items, a.shape[1],
-                                                                                            b.shape[1])
+    def outer(a, b):   # column by column: a rows x columns² array could outgrow memory
+        return np.stack([by_item @ (a * b[:, [k]]) for k in range(b.shape[1])], axis=-1)
 
     return {"n": np.asarray(by_item.sum(axis=1)).ravel(), "zz": outer(Z, Z), "zx": outer(Z, X),
             "zy": by_item @ (Z * y[:, None]), "xx": outer(X, X), "xy": by_item @ (X * y[:, None]),
