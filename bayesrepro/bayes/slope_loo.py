@@ -24,7 +24,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import BayesreproError
-from .term_model import term_covariances
 
 
 def slope_item_factor(frame) -> str | None:
@@ -36,6 +35,8 @@ def slope_item_factor(frame) -> str | None:
 def add_slope_item_loglik(fit) -> None:
     """Store the per-item log-likelihood of every draw of a random-slope fit in ``fit.idata.log_likelihood``."""
     import xarray as xr
+
+    from .term_model import term_covariances   # the compiled model's module: loaded where LOO is computed
 
     factor = slope_item_factor(fit.frame)
     if factor is None or not fit.terms:
