@@ -70,10 +70,10 @@ class Fit(Result):
         self.notes = list(engine_fit.notes) + ([choice.note] if choice.note else [])
         self._choice_note = choice.note
         self._frame = frame
+        self._terms = terms
         self._fixed = None
         self.variances = component_variances(engine_fit)
-        self._factor_variances = factor_variances(self.variances, terms)
-        self.phi = float(phi(self._factor_variances, self.object))
+        self.phi = float(phi(factor_variances(self.variances, terms), self.object))
         self.phi_observed = engine_fit.phi(self.object)["observed"] if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
 
@@ -120,12 +120,14 @@ class Fit(Result):
             is the one ``components`` holds (averaged over the rows), a factor's several terms summed, divided by
             the counts as an intercept's.
         """
+        from ..design.random_design import factor_variances
         from ..reliability import d_study
         from .counts import designs, facet_counts
 
         rows = []
+        variances = factor_variances(self.variances, self._terms)
         for design in designs(facet_counts(counts, "counts")):
-            result = d_study(self._factor_variances, self.object, design)
+            result = d_study(variances, self.object, design)
             rows.append({**design, "phi": float(result["phi"]), "e_rho2": float(result["e_rho2"])})
         return pd.DataFrame(rows)
 
