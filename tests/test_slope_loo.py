@@ -93,6 +93,7 @@ def test_sleepstudy_loo_matches_brms():
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="needs R with brms")
 def test_sleepstudy_loo_matches_brms_rerun(tmp_path):
+    """The reference script run afresh (about ten minutes: brms compiles and samples two models)."""
     out = tmp_path / "brms_slope_loo.json"
     run = subprocess.run(["Rscript", str(HERE / "reference" / "brms_slope_loo.R"), str(out)], capture_output=True,
                          text=True, timeout=1800)
