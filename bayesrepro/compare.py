@@ -28,6 +28,7 @@ import pandas as pd
 from . import limits
 from .bayes.posterior import check_probability
 from .bayes.sampling import SamplingSettings
+from .bayes.slope_loo import slope_item_factor
 from .choices import DEFAULT_BOOTSTRAP
 from .errors import BayesreproError
 from .design import ModelFrame, model_frame, parse_formula, resolve_family
@@ -52,8 +53,9 @@ ALPHA = 0.05
 WIDE_SHARE = 0.01
 SLOPE_REFERENCE_REASON = ("the model has random slopes: its fixed effects are tested as lmerTest tests them, "
                           "by Satterthwaite's F and t on the REML fit")
-SLOPE_LOO_NOTE = ("leave-one-item-out LOO is not given for models with random slopes (its per-item likelihood is "
-                  "written for random intercepts); the GLRT stands alone")
+SLOPE_LOO_NOTE = ("leave-one-item-out LOO of a model with random slopes (or --prior brms) is given when every random "
+                  "term is of one grouping factor: with terms of several factors an item's likelihood needs each "
+                  "draw's effects of the others, which its posterior does not record; the GLRT stands alone")
 
 
 @dataclass
@@ -195,7 +197,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     latent scale (``compare_binary``); ``family="gaussian"`` fits them as a
     linear probability model instead. A Gaussian model with random slopes
     is bootstrapped on its rows (``slope_variance_bootstrap``), its contrasts
-    get Satterthwaite t tests (lmerTest's) and LOO is left out with a note.
+    get Satterthwaite t tests (lmerTest's), and LOO (``bayes.slope_loo``)
+    when every random term is of one grouping factor, else a note.
     """
     from .bayes import fit_bayes
 
@@ -244,7 +247,7 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         test = comparison.test.to_dict()
         if loo and resolved.binary:
             notes.append("leave-one-item-out LOO is not computed for binary models; the GLRT stands alone")
-        elif loo and frame.spec.has_slopes:
+        elif loo and bayes.terms and slope_item_factor(frame) is None:
             notes.append(SLOPE_LOO_NOTE)
         elif loo and not frame.has_rows:
             notes.append("leave-one-item-out LOO needs each item's sum of squares and its sums per level of the other "

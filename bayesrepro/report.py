@@ -316,21 +316,24 @@ def _planning(spec: Spec, rows: pd.DataFrame | None, result) -> str:
 def _d_study(spec: Spec, result) -> str:
     from . import plots
     from .bayes.posterior import variance_draws
+    from .design.random_design import factor_variances
     from .reliability import d_study
 
     facet, others = spec.facets[0], spec.facets[1:]
-    draws = {name: values.ravel() for name, values in variance_draws(result.bayes.draws).items()}
+    terms = result.bayes.frame.spec.random_terms
+    variances = factor_variances(result.variances, terms)
+    draws = {name: values.ravel() for name, values in factor_variances(variance_draws(result.bayes.draws), terms).items()}
     fixed = {others[0]: [1, 3]} if others else None
     level = _level(result.prob)
     rows = []
     for n in (1, 2, 3, 5, 10, 20):
         setting = {facet: n}
-        point = float(d_study(result.variances, result.object, setting)["phi"])
+        point = float(d_study(variances, result.object, setting)["phi"])
         post = pd.Series(d_study(draws, result.object, setting)["phi"]).quantile(
             [0.5, (1 - result.prob) / 2, (1 + result.prob) / 2]).to_numpy()
         rows.append({f"n {facet}": n, f"phi ({result.method})": point, "posterior median": post[0],
                      f"posterior {level} low": post[1], f"posterior {level} high": post[2]})
-    figure = plots.d_study_curves(result.variances, result.object, facet, fixed=fixed, posterior=draws,
+    figure = plots.d_study_curves(variances, result.object, facet, fixed=fixed, posterior=draws,
                                   prob=result.prob, method=result.method)
     return (f"<h3>D-study: &phi; of the mean over n levels of {_e(facet)}</h3>" + _frame(pd.DataFrame(rows)) + _image(figure))
 

@@ -149,10 +149,11 @@ def test_terms_outside_the_larger_model_are_not_nested():
         glrt("Reaction ~ Days + (Days|Subject)", "Reaction ~ Days + (Days||Subject)", rows)
 
 
-def test_plan_refuses_slopes_in_one_line():
-    data = str(HERE / "data" / "sleepstudy.csv.gz")
-    run = _command("plan", data, "--formula", "Reaction ~ Days + (Days|Subject)", "--vary", "Subject=20,40")
+def test_plan_refuses_the_power_of_a_slope_model_in_one_line():
+    data = str(HERE / "data" / "categorical_slope.csv.gz")
+    run = _command("plan", data, "--formula", "score ~ cond + (1 + cond|g)", "--contrast", "cond=b-a",
+                   "--vary", "g=20,40")
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [
-        "bayesrepro: error: random slope '(1 + Days|Subject)': plan projects designs of random intercepts only "
-        "(power and D-study); fit the slope model with vca and test it with glrt"]
+        "bayesrepro: error: random slope '(1 + cond|g)': plan computes the power of a contrast for random "
+        "intercepts only; plan phi of the slope model (a D-study: --criterion phi, or no --contrast)"]

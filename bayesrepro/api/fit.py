@@ -69,6 +69,7 @@ class Fit(Result):
         self.notes = list(engine_fit.notes) + ([choice.note] if choice.note else [])
         self._choice_note = choice.note
         self._frame = frame
+        self._terms = terms
         self._fixed = None
         self.variances = engine_fit.components
         self.phi = float(phi(factor_variances(self.variances, terms), self.object))
@@ -114,14 +115,18 @@ class Fit(Result):
         -------
         pandas.DataFrame
             One row per design: its counts, Brennan's absolute coefficient ``phi`` and the relative ``e_rho2``
-            of the object of measurement (latent scale for binary scores).
+            of the object of measurement (latent scale for binary scores). With random slopes a term's variance
+            is the one ``components`` holds (averaged over the rows), a factor's several terms summed, divided by
+            the counts as an intercept's.
         """
+        from ..design.random_design import factor_variances
         from ..reliability import d_study
         from .counts import designs, facet_counts
 
         rows = []
+        variances = factor_variances(self.variances, self._terms)
         for design in designs(facet_counts(counts, "counts")):
-            result = d_study(self.variances, self.object, design)
+            result = d_study(variances, self.object, design)
             rows.append({**design, "phi": float(result["phi"]), "e_rho2": float(result["e_rho2"])})
         return pd.DataFrame(rows)
 

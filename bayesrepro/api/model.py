@@ -278,7 +278,8 @@ class Model:
         """The frequentist and the Bayesian answer side by side, with the next evaluation's plan.
 
         A Gaussian model with random slopes gets Satterthwaite contrasts, bootstrap intervals simulated on its rows
-        and the slope posterior; no LOO and no plan (notes say so). 0/1 scores with random slopes are refused.
+        and the slope posterior; LOO when every random term is of one grouping factor, and no planning section
+        (notes say what is left out). 0/1 scores with random slopes are refused.
 
         Parameters
         ----------
@@ -347,7 +348,8 @@ class Model:
         """Power of the next evaluation per planned size, or the cheapest allocation of its facets.
 
         This model's data are the pilot. Facets are the columns of the formula's ``(1|g)`` terms; a facet nested in the compared factor (seeds of
-        each system) is counted per level of it.
+        each system) is counted per level of it. A model with random slopes is planned for φ only (a D-study of each
+        term's variance averaged over the pilot's rows); the power of a contrast is refused for it.
 
         Parameters
         ----------

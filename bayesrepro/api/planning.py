@@ -72,22 +72,23 @@ class PowerPlan(Result):
 def power_plan(model, request) -> PowerPlan:
     """The plan ``request`` (the arguments of ``Model.plan``) asks for, from ``model`` as the pilot."""
     options = Options(request)
-    _refuse_slopes(model.spec)
     if options.criterion == "phi":
         payload, text, figure, problems = _reliability_plan(request, options, model)
     else:
+        _refuse_slopes(model.spec)
         payload, text, figure, problems = _contrast_plan(request, options, model.frame)
     return PowerPlan(payload, text, figure, problems)
 
 
 def _refuse_slopes(spec) -> None:
-    """Power and D-study projections scale random-intercept variances by facet counts: a slope has no such count."""
+    """The power of a contrast (closed form and simulated refits) is written for random intercepts: with a slope,
+    Var(B − A) depends on where the planned design puts the covariate, which facet counts do not say."""
     from ..errors import BayesreproError
 
     slope = next((term.text for term in spec.random_terms if not term.intercept_only), None)
     if slope is not None:
-        raise BayesreproError(f"random slope '{slope}': plan projects designs of random intercepts only (power and "
-                              "D-study); fit the slope model with vca and test it with glrt")
+        raise BayesreproError(f"random slope '{slope}': plan computes the power of a contrast for random intercepts "
+                              "only; plan phi of the slope model (a D-study: --criterion phi, or no --contrast)")
 
 
 class Options:
@@ -315,8 +316,9 @@ def _add_assurance(plan, pilot, options, request) -> list[str]:
 def _reliability_plan(request, options, model):
     import pandas as pd
 
+    from ..design.random_design import factor_variances
     from ..plan import allocate, parse_costs, phi_criterion
-    from ..plan.d_study import along_each_facet, d_study_rows
+    from ..plan.d_study import SLOPE_DEFINITION, along_each_facet, d_study_rows
     from ..plan.figures import cost_frontier
     from ..plan.pilot import facet_structure
     from ..plan.power import design_grid
@@ -324,7 +326,7 @@ def _reliability_plan(request, options, model):
 
     frame = model.frame
     variances, scale, source = _pilot_components(model)
-    variances = options.assumed(variances)
+    variances = options.assumed(factor_variances(variances, model.spec.random_terms))
     factor, levels = _fixed_factor(frame, options.contrast)
     structure, counts = facet_structure(frame, factor, levels)
     object_name = request.object or default_object(variances, {f: counts[f] for f in structure.facets})
@@ -352,6 +354,8 @@ def _reliability_plan(request, options, model):
                    + (f"; allocation search: {result.search}" if result else "")
                    + ("; rows: one allocated facet varied at a time from the allocation" if result else "")),
     }
+    if model.spec.has_slopes:
+        payload["assumed"]["phi_definition"] = SLOPE_DEFINITION
     lines = []
     if result is not None:
         payload["allocation"] = {**result.to_dict(), "costs": request.cost}
@@ -363,6 +367,7 @@ def _reliability_plan(request, options, model):
               pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     lines += [f"  {c['name']}: {c['variance']:.6g}" for c in components]
     lines += [f"  {line}" for line in structure.describe_nesting()]
+    lines += [f"note: {SLOPE_DEFINITION}"] if model.spec.has_slopes else []
     if options.assume:
         lines += [f"note: {note}" for note in options.assumed_notes()]
         payload["notes"] = options.assumed_notes()

@@ -100,12 +100,20 @@ class Comparison(Result):
         from ..reliability import d_study
 
         rows = []
+        variances = self._factor_variances(self.side.variances)
         for design in designs(facet_counts(counts, "counts")):
             posterior = self.side.bayes.d_study(design, self.side.prob).loc["phi"]
-            rows.append({**design, "phi": float(d_study(self.side.variances, self._object(), design)["phi"]),
+            rows.append({**design, "phi": float(d_study(variances, self._object(), design)["phi"]),
                          "post_median": posterior["median"], "post_low": posterior["low"],
                          "post_high": posterior["high"]})
         return pd.DataFrame(rows)
+
+    def _factor_variances(self, variances: dict) -> dict:
+        """``variances`` with a factor's several terms (``(x || g)``'s ``g`` and ``g.1``) summed: the components
+        a D-study divides by facet counts."""
+        from ..design.random_design import factor_variances
+
+        return factor_variances(variances, self.side.bayes.frame.spec.random_terms)
 
     def _object(self) -> str:
         from ..errors import BayesreproError
@@ -171,8 +179,9 @@ class Comparison(Result):
             others = facet_counts(fixed or {}, "fixed")
             if len(others) > 1:
                 raise BayesreproError("fixed= takes one facet (one curve per count of it)")
-            return plots.d_study_curves(self.side.variances, self._object(), facet, steps, others or None,
-                                        variance_draws(self.side.bayes.draws), title, self.side.prob,
+            return plots.d_study_curves(self._factor_variances(self.side.variances), self._object(), facet, steps,
+                                        others or None, self._factor_variances(variance_draws(self.side.bayes.draws)),
+                                        title, self.side.prob,
                                         self.side.method)
         raise BayesreproError(f"kind '{kind}' is unknown; choose one of: components, contrasts, means, phi, d_study")
 

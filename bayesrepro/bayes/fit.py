@@ -71,7 +71,8 @@ class BayesFit:
 
     def d_study(self, n: dict, prob: float = 0.95, finite_population: bool = False) -> pd.DataFrame:
         """Φ and Eρ² of scores averaged over ``n[facet]`` levels, e.g. ``{"seed": 3}``, with intervals."""
-        return d_study_summary(self.draws, n, self.object, prob, prefix="fp_" if finite_population else "")
+        return d_study_summary(self.draws, n, self.object, prob, prefix="fp_" if finite_population else "",
+                               terms=self.frame.spec.random_terms)
 
     def contrasts(self, term: str, prob: float = 0.95, rope: tuple[float, float] | None = None) -> pd.DataFrame:
         """Posterior differences of the level means of a categorical fixed term."""

@@ -80,9 +80,11 @@ def compare_models(fits: dict):
     items = {name: (fit.frame.n_obs, max(fit.frame.groups, key=lambda g: g.n_levels).name) for name, fit in fits.items()}
     if len(set(items.values())) != 1:
         raise BayesreproError(f"LOO comparison needs fits of the same rows and the same item factor, got {items}")
+    from .slope_loo import add_slope_item_loglik
+
     for fit in fits.values():
         if "log_likelihood" not in fit.idata.groups():
-            add_item_loglik(fit)
+            (add_slope_item_loglik if fit.terms else add_item_loglik)(fit)
     return az.compare({name: fit.idata for name, fit in fits.items()}, var_name="item")
 
 

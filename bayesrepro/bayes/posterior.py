@@ -137,12 +137,15 @@ def variance_draws(posterior, prefix: str = "") -> dict:
     return {str(name): variance[..., k] for k, name in enumerate(draws.labels(f"{prefix}variance"))}
 
 
-def d_study_summary(posterior, n: dict, object: str | None = None, prob: float = 0.95, prefix: str = "") -> pd.DataFrame:
-    """Brennan's D-study coefficients (Φ, Eρ²) for scores averaged over ``n`` levels of facets, with intervals."""
+def d_study_summary(posterior, n: dict, object: str | None = None, prob: float = 0.95, prefix: str = "",
+                     terms=()) -> pd.DataFrame:
+    """Brennan's D-study coefficients (Φ, Eρ²) for scores averaged over ``n`` levels of facets, with intervals;
+    a factor's several ``terms`` (``(x || g)``'s ``g`` and ``g.1``) are one component."""
+    from ..design.random_design import factor_variances
     from ..reliability import d_study
 
     draws = as_draws(posterior)
     object = object or draws.attrs[f"{prefix}phi"]["object"]
-    result = d_study(variance_draws(draws, prefix), object, n)
+    result = d_study(factor_variances(variance_draws(draws, prefix), terms), object, n)
     rows = [(name, *interval(result[name], prob)) for name in ("phi", "e_rho2")]
     return pd.DataFrame(rows, columns=["coefficient", "median", "low", "high"]).set_index("coefficient")

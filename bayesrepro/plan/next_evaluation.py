@@ -23,7 +23,7 @@ from .power import plan_power
 PLANNED_SCALES = (0.5, 1, 2, 4, 8)   # the next evaluation's counts of the object, as multiples of the pilot's
 FACET_SCALES = (1, 2, 4)
 SLOPE_PLANNING_REASON = ("the closed-form power is written for random intercepts; a design with random slopes is "
-                         "not planned here")
+                         "not planned here (bayesrepro plan gives the D-study of its phi)")
 
 
 @dataclass
