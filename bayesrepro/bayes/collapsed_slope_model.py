@@ -76,13 +76,18 @@ def effect_layout(terms) -> EffectLayout:
     return EffectLayout(Z, components, term, column, unit)
 
 
-def collapsed(density: CompiledDensity, frame, terms, priors) -> CompiledDensity | None:
-    """``density`` (``term_model.term_density``) with its effects integrated out, or None where the non-centred
-    density is the faster one (``collapses``)."""
+def faster_density(density: CompiledDensity, frame, terms, priors) -> CompiledDensity:
+    """``density`` (``term_model.term_density``) with its effects integrated out, unless the non-centred density is
+    the faster one (``collapses``)."""
     layout = effect_layout(terms)
+    if not collapses(layout, len(frame.y), frame.X.shape[1] + 2 * sum(term.nc for term in terms)):
+        return density
+    return collapsed_density(density, frame, terms, priors, layout)
+
+
+def collapsed_density(density: CompiledDensity, frame, terms, priors, layout: EffectLayout) -> CompiledDensity:
+    """``density`` (``term_model.term_density``) with its effects integrated out."""
     y, X = np.asarray(frame.y, dtype=float), np.asarray(frame.X, dtype=float) - priors.x_means
-    if not collapses(layout, len(y), X.shape[1] + 2 * sum(term.nc for term in terms)):
-        return None
     reference, *_ = np.linalg.lstsq(X, y, rcond=None)
     y0 = y - X @ reference
     Zt = layout.Z.T.tocsr()
