@@ -40,9 +40,9 @@ from .slope_density import (
     F_SD_SCALE,
     I_COLUMNS,
     I_SIZES,
-    correlation_factor,
     fixed_prior,
     half_t_log_density,
+    term_prior,
 )
 
 # float arrays after slope_density's eleven: the cross-products about β₀, and A's dense block of every component
@@ -89,22 +89,17 @@ def collapsed_logp(x, floats, ints):
         nc, o = columns[t], offsets[t]
         m = nc * (nc - 1) // 2
         offsets[t + 1] = o + nc + m
-        L, dL, corr_value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta[t])
-        value += corr_value
-        gradient[o + nc:o + nc + m] += corr_gradient
-        for c in range(nc):
-            prior, d_prior = half_t_log_density(x[o + c], sd_nu[column + c], sd_scale[column + c])
-            value += prior
-            gradient[o + c] += d_prior
-            for a in range(nc):
+        L, dL, prior = term_prior(x, o, nc, eta[t], sd_nu[column:column + nc], sd_scale[column:column + nc], gradient)
+        value += prior
+        for a in range(nc):
+            for c in range(a + 1):
                 D[t, a, c] = math.exp(x[o + a]) * L[a, c]
         dLs[t, :m, :nc, :nc] = dL
         column += nc
     # cross-products of the residual r = y − Xβ, with δ = β − β₀
-    reference, XtX, Xty = float_array(floats, ints, F_REFERENCE), float_array(floats, ints, F_XTX), \
-        float_array(floats, ints, F_XTY)
+    XtX, Xty = float_array(floats, ints, F_XTX), float_array(floats, ints, F_XTY)
     ZtX, Zty = float_array(floats, ints, F_ZTX), float_array(floats, ints, F_ZTY)
-    delta = x[:p] - reference
+    delta = x[:p] - float_array(floats, ints, F_REFERENCE)
     Xr = np.empty(p)
     rr = float_array(floats, ints, F_YTY)[0]
     for j in range(p):
@@ -128,6 +123,7 @@ def collapsed_logp(x, floats, ints):
     b, g = np.empty(q), np.empty(q)
     H = np.zeros((n_terms, widest, widest))   # d/dD of every term, summed over its levels
     log_det, sb, bAb, trace = 0.0, 0.0, 0.0, 0.0
+    determinant = 1.0   # |M| not yet in log_det: one logarithm per many pivots instead of one per pivot
     for k in range(len(components) - 1):
         s0, m = components[k], components[k + 1] - components[k]
         A = gram[gram_starts[k]:gram_starts[k + 1]].reshape((m, m))
@@ -153,7 +149,10 @@ def collapsed_logp(x, floats, ints):
             if not total > 0.0:
                 return -np.inf, gradient
             C[j, j] = math.sqrt(total)
-            log_det += 2.0 * math.log(C[j, j])
+            determinant *= total
+            if not 1e-150 < determinant < 1e150:
+                log_det += math.log(determinant)
+                determinant = 1.0
             for i in range(j + 1, m):
                 total = C[i, j]
                 for r in range(j):
@@ -214,6 +213,7 @@ def collapsed_logp(x, floats, ints):
                 for j in range(m):
                     total += AT[i, j] * (C[j, jc] if j >= jc else C[jc, j])
                 H[t, a, c] += g[s0 + i] * tg - total
+    log_det += math.log(determinant)
     value += -(n - q) * log_sigma - 0.5 * log_det - 0.5 * (rr - sb) / sigma2
     for j in range(p):
         total = 0.0

@@ -88,6 +88,20 @@ def correlation_factor(w, nc, eta):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def term_prior(x, o, nc, eta, sd_nu, sd_scale, gradient):
+    """The correlations' Cholesky factor L of the term whose log SDs start at x[o], dL/dw, and the log density of
+    its log SDs and correlation values w (priors and Jacobians); adds its gradient into ``gradient``."""
+    m = nc * (nc - 1) // 2
+    L, dL, value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta)
+    gradient[o + nc:o + nc + m] += corr_gradient
+    for c in range(nc):
+        prior, d_prior = half_t_log_density(x[o + c], sd_nu[c], sd_scale[c])
+        value += prior
+        gradient[o + c] += d_prior
+    return L, dL, value
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def fixed_prior(x, mu, sigma, nu, gradient):
     """Log density (up to a constant) of the coefficients x[:p] under their Student-t (Normal where ν is infinite,
     flat where the SD is) priors; adds its gradient into ``gradient``."""
@@ -141,13 +155,8 @@ def slope_logp(x, floats, ints):
     for t in range(n_terms):
         nc, o = columns[t], offsets[t]
         m = nc * (nc - 1) // 2
-        L, dL, corr_value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta[t])
-        value += corr_value
-        gradient[o + nc:o + nc + m] += corr_gradient
-        for c in range(nc):
-            prior, d_prior = half_t_log_density(x[o + c], sd_nu[column + c], sd_scale[column + c])
-            value += prior
-            gradient[o + c] += d_prior
+        L, _, prior = term_prior(x, o, nc, eta[t], sd_nu[column:column + nc], sd_scale[column:column + nc], gradient)
+        value += prior
         u0 = o + nc + m
         for level in range(levels[t]):
             for a in range(nc):
