@@ -53,7 +53,10 @@ F_REFERENCE, F_XTX, F_XTY, F_ZTX, F_ZTY, F_YTY, F_GRAM = range(11, 18)
 I_COMPONENTS, I_GRAM_STARTS, I_TERM, I_COLUMN, I_UNIT = range(4, 9)
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")
+# Not cached on its own: numba would key its cache on this file alone, while it links in slope_density's kernels.
+# The sampler's C entry point around it is cached under a digest of this file and slope_density's (the file of
+# slope_expand, its other half), so a change to either compiles it again.
+@numba.njit(nogil=True, cache=False, error_model="numpy")
 def collapsed_logp(x, floats, ints):
     sizes = int_array(ints, I_SIZES)
     n, p, n_terms = sizes[0], sizes[1], sizes[2]
