@@ -88,6 +88,38 @@ def correlation_factor(w, nc, eta):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def term_prior(x, o, nc, eta, sd_nu, sd_scale, gradient):
+    """The correlations' Cholesky factor L of the term whose log SDs start at x[o], dL/dw, and the log density of
+    its log SDs and correlation values w (priors and Jacobians); adds its gradient into ``gradient``."""
+    m = nc * (nc - 1) // 2
+    L, dL, value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta)
+    gradient[o + nc:o + nc + m] += corr_gradient
+    for c in range(nc):
+        prior, d_prior = half_t_log_density(x[o + c], sd_nu[c], sd_scale[c])
+        value += prior
+        gradient[o + c] += d_prior
+    return L, dL, value
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def fixed_prior(x, mu, sigma, nu, gradient):
+    """Log density (up to a constant) of the coefficients x[:p] under their Student-t (Normal where ν is infinite,
+    flat where the SD is) priors; adds its gradient into ``gradient``."""
+    value = 0.0
+    for j in range(len(mu)):
+        if math.isinf(sigma[j]):
+            continue
+        d = (x[j] - mu[j]) / sigma[j]
+        if math.isinf(nu[j]):
+            value -= 0.5 * d * d
+            gradient[j] -= d / sigma[j]
+        else:
+            value -= 0.5 * (nu[j] + 1.0) * math.log1p(d * d / nu[j])
+            gradient[j] -= (nu[j] + 1.0) * d / (nu[j] + d * d) / sigma[j]
+    return value
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def slope_logp(x, floats, ints):
     sizes = int_array(ints, I_SIZES)
     n, p, n_terms, n_columns = sizes[0], sizes[1], sizes[2], sizes[3]
@@ -105,17 +137,7 @@ def slope_logp(x, floats, ints):
     levels = int_array(ints, I_LEVELS)
     codes = int_array(ints, I_CODES)
     gradient = np.zeros(len(x))
-    value = 0.0
-    for j in range(p):
-        if math.isinf(fixed_sigma[j]):
-            continue
-        d = (x[j] - fixed_mu[j]) / fixed_sigma[j]
-        if math.isinf(fixed_nu[j]):
-            value -= 0.5 * d * d
-            gradient[j] -= d / fixed_sigma[j]
-        else:
-            value -= 0.5 * (fixed_nu[j] + 1.0) * math.log1p(d * d / fixed_nu[j])
-            gradient[j] -= (fixed_nu[j] + 1.0) * d / (fixed_nu[j] + d * d) / fixed_sigma[j]
+    value = fixed_prior(x, fixed_mu, fixed_sigma, fixed_nu, gradient)
     log_sigma = x[p]
     prior, d_prior = half_t_log_density(log_sigma, residual[0], residual[1])
     value += prior
@@ -133,13 +155,8 @@ def slope_logp(x, floats, ints):
     for t in range(n_terms):
         nc, o = columns[t], offsets[t]
         m = nc * (nc - 1) // 2
-        L, dL, corr_value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta[t])
-        value += corr_value
-        gradient[o + nc:o + nc + m] += corr_gradient
-        for c in range(nc):
-            prior, d_prior = half_t_log_density(x[o + c], sd_nu[column + c], sd_scale[column + c])
-            value += prior
-            gradient[o + c] += d_prior
+        L, _, prior = term_prior(x, o, nc, eta[t], sd_nu[column:column + nc], sd_scale[column:column + nc], gradient)
+        value += prior
         u0 = o + nc + m
         for level in range(levels[t]):
             for a in range(nc):

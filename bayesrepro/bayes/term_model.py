@@ -1,8 +1,9 @@
 """The Bayesian Gaussian model with correlated random effects: layout, compiled density, draws, reliability.
 
 Every random-effect term ``(1 + x | g)`` has its own SDs and correlation matrix (``slope_density`` states the
-posterior). A term's variance component is, per draw, the variance its effects add to one observation averaged
-over the observed rows (Johnson 2014), the definition the REML engine reports (``covariance_structure``).
+posterior; ``collapsed_slope_model`` samples it with the effects integrated out where that is faster). A term's
+variance component is, per draw, the variance its effects add to one observation averaged over the observed rows
+(Johnson 2014), the definition the REML engine reports (``covariance_structure``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 from ..design.random_design import random_design, term_rows
 from ..frequentist.covariance_structure import rows_variance
 from ..reliability import RESIDUAL
+from .collapsed_slope_model import faster_density
 from .compiled_sampler import CompiledDensity, Variable, pack, sample_compiled
 from .convergence import ess_bulk, ess_tail, r_hat
 from .posterior import add_reliability, interval
@@ -95,7 +97,7 @@ def fit_terms(frame, prior: str, object: str, settings):
     # per draw: coefficients, σ, every SD and correlation, a variance and a share per component, φ
     check_posterior_size(settings, len(priors.fixed_names) + 1 + sum(t.nc * (t.nc + 1) // 2 for t in terms)
                          + 2 * (len(terms) + 1) + 1)
-    draws = sample_compiled(term_density(frame, terms, priors), settings)
+    draws = sample_compiled(faster_density(term_density(frame, terms, priors), frame, terms, priors), settings)
     variances = {term.group: rows_variance(term_covariances(draws, term), term.mean_outer) for term in terms}
     variances[RESIDUAL] = draws["sigma"] ** 2
     add_reliability(draws, variances, object, terms=frame.spec.random_terms)
