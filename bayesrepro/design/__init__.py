@@ -3,7 +3,7 @@
 from .binomial import BinomialCells, binomial_cells
 from .family import Family, resolve_family
 from .formula import FormulaSpec, parse_formula
-from .frame import GroupedFrame, GroupingFactor, ModelFrame, RowFrame, build_model_frame
+from .frame import GroupingFactor, ModelFrame, build_model_frame
 from .gaussian import GaussianStats, gaussian_stats
 from .producers import model_frame
 
@@ -12,10 +12,8 @@ __all__ = [
     "Family",
     "FormulaSpec",
     "GaussianStats",
-    "GroupedFrame",
     "GroupingFactor",
     "ModelFrame",
-    "RowFrame",
     "binomial_cells",
     "build_model_frame",
     "gaussian_stats",

@@ -61,7 +61,7 @@ class ModelFrame:
     fixed_kept: list[int]                # its columns kept after dropping aliased ones
     cells: pd.DataFrame                  # distinct combinations of the fixed variables, with row counts
     X_cells: np.ndarray                  # the fixed design row of every cell
-    grouped_sums: GroupedSums
+    sums: GroupedSums                    # n, Σy and Σ(y − ȳ)² per cell, per level within cells, pair counts
     notes: list[str] = field(default_factory=list)
     max_memory: int | str | None = None  # limit of any dense block built for it (None: half the machine's memory)
     # statistics computed once; not an init field, so dataclasses.replace gives a copy without them
@@ -87,7 +87,7 @@ class ModelFrame:
         them; engines call ``stats``, which refuses slopes)."""
         if "gaussian" not in self._computed:
             require_within(self.dense_estimate("gaussian"), self.max_memory)
-            self._computed["gaussian"] = stats_from_sums(self.sums(), self.X_cells, self.group_names,
+            self._computed["gaussian"] = stats_from_sums(self.sums, self.X_cells, self.group_names,
                                                          self.spec.intercept)
         return self._computed["gaussian"]
 
@@ -103,7 +103,7 @@ class ModelFrame:
         if "gaussian" in self._computed:
             return self._computed["gaussian"]
         if "fixed" not in self._computed:
-            self._computed["fixed"] = fixed_stats(self.sums(), self.X_cells, self.spec.intercept)
+            self._computed["fixed"] = fixed_stats(self.sums, self.X_cells, self.spec.intercept)
         return self._computed["fixed"]
 
     def binomial(self):
@@ -120,7 +120,7 @@ class ModelFrame:
         distinct = coupling = 0
         if engine == "bayes" and sizes:
             dominant = int(np.argmax(sizes))
-            part = self.sums().factors[dominant]
+            part = self.sums.factors[dominant]
             distinct = len(np.unique(np.bincount(part.level, weights=part.n, minlength=sizes[dominant])))
         if engine == "binomial" and sizes:
             coupling = max(sizes) * (sum(sizes) - max(sizes))
@@ -136,9 +136,11 @@ class ModelFrame:
 
     def require_rows(self, purpose: str) -> "RowFrame":
         """This frame as rows in memory, for ``purpose``: refused for a frame of grouped sums."""
-        raise BayesreproError(
-            f"{purpose} needs the rows in memory, but this model was built from grouped sums; use --engine memory"
-        )
+        if not isinstance(self, RowFrame):
+            raise BayesreproError(
+                f"{purpose} needs the rows in memory, but this model was built from grouped sums; use --engine memory"
+            )
+        return self
 
     def _require_intercepts(self, purpose: str) -> None:
         """Grouped statistics hold random intercepts only: refuse slopes rather than drop them silently."""
@@ -159,12 +161,9 @@ class ModelFrame:
     def group_names(self) -> list[str]:
         return [g.name for g in self.groups]
 
-    def sums(self) -> GroupedSums:
-        return self.grouped_sums
-
     @property
     def n_obs(self) -> int:
-        return self.grouped_sums.n_obs
+        return self.sums.n_obs
 
     @property
     def n_fixed(self) -> int:
@@ -183,16 +182,13 @@ class RowFrame(ModelFrame):
     cell_codes: np.ndarray               # cell of every row
     trials: np.ndarray | None = None     # the trials of p(successes, trials); y holds the successes
 
-    def require_rows(self, purpose: str) -> "RowFrame":
-        return self
-
     def is_binary(self) -> bool:
         """Is every score 0 or 1?"""
         return bool(np.all((self.y == 0) | (self.y == 1)))
 
     def with_response(self, y: np.ndarray) -> "RowFrame":
         """The same design with another response (resampling): nothing of the design is recomputed."""
-        return replace(self, y=y, grouped_sums=_row_sums(y, self.cell_codes, len(self.cells), self.groups))
+        return replace(self, y=y, sums=_row_sums(y, self.cell_codes, len(self.cells), self.groups))
 
     def sibling(self, formula) -> "RowFrame":
         """The frame of another formula on the same rows (the null model of a test, say)."""
@@ -245,16 +241,15 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     notes += [fixed.note] if fixed.note else []
     groups = [_grouping_factor(frame, columns) for columns in spec.group_factors]
     cell_codes, cells = fixed_cells(frame, spec.fixed_variables)
-    X_cells = fixed.X[np.unique(cell_codes, return_index=True)[1]]
     model = RowFrame(spec=spec, fixed_names=fixed.names, fixed_term_columns=fixed.term_columns, groups=groups,
-                     fixed_design=fixed.design, fixed_kept=fixed.kept, cells=cells, X_cells=X_cells,
-                     grouped_sums=_row_sums(y, cell_codes, len(cells), groups), notes=notes, y=y, X=fixed.X, data=frame,
-                     cell_codes=cell_codes, trials=trials)
+                     fixed_design=fixed.design, fixed_kept=fixed.kept, cells=cells, notes=notes, y=y, X=fixed.X,
+                     X_cells=fixed.X[np.unique(cell_codes, return_index=True)[1]], data=frame, cell_codes=cell_codes,
+                     sums=_row_sums(y, cell_codes, len(cells), groups), trials=trials)
     if trials is None:
         require_estimable(model)
     else:  # counts of several trials: a level per row is identified, the Gaussian checks do not apply
         require_levels(model)
-    model.notes.extend(confounded_pairs(groups, model.sums()))
+    model.notes.extend(confounded_pairs(groups, model.sums))
     return model
 
 

@@ -94,8 +94,10 @@ def grouped_source(data, engine: str, where: str | None = None, drop_missing: bo
         raise BayesreproError("rows in memory have no grouped source; use --engine duckdb or spark")
     condition = as_where(where)
     if chosen == "duckdb":
-        return duckdb_source.duckdb_source(_data_path(data), condition, drop_missing, progress=progress, text_columns=categorical)
-    return spark_source.spark_source(data, condition, drop_missing, spark_master, text_columns=categorical, progress=progress)
+        return duckdb_source.duckdb_source(_data_path(data), condition, drop_missing, progress=progress,
+                                           text_columns=categorical)
+    return spark_source.spark_source(data, condition, drop_missing, spark_master, text_columns=categorical,
+                                     progress=progress)
 
 
 def _data_path(data) -> str:

@@ -414,7 +414,7 @@ class GroupedSource:
         fixed = fixed_design(spec, cells.drop(columns=COUNT))
         frame = GroupedFrame(spec=spec, fixed_names=fixed.names, fixed_term_columns=fixed.term_columns, groups=groups,
                              fixed_design=fixed.design, fixed_kept=fixed.kept, cells=cells, X_cells=fixed.X,
-                             notes=notes + ([fixed.note] if fixed.note else []), grouped_sums=sums, source=self,
+                             notes=notes + ([fixed.note] if fixed.note else []), sums=sums, source=self,
                              plan=plan)
         require_estimable(frame)
         return frame
