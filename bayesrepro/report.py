@@ -29,7 +29,7 @@ from .bayes.sampling import SamplingSettings
 from .compare import DEFAULT_BOOTSTRAP, check_bootstrap, compare
 from .data import read_table
 from .design import ModelFrame, model_frame
-from .design.frame import grouped_source
+from .design.producers import choose_engine, grouped_source
 from .errors import BayesreproError
 from .output import check_writable, write_atomic
 from .reliability import koo_li_label
@@ -98,8 +98,6 @@ def write_report(source, spec: str | Spec, out: str | Path, columns: dict | None
     ``design.model_frame``: rows in memory, or grouped sums from DuckDB or Spark. ``max_memory`` bounds the
     dense blocks of every fit (``design.model_frame``).
     """
-    from .design.producers import choose_engine
-
     out = check_writable(out, REPORT_SUFFIXES)
     spec = spec if isinstance(spec, Spec) else load_spec(spec, **(columns or {}))
     chosen = choose_engine(source, engine)

@@ -43,8 +43,9 @@ def test_argparse_errors_are_one_line_with_status_2(argv, names, capsys):
     assert names in line and "usage:" not in line
 
 
-READING_MODULES = ("bayesrepro.data", "bayesrepro.design.frame", "bayesrepro.report", "bayesrepro.frequentist.analyses",
-                   "bayesrepro.frequentist.glrt", "bayesrepro.plan.pilot")
+READING_MODULES = ("bayesrepro.data", "bayesrepro.design.frame", "bayesrepro.design.producers",
+                   "bayesrepro.report", "bayesrepro.frequentist.analyses", "bayesrepro.frequentist.glrt",
+                   "bayesrepro.plan.pilot")
 
 
 @pytest.fixture

@@ -182,7 +182,7 @@ def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch, tm
     import formulae
 
     from bayesrepro import cli
-    from bayesrepro.design import frame as frame_module
+    from bayesrepro.design import frame as frame_module, producers
 
     formula = "ter ~ system + (1|sentence_id)"
     calls = {"frames": 0, "sums": 0, "parses of H1": 0}
@@ -200,7 +200,8 @@ def test_each_model_frame_and_its_statistics_are_built_once(ter, monkeypatch, tm
         calls["parses of H1"] += text == formula
         return parse(text, *args, **kwargs)
 
-    monkeypatch.setattr(frame_module, "build_model_frame", counting_build)
+    for module in (frame_module, producers):   # model_frame builds H1's frame, sibling H0's
+        monkeypatch.setattr(module, "build_model_frame", counting_build)
     monkeypatch.setattr(frame_module, "sums_from_rows", counting_sums)
     monkeypatch.setattr(formulae, "model_description", counting_parse)
     small = ter[ter["sentence_id"].isin(ter["sentence_id"].cat.categories[:60])]

@@ -125,7 +125,6 @@ def test_the_estimate_bounds_what_the_dense_path_allocates():
     table = pd.DataFrame({"a": rng.integers(0, 2_000, rows).astype(str), "b": rng.integers(0, 600, rows).astype(str),
                           "y": rng.normal(size=rows)})
     frame = model_frame("y ~ 1 + (1|a) + (1|b)", table)
-    frame.sums()
     estimate = frame.dense_estimate()
     tracemalloc.start()
     try:

@@ -96,7 +96,7 @@ def test_a_comparison_report_plans_the_next_evaluation(tmp_path):
 
 def test_a_split_spec_through_duckdb_sums_the_same_rows_per_level_as_memory(tmp_path):
     from bayesrepro.data import read_table
-    from bayesrepro.design.frame import grouped_source
+    from bayesrepro.design.producers import grouped_source
     from bayesrepro.report import _grouped_portions, _row_portions
     from bayesrepro.specs import load_spec
 

@@ -24,7 +24,7 @@ def build_bambi_model(frame: ModelFrame, family: str = "gaussian", priors: Prior
 
     if family not in FAMILIES:
         raise BayesreproError(f"family '{family}' is not supported; choose one of: {', '.join(FAMILIES)}")
-    frame.require_rows("Bambi's own model (--backend bambi)")
+    frame = frame.require_rows("Bambi's own model (--backend bambi)")
     columns = list(frame.spec.variables)
     data = frame.data[columns].copy()
     for group in frame.groups:

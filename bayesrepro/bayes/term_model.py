@@ -55,7 +55,7 @@ def corr_variable(group: str) -> str:
 
 
 def term_layouts(frame) -> list[TermLayout]:
-    frame.require_rows("a Bayesian model with random slopes or brms's priors")
+    frame = frame.require_rows("a Bayesian model with random slopes or brms's priors")
     design = random_design(frame.spec, frame.data)
     return [TermLayout(block.group, columns, codes, levels, matrix, block.mean_outer)
             for block, (codes, levels, matrix, columns) in zip(design.blocks, term_rows(frame.spec, frame.data))]

@@ -3,8 +3,9 @@
 from .binomial import BinomialCells, binomial_cells
 from .family import Family, resolve_family
 from .formula import FormulaSpec, parse_formula
-from .frame import GroupingFactor, ModelFrame, build_model_frame, model_frame
+from .frame import GroupingFactor, ModelFrame, build_model_frame
 from .gaussian import GaussianStats, gaussian_stats
+from .producers import model_frame
 
 __all__ = [
     "BinomialCells",

@@ -132,9 +132,9 @@ class BinomialCells:
 
 def binomial_cells(frame) -> BinomialCells:
     """The cells of a model frame built from rows in memory (0/1 scores, or ``p(successes, trials)``)."""
-    frame.require_rows("binomial cell counts")
+    frame = frame.require_rows("binomial cell counts")
     if frame.trials is None:
-        if not np.all((frame.y == 0) | (frame.y == 1)):
+        if not frame.is_binary():
             raise BayesreproError(
                 f"a binomial model needs 0/1 scores in '{frame.response}' or the response p(successes, trials)"
             )
@@ -147,7 +147,7 @@ def binomial_cells(frame) -> BinomialCells:
 
 def row_cells(frame) -> np.ndarray:
     """The cell of ``binomial_cells(frame)`` that holds each row (the cells depend on the design, not the scores)."""
-    frame.require_rows("the binomial cells of the rows")
+    frame = frame.require_rows("the binomial cells of the rows")
     keys = _cell_keys([frame.cell_codes] + [g.codes for g in frame.groups],
                       [len(frame.X_cells)] + [g.n_levels for g in frame.groups])
     return np.unique(keys, return_inverse=True)[1]

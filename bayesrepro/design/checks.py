@@ -47,7 +47,7 @@ def require_levels(frame) -> None:
 
 def require_estimable(frame) -> None:
     """Refuse a model frame whose variance components or residual cannot be estimated."""
-    sums: GroupedSums = frame.sums()
+    sums: GroupedSums = frame.sums
     require_levels(frame)
     for group, size in zip(frame.groups, sums.sizes):
         if size >= sums.n_obs:

@@ -67,8 +67,6 @@ def _binomial_response(frame, family: str, link: str | None) -> Family:
             f"the response {frame.spec.response_term} of {frame.formula!r} is binomial; use --family binomial "
             "(or auto), or model a score column instead"
         )
-    if not frame.has_rows:
-        raise BayesreproError("binomial counts are built from rows in memory for now; use --engine memory")
     return Family("binomial", link or "logit")
 
 

@@ -1,4 +1,4 @@
-"""A formula evaluated on rows in memory: the model frame.
+"""A formula evaluated on data: the model frame, of rows in memory or of a producer's grouped sums.
 
 The fixed-effects design is dense (built by formulae); grouping factors are
 held as integer codes, never as dense indicator matrices: evaluation data have
@@ -8,7 +8,7 @@ factors with thousands of levels and hundreds of thousands of rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ import pandas as pd
 from ..data import as_factor, check_score, is_categorical, read_table, remove_missing, require_columns
 from ..errors import BayesreproError, first_line
 from ..frame_types import check_frame
+from .binomial import binomial_cells, binomial_trials
 from .cells import fixed_cells
 from .checks import confounded_pairs, require_estimable, require_levels
 from .formulae_loader import load_formulae
@@ -41,32 +42,27 @@ class GroupingFactor:
         return len(self.levels)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelFrame:
     """A formula evaluated on data: fixed design, grouping factors and the statistics of the response.
 
-    A frame built from rows in memory holds them (``y``, ``X``, the factors'
-    codes, ``data``); a frame built by a producer from grouped sums (DuckDB,
-    Spark) holds only the cells, levels and statistics, and ``has_rows`` is
-    False. Engines need only ``stats()``; resampling and Bambi's model need rows.
+    Both kinds hold the grouped sums of the response: a ``RowFrame``, built from rows in memory, also holds them
+    (``y``, ``X``, each row's cell and levels, ``data``); a ``GroupedFrame`` was summed by a producer where the
+    data live (DuckDB, Spark). Both give ``is_binary()`` and ``sibling()``; engines need only ``stats()``; code
+    that needs rows (resampling, Bambi's model) asks for them with ``require_rows``.
     """
 
+    has_rows: ClassVar[bool] = False
     spec: FormulaSpec
-    y: np.ndarray | None
-    X: np.ndarray | None
     fixed_names: list[str]
     fixed_term_columns: dict[str, slice]
     groups: list[GroupingFactor]
-    data: pd.DataFrame | None
-    fixed_design: object = None          # formulae's design, to evaluate new rows
-    fixed_kept: list[int] | None = None  # its columns kept after dropping aliased ones
+    fixed_design: object                 # formulae's design, to evaluate new rows
+    fixed_kept: list[int]                # its columns kept after dropping aliased ones
+    cells: pd.DataFrame                  # distinct combinations of the fixed variables, with row counts
+    X_cells: np.ndarray                  # the fixed design row of every cell
+    sums: GroupedSums                    # n, Σy and Σ(y − ȳ)² per cell, per level within cells, pair counts
     notes: list[str] = field(default_factory=list)
-    cells: pd.DataFrame | None = None    # distinct combinations of the fixed variables, with row counts
-    cell_codes: np.ndarray | None = None  # cell of every row (rows in memory)
-    X_cells: np.ndarray | None = None    # the fixed design row of every cell
-    n_rows: int | None = None            # observations, when the rows are not held
-    source: object = None                # the producer that built a frame without rows: source.frame(formula)
-    trials: np.ndarray | None = None     # the trials of p(successes, trials); y holds the successes
     max_memory: int | str | None = None  # limit of any dense block built for it (None: half the machine's memory)
     # statistics computed once; not an init field, so dataclasses.replace gives a copy without them
     _computed: dict = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -91,7 +87,7 @@ class ModelFrame:
         them; engines call ``stats``, which refuses slopes)."""
         if "gaussian" not in self._computed:
             require_within(self.dense_estimate("gaussian"), self.max_memory)
-            self._computed["gaussian"] = stats_from_sums(self.sums(), self.X_cells, self.group_names,
+            self._computed["gaussian"] = stats_from_sums(self.sums, self.X_cells, self.group_names,
                                                          self.spec.intercept)
         return self._computed["gaussian"]
 
@@ -107,19 +103,15 @@ class ModelFrame:
         if "gaussian" in self._computed:
             return self._computed["gaussian"]
         if "fixed" not in self._computed:
-            self._computed["fixed"] = fixed_stats(self.sums(), self.X_cells, self.spec.intercept)
+            self._computed["fixed"] = fixed_stats(self.sums, self.X_cells, self.spec.intercept)
         return self._computed["fixed"]
 
     def binomial(self):
         """The binomial cell counts (``design.binomial.BinomialCells``), computed once."""
         self._require_intercepts("a binary model")
         if "binomial" not in self._computed:
-            from .binomial import binomial_cells
-
             require_within(self.dense_estimate("binomial"), self.max_memory)
-
-            producer = self.source is not None and not self.has_rows
-            self._computed["binomial"] = self.source.binomial_cells(self) if producer else binomial_cells(self)
+            self._computed["binomial"] = self._binomial_cells()
         return self._computed["binomial"]
 
     def dense_estimate(self, engine: str = "gaussian") -> DenseEstimate:
@@ -128,7 +120,7 @@ class ModelFrame:
         distinct = coupling = 0
         if engine == "bayes" and sizes:
             dominant = int(np.argmax(sizes))
-            part = self.sums().factors[dominant]
+            part = self.sums.factors[dominant]
             distinct = len(np.unique(np.bincount(part.level, weights=part.n, minlength=sizes[dominant])))
         if engine == "binomial" and sizes:
             coupling = max(sizes) * (sum(sizes) - max(sizes))
@@ -142,33 +134,13 @@ class ModelFrame:
         other._computed.update(self._computed)
         return other
 
-    def is_binary(self) -> bool:
-        """Is every score 0 or 1? (From the rows, or from the producer's validation pass.)"""
-        if self.has_rows:
-            return bool(np.all((self.y == 0) | (self.y == 1)))
-        return bool(self._computed["plan"].binary)
-
-    def sums(self) -> GroupedSums:
-        """The grouped sums of the response, computed once from the rows (or given by a producer)."""
-        if "sums" not in self._computed:
-            self.require_rows("grouped sums")
-            self._computed["sums"] = sums_from_rows(
-                self.y, self.cell_codes, len(self.cells), [g.codes for g in self.groups],
-                [g.n_levels for g in self.groups],
+    def require_rows(self, purpose: str) -> "RowFrame":
+        """This frame as rows in memory, for ``purpose``: refused for a frame of grouped sums."""
+        if not isinstance(self, RowFrame):
+            raise BayesreproError(
+                f"{purpose} needs the rows in memory, but this model was built from grouped sums; use --engine memory"
             )
-        return self._computed["sums"]
-
-    def with_response(self, y: np.ndarray) -> "ModelFrame":
-        """The same design with another response (resampling): nothing of the design is recomputed."""
-        self.require_rows("a new response")
-        return replace(self, y=y)
-
-    def sibling(self, formula) -> "ModelFrame":
-        """The frame of another formula on the same rows (the null model of a test, say)."""
-        if self.source is not None:
-            return self.source.frame(formula).with_memory_limit(self.max_memory)
-        self.require_rows("another model on the same rows")
-        return build_model_frame(formula, self.data).with_memory_limit(self.max_memory)
+        return self
 
     def _require_intercepts(self, purpose: str) -> None:
         """Grouped statistics hold random intercepts only: refuse slopes rather than drop them silently."""
@@ -176,16 +148,6 @@ class ModelFrame:
             slopes = next(term.text for term in self.spec.random_terms if not term.intercept_only)
             raise BayesreproError(f"random slope '{slopes}': {purpose} supports random intercepts only; random slopes "
                                   "are fitted by vca and glrt (REML/ML, or Laplace for 0/1 scores) and by phi")
-
-    def require_rows(self, purpose: str) -> None:
-        if not self.has_rows:
-            raise BayesreproError(
-                f"{purpose} needs the rows in memory, but this model was built from grouped sums; use --engine memory"
-            )
-
-    @property
-    def has_rows(self) -> bool:
-        return self.y is not None
 
     @property
     def formula(self) -> str:
@@ -201,71 +163,62 @@ class ModelFrame:
 
     @property
     def n_obs(self) -> int:
-        return len(self.y) if self.y is not None else int(self.n_rows)
+        return self.sums.n_obs
 
     @property
     def n_fixed(self) -> int:
         return len(self.fixed_names)
 
 
-def model_frame(formula, data, where: str | None = None, drop_missing: bool = False, engine: str = "auto",
-                spark_master: str | None = None, categorical=(), progress: bool | None = None,
-                max_memory=None) -> ModelFrame:
-    """The frame of ``formula`` over ``data`` (a DataFrame, a file path, a glob, a bundled dataset name or a
-    Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names (see ``producers``).
+@dataclass(frozen=True, kw_only=True)
+class RowFrame(ModelFrame):
+    """A model frame built from rows in memory: the rows, their fixed design, and each row's cell and levels
+    (``GroupingFactor.codes``)."""
 
-    ``categorical`` columns are read as text whatever they hold; ``progress`` shows the scans of
-    DuckDB or Spark on stderr (default: when stderr is a terminal); ``max_memory`` (bytes or a size such
-    as ``'4G'``; default half the machine's memory) bounds every dense block built for the frame.
-    """
-    from .producers import choose_engine
+    has_rows: ClassVar[bool] = True
+    y: np.ndarray
+    X: np.ndarray
+    data: pd.DataFrame
+    cell_codes: np.ndarray               # cell of every row
+    trials: np.ndarray | None = None     # the trials of p(successes, trials); y holds the successes
 
-    if data is None:
-        raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
-    spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
-    scores = [c for c in (spec.response, spec.trials) if isinstance(c, str) and c in set(categorical)]
-    if scores:
-        raise BayesreproError(f"--categorical names the score column '{scores[0]}', but a score is a number; "
-                              "leave it out of --categorical")
-    if spec.has_slopes and choose_engine(data, engine) != "memory":
-        raise BayesreproError("random slopes need the rows in memory; use --engine memory")
-    limit = None if max_memory is None else parse_memory(max_memory)
-    if choose_engine(data, engine) == "memory":
-        return build_model_frame(formula, read_table(data, where=where, categorical=categorical),
-                                 drop_missing=drop_missing).with_memory_limit(limit)
-    source = grouped_source(data, engine, where, drop_missing, spark_master, categorical, progress)
-    return source.frame(formula).with_memory_limit(limit)
+    def is_binary(self) -> bool:
+        """Is every score 0 or 1?"""
+        return bool(np.all((self.y == 0) | (self.y == 1)))
 
+    def with_response(self, y: np.ndarray) -> "RowFrame":
+        """The same design with another response (resampling): nothing of the design is recomputed."""
+        return replace(self, y=y, sums=_row_sums(y, self.cell_codes, len(self.cells), self.groups))
 
-def grouped_source(data, engine: str, where: str | None = None, drop_missing: bool = False,
-                   spark_master: str | None = None, categorical=(), progress: bool | None = None):
-    """The producer (``producers.grouped.GroupedSource``) that sums ``data`` where it lives: DuckDB or Spark, as
-    ``engine`` and the data say (``model_frame``'s arguments)."""
-    from ..where import as_where
-    from .producers import choose_engine
+    def sibling(self, formula) -> "RowFrame":
+        """The frame of another formula on the same rows (the null model of a test, say)."""
+        return build_model_frame(formula, self.data).with_memory_limit(self.max_memory)
 
-    chosen = choose_engine(data, engine)
-    if chosen == "memory":
-        raise BayesreproError("rows in memory have no grouped source; use --engine duckdb or spark")
-    condition = as_where(where)
-    if chosen == "duckdb":
-        from .producers.duckdb_source import duckdb_source
-
-        return duckdb_source(_data_path(data), condition, drop_missing, progress=progress, text_columns=categorical)
-    from .producers.spark_source import spark_source
-
-    return spark_source(data, condition, drop_missing, spark_master, text_columns=categorical, progress=progress)
+    def _binomial_cells(self):
+        return binomial_cells(self)
 
 
-def _data_path(data) -> str:
-    from ..datasets import DATASETS, dataset_path
+@dataclass(frozen=True, kw_only=True)
+class GroupedFrame(ModelFrame):
+    """A model frame a producer built from grouped sums where the data live (DuckDB, Spark): no rows, and
+    grouping factors without codes."""
 
-    if str(data) in DATASETS and not Path(str(data)).exists():
-        return str(dataset_path(str(data)))
-    return str(data)
+    source: object   # the producer (``producers.grouped.GroupedSource``): it builds siblings and binomial cells
+    plan: object     # what its validation pass found (``producers.grouped.SumsPlan``)
+
+    def is_binary(self) -> bool:
+        """Is every score 0 or 1? (From the producer's validation pass.)"""
+        return bool(self.plan.binary)
+
+    def sibling(self, formula) -> "GroupedFrame":
+        """The frame of another formula on the same data, summed by the same producer."""
+        return self.source.frame(formula).with_memory_limit(self.max_memory)
+
+    def _binomial_cells(self):
+        return self.source.binomial_cells(self)
 
 
-def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing: bool = False) -> ModelFrame:
+def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missing: bool = False) -> RowFrame:
     """Evaluate a formula on validated data."""
     spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
     if isinstance(data, pd.DataFrame):
@@ -279,27 +232,29 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     y = check_score(frame, spec.response)
     trials = None
     if spec.trials is not None:
-        from .binomial import binomial_trials
-
         trials = binomial_trials(frame, spec, y)
     elif len(y) and y.min() == y.max():
         raise BayesreproError(
             f"score column '{spec.response}' is constant ({y[0]:g} in every row); there is no variance to analyse"
         )
     fixed = fixed_design(spec, frame)
-    design, X, kept, names, term_columns = fixed.design, fixed.X, fixed.kept, fixed.names, fixed.term_columns
     notes += [fixed.note] if fixed.note else []
     groups = [_grouping_factor(frame, columns) for columns in spec.group_factors]
     cell_codes, cells = fixed_cells(frame, spec.fixed_variables)
-    X_cells = X[np.unique(cell_codes, return_index=True)[1]]
-    model = ModelFrame(spec, y, X, names, term_columns, groups, frame, design, kept, notes, cells, cell_codes, X_cells,
-                       trials=trials)
+    model = RowFrame(spec=spec, fixed_names=fixed.names, fixed_term_columns=fixed.term_columns, groups=groups,
+                     fixed_design=fixed.design, fixed_kept=fixed.kept, cells=cells, notes=notes, y=y, X=fixed.X,
+                     X_cells=fixed.X[np.unique(cell_codes, return_index=True)[1]], data=frame, cell_codes=cell_codes,
+                     sums=_row_sums(y, cell_codes, len(cells), groups), trials=trials)
     if trials is None:
         require_estimable(model)
     else:  # counts of several trials: a level per row is identified, the Gaussian checks do not apply
         require_levels(model)
-    model.notes.extend(confounded_pairs(groups, model.sums()))
+    model.notes.extend(confounded_pairs(groups, model.sums))
     return model
+
+
+def _row_sums(y: np.ndarray, cell_codes: np.ndarray, n_cells: int, groups: list[GroupingFactor]) -> GroupedSums:
+    return sums_from_rows(y, cell_codes, n_cells, [g.codes for g in groups], [g.n_levels for g in groups])
 
 
 @dataclass(frozen=True)

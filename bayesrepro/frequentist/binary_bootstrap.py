@@ -76,7 +76,7 @@ class BinaryBootstrapJob:
 
 def binary_bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit) -> BinaryBootstrapJob:
     """Simulation under H0's Laplace fit and refits of both models from the fits' estimates."""
-    frame0.require_rows("a parametric bootstrap of a binary GLMM")
+    frame0 = frame0.require_rows("a parametric bootstrap of a binary GLMM")
     sd = np.sqrt([fit0.variances[g.name] for g in frame0.groups])
     return BinaryBootstrapJob(
         link=fit0.link,

@@ -40,7 +40,7 @@ from .sparse_laplace import SparseLaplaceDeviance
 
 def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[str]) -> GlmmFit:
     """The Laplace ML fit of a binary model on the sparse core (rows in memory)."""
-    frame.require_rows("a binary model with random slopes or large crossed factors")
+    frame = frame.require_rows("a binary model with random slopes or large crossed factors")
     if nagq != 1:
         raise BayesreproError("binary models with random slopes are fitted by the Laplace approximation only; "
                               "leave --nagq at 1")

@@ -58,7 +58,7 @@ def start_of(design, y: np.ndarray) -> np.ndarray:
 def fit_general_frame(frame: ModelFrame, method: str):
     from .lmm import fit_of
 
-    frame.require_rows("a model with random slopes or two large crossed factors")
+    frame = frame.require_rows("a model with random slopes or two large crossed factors")
     design = random_design(frame.spec, frame.data)
     objective = SparseProfiledDeviance(design, frame.X, frame.y, reml=(method == "reml"))
     with numerical_work():

@@ -85,7 +85,7 @@ class MomentDesign:
 
 def moment_design(frame: ModelFrame) -> MomentDesign:
     """The moment equations of an intercept-only frame, from its grouped sums."""
-    sums = frame.sums()
+    sums = frame.sums
     n = float(sums.n_obs)
     k = len(sums.sizes)
     counts = [np.bincount(part.level, weights=part.n, minlength=size) for part, size in zip(sums.factors, sums.sizes)]

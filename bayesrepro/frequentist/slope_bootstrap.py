@@ -72,7 +72,7 @@ class RowBootstrapJob:
 def row_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: LmmFit, samples: int, seed=None,
                       workers: int = 1) -> SimulatedReference:
     """2(ℓ₁ − ℓ₀) of the ML fits and its parametric-bootstrap null distribution, simulated on the rows."""
-    frame0.require_rows("a parametric bootstrap of models with random slopes")
+    frame0 = frame0.require_rows("a parametric bootstrap of models with random slopes")
     null = row_model(frame0, fit0)
     job = RowBootstrapJob(frame0.X @ fit0.beta, (null.design.Z @ null.design.relative_factor(fit0.theta)).tocsr(),
                           float(np.sqrt(fit0.variances["Residual"])), (null, row_model(frame1, fit1)))

@@ -38,7 +38,7 @@ def slope_dense_size(frame: ModelFrame) -> int:
 
 def slope_variance_derivatives(frame: ModelFrame, theta: np.ndarray, sigma2: float) -> VarianceDerivatives:
     """``ddf.VarianceDerivatives`` of a REML fit (θ, σ²) of ``frame``, a model with random slopes."""
-    frame.require_rows("small-sample tests of a model with random slopes")
+    frame = frame.require_rows("small-sample tests of a model with random slopes")
     design = random_design(frame.spec, frame.data)
     q, p = design.q, frame.n_fixed
     if q + p > DENSE_LIMIT:

@@ -26,7 +26,7 @@ from .sparse_deviance import SparseProfiledDeviance
 def slope_variance_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
                              progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
     """REML term variances of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge."""
-    frame.require_rows("a parametric bootstrap of a model with random slopes")
+    frame = frame.require_rows("a parametric bootstrap of a model with random slopes")
     model = row_model(frame, fit)
     design = model.design
     mean = frame.X @ fit.beta

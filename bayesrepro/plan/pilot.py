@@ -164,7 +164,7 @@ class _GroupedPilot:
 
     def __init__(self, frame: ModelFrame, factor: str | None, levels: tuple[str, ...]):
         self.frame, self.factor = frame, factor
-        self.sums = frame.sums()
+        self.sums = frame.sums
         self.groups = {g.name: k for k, g in enumerate(frame.groups)}
         cells = frame.cells
         self.cell_level = cells[factor].astype(str).to_numpy() if factor else np.zeros(len(cells), dtype=object)

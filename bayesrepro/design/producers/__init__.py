@@ -1,8 +1,8 @@
 """Producers of model frames: one currency (grouped sums) from rows in memory, from files through DuckDB, or from Spark.
 
-``--engine auto`` keeps small inputs in memory, hands directories, globs and
-files that would take much memory in pandas to DuckDB (out of core, only
-grouped results reach Python) and a Spark DataFrame to Spark. DuckDB and Spark are imported only when used.
+``model_frame`` dispatches to them: ``--engine auto`` keeps small inputs in memory, hands directories, globs and
+files that would take much memory in pandas to DuckDB (out of core, only grouped results reach Python) and a Spark
+DataFrame to Spark. DuckDB and Spark are imported only when used.
 """
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from ...data import HARNESS_PREFIXES
+from ...data import HARNESS_PREFIXES, read_table
+from ...datasets import DATASETS, dataset_path
 from ...errors import BayesreproError
 from ...readers import file_mode
+from ...where import as_where
+from ..formula import FormulaSpec, parse_formula
+from ..frame import ModelFrame, build_model_frame
+from ..memory_estimate import parse_memory
+from . import duckdb_source, spark_source
+from .grouped import GroupedSource
 from .memory_estimate import expected_memory
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
@@ -23,11 +30,9 @@ LARGE_FRAME_BYTES = 512 * 2**20
 
 def choose_engine(data, engine: str) -> str:
     """The engine ``auto`` stands for, given the data; a named engine is checked against the data."""
-    from .spark_source import is_spark_dataframe
-
     if engine not in ENGINES:
         raise BayesreproError(f"--engine '{engine}' is unknown; choose one of: {', '.join(ENGINES)}")
-    if is_spark_dataframe(data):
+    if spark_source.is_spark_dataframe(data):
         if engine not in ("auto", "spark"):
             raise BayesreproError(f"a Spark DataFrame is summed by Spark; use --engine spark, not '{engine}'")
         return "spark"
@@ -51,3 +56,51 @@ def choose_engine(data, engine: str) -> str:
         if mode is not None and stat.S_ISREG(mode) and expected_memory(path) > LARGE_FRAME_BYTES:
             return "duckdb"
     return "memory"
+
+
+def model_frame(formula, data, where: str | None = None, drop_missing: bool = False, engine: str = "auto",
+                spark_master: str | None = None, categorical=(), progress: bool | None = None,
+                max_memory=None) -> ModelFrame:
+    """The frame of ``formula`` over ``data`` (a DataFrame, a file path, a glob, a bundled dataset name or a
+    Spark DataFrame), filtered by ``where``, built by the engine ``engine`` names.
+
+    ``categorical`` columns are read as text whatever they hold; ``progress`` shows the scans of
+    DuckDB or Spark on stderr (default: when stderr is a terminal); ``max_memory`` (bytes or a size such
+    as ``'4G'``; default half the machine's memory) bounds every dense block built for the frame.
+    """
+    if data is None:
+        raise BayesreproError("a model needs data: a DataFrame, a file path or a bundled dataset name")
+    spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
+    scores = [c for c in (spec.response, spec.trials) if isinstance(c, str) and c in set(categorical)]
+    if scores:
+        raise BayesreproError(f"--categorical names the score column '{scores[0]}', but a score is a number; "
+                              "leave it out of --categorical")
+    if spec.has_slopes and choose_engine(data, engine) != "memory":
+        raise BayesreproError("random slopes need the rows in memory; use --engine memory")
+    limit = None if max_memory is None else parse_memory(max_memory)
+    if choose_engine(data, engine) == "memory":
+        return build_model_frame(formula, read_table(data, where=where, categorical=categorical),
+                                 drop_missing=drop_missing).with_memory_limit(limit)
+    source = grouped_source(data, engine, where, drop_missing, spark_master, categorical, progress)
+    return source.frame(formula).with_memory_limit(limit)
+
+
+def grouped_source(data, engine: str, where: str | None = None, drop_missing: bool = False,
+                   spark_master: str | None = None, categorical=(), progress: bool | None = None) -> GroupedSource:
+    """The producer that sums ``data`` where it lives: DuckDB or Spark, as ``engine`` and the data say
+    (``model_frame``'s arguments)."""
+    chosen = choose_engine(data, engine)
+    if chosen == "memory":
+        raise BayesreproError("rows in memory have no grouped source; use --engine duckdb or spark")
+    condition = as_where(where)
+    if chosen == "duckdb":
+        return duckdb_source.duckdb_source(_data_path(data), condition, drop_missing, progress=progress,
+                                           text_columns=categorical)
+    return spark_source.spark_source(data, condition, drop_missing, spark_master, text_columns=categorical,
+                                     progress=progress)
+
+
+def _data_path(data) -> str:
+    if str(data) in DATASETS and not Path(str(data)).exists():
+        return str(dataset_path(str(data)))
+    return str(data)

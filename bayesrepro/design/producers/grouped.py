@@ -4,8 +4,8 @@ One validation pass counts rows, missing values and non-numeric or
 non-finite scores and decides which fixed variables are numbers; one
 ``GROUP BY GROUPING SETS`` pass then returns n, Σy and Σ(y − ȳ)² per fixed
 cell, per (level, cell) of each grouping factor and per pair of levels. The
-result is assembled into the same ``GroupedSums`` and ``ModelFrame`` that rows
-in memory give, with the same level order, so both engines see identical
+result is assembled into the same ``GroupedSums`` that rows in memory give, in a
+``GroupedFrame``, with the same level order, so both engines see identical
 statistics whatever produced them. DuckDB and Spark differ only in their
 ``Dialect`` and in how they run a query.
 
@@ -30,10 +30,11 @@ from ...errors import BayesreproError
 from ...readers import INTEGER, NUMBER
 from ...where import BOOL as BOOL_KIND, NUMBER as NUMBER_KIND, OTHER as OTHER_KIND, TEXT as TEXT_KIND
 from ...where import duckdb_exact_integer
+from ..binomial import BinomialCells
 from ..cells import COUNT
 from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
-from ..frame import GroupingFactor, ModelFrame, fixed_design
+from ..frame import GroupedFrame, GroupingFactor, fixed_design
 from ..sums import GroupedSums, LevelCellSums, PairCounts
 
 # Transforms whose result depends on the whole column (formulae's stateful
@@ -213,7 +214,7 @@ class GroupedSource:
                 f"COUNT(DISTINCT {c}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({c} AS DOUBLE)) AS numbers_{k}",
                 f"COUNT(DISTINCT TRY_CAST({c} AS BIGINT)) AS integers_{k}"]
 
-    def frame(self, formula: str | FormulaSpec) -> ModelFrame:
+    def frame(self, formula: str | FormulaSpec) -> GroupedFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
         self._check_formula(spec)
         if spec.trials is not None:
@@ -222,15 +223,11 @@ class GroupedSource:
                 "give one 0/1 score per row"
             )
         plan, notes = self._validate(spec)
-        frame = self._assemble(plan, self._grouped(plan), notes)
-        frame._computed["plan"] = plan
-        return frame
+        return self._assemble(plan, self._grouped(plan), notes)
 
-    def binomial_cells(self, frame: ModelFrame):
+    def binomial_cells(self, frame: GroupedFrame) -> BinomialCells:
         """Successes and trials of every cell (fixed cell × one level of each factor) of 0/1 scores."""
-        from ..binomial import BinomialCells
-
-        plan = frame._computed["plan"]
+        plan = frame.plan
         spec = plan.spec
         names = list(dict.fromkeys([*spec.fixed_variables, *plan.grouping]))
         columns = [f"{self.as_number(spec.response)} AS y"]
@@ -380,7 +377,7 @@ class GroupedSource:
 
     # --- assembling the frame --------------------------------------------------------------------
 
-    def _assemble(self, plan: "SumsPlan", by_set: dict[frozenset, pd.DataFrame], notes: list[str]) -> ModelFrame:
+    def _assemble(self, plan: "SumsPlan", by_set: dict[frozenset, pd.DataFrame], notes: list[str]) -> GroupedFrame:
         spec, numeric = plan.spec, plan.numeric
         fixed = [f"f{k}" for k in range(len(spec.fixed_variables))]
         key_of = {c: f"c{k}" for k, c in enumerate(plan.grouping)}
@@ -413,15 +410,12 @@ class GroupedSource:
                            tuple(factors), pairs)
         groups = [GroupingFactor(":".join(columns), columns, None, pd.Index(labels))
                   for columns, (_, labels, _) in zip(spec.group_factors, levels)]
-        return self._frame(spec, cells, sums, groups, notes)
-
-    def _frame(self, spec, cells, sums, groups, notes) -> ModelFrame:
         notes = notes + confounded_pairs(groups, sums)
         fixed = fixed_design(spec, cells.drop(columns=COUNT))
-        frame = ModelFrame(spec, None, None, fixed.names, fixed.term_columns, groups, None, fixed.design, fixed.kept,
-                           notes + ([fixed.note] if fixed.note else []), cells, None, fixed.X,
-                           n_rows=sums.n_obs, source=self)
-        frame._computed["sums"] = sums
+        frame = GroupedFrame(spec=spec, fixed_names=fixed.names, fixed_term_columns=fixed.term_columns, groups=groups,
+                             fixed_design=fixed.design, fixed_kept=fixed.kept, cells=cells, X_cells=fixed.X,
+                             notes=notes + ([fixed.note] if fixed.note else []), sums=sums, source=self,
+                             plan=plan)
         require_estimable(frame)
         return frame
 
