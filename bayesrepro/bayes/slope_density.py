@@ -153,7 +153,7 @@ def term_effects(x, offsets, effect_start, columns, levels, sd_nu, sd_scale, eta
     return b, value
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
 def row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b):
     """Row i's linear predictor x_i'β + Σ_terms z_i' b."""
     n_terms = len(columns)
@@ -169,7 +169,7 @@ def row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b):
     return fitted
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
 def add_row_gradient(i, g, X, p, Z, n_columns, codes, columns, effect_start, gradient, db):
     """Adds g (the derivative in row i's linear predictor) times its derivatives in β (``gradient``) and b (``db``)."""
     n_terms = len(columns)
