@@ -210,28 +210,32 @@ def add_effects_gradient(x, b, db, offsets, effect_start, columns, levels, eta, 
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def priors_and_effects(x, floats, ints, first):
+    """The log density of the priors of the fixed coefficients and of the terms (their elements of x from
+    ``first``), a new gradient holding its gradient, the effects b, and the terms' offsets in x and in b."""
+    columns = int_array(ints, I_COLUMNS)
+    levels = int_array(ints, I_LEVELS)
+    gradient = np.zeros(len(x))
+    value = fixed_prior(x, int_array(ints, I_SIZES)[1], float_array(floats, ints, F_FIXED_MU),
+                        float_array(floats, ints, F_FIXED_SIGMA), float_array(floats, ints, F_FIXED_NU), gradient)
+    offsets, effect_start = term_offsets(first, columns, levels)
+    b, terms_value = term_effects(x, offsets, effect_start, columns, levels, float_array(floats, ints, F_SD_NU),
+                                  float_array(floats, ints, F_SD_SCALE), float_array(floats, ints, F_ETA), gradient)
+    return value + terms_value, gradient, b, offsets, effect_start
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def slope_logp(x, floats, ints):
     sizes = int_array(ints, I_SIZES)
     n, p, n_columns = sizes[0], sizes[1], sizes[3]
-    y = float_array(floats, ints, F_Y)
-    X = float_array(floats, ints, F_X)
-    Z = float_array(floats, ints, F_Z)
+    y, X, Z = float_array(floats, ints, F_Y), float_array(floats, ints, F_X), float_array(floats, ints, F_Z)
+    columns, codes = int_array(ints, I_COLUMNS), int_array(ints, I_CODES)
     residual = float_array(floats, ints, F_RESIDUAL)
-    eta = float_array(floats, ints, F_ETA)
-    columns = int_array(ints, I_COLUMNS)
-    levels = int_array(ints, I_LEVELS)
-    codes = int_array(ints, I_CODES)
-    gradient = np.zeros(len(x))
-    value = fixed_prior(x, p, float_array(floats, ints, F_FIXED_MU), float_array(floats, ints, F_FIXED_SIGMA),
-                        float_array(floats, ints, F_FIXED_NU), gradient)
+    value, gradient, b, offsets, effect_start = priors_and_effects(x, floats, ints, p + 1)
     log_sigma = x[p]
     prior, d_prior = half_t_log_density(log_sigma, residual[0], residual[1])
     value += prior
     gradient[p] += d_prior
-    offsets, effect_start = term_offsets(p + 1, columns, levels)
-    b, terms_value = term_effects(x, offsets, effect_start, columns, levels, float_array(floats, ints, F_SD_NU),
-                                  float_array(floats, ints, F_SD_SCALE), eta, gradient)
-    value += terms_value
     # the likelihood, row by row; db collects its gradient in b
     inv_var = math.exp(-2.0 * log_sigma)
     db = np.zeros(len(b))
@@ -242,7 +246,8 @@ def slope_logp(x, floats, ints):
         add_row_gradient(i, r * inv_var, X, p, Z, n_columns, codes, columns, effect_start, gradient, db)
     value += -n * log_sigma - 0.5 * squares * inv_var
     gradient[p] += -n + squares * inv_var
-    add_effects_gradient(x, b, db, offsets, effect_start, columns, levels, eta, gradient)
+    add_effects_gradient(x, b, db, offsets, effect_start, columns, int_array(ints, I_LEVELS),
+                         float_array(floats, ints, F_ETA), gradient)
     return value, gradient
 
 
@@ -252,21 +257,10 @@ def binary_slope_logp(x, floats, ints):
     0 logit, 1 probit), η_i = x_i'β + Σ_terms z_i' b; no residual SD (x holds β, then the terms)."""
     sizes = int_array(ints, I_SIZES)
     n, p, n_columns, link = sizes[0], sizes[1], sizes[3], sizes[5]
-    y = float_array(floats, ints, F_Y)
+    y, X, Z = float_array(floats, ints, F_Y), float_array(floats, ints, F_X), float_array(floats, ints, F_Z)
+    columns, codes = int_array(ints, I_COLUMNS), int_array(ints, I_CODES)
     trials = float_array(floats, ints, F_TRIALS)
-    X = float_array(floats, ints, F_X)
-    Z = float_array(floats, ints, F_Z)
-    eta = float_array(floats, ints, F_ETA)
-    columns = int_array(ints, I_COLUMNS)
-    levels = int_array(ints, I_LEVELS)
-    codes = int_array(ints, I_CODES)
-    gradient = np.zeros(len(x))
-    value = fixed_prior(x, p, float_array(floats, ints, F_FIXED_MU), float_array(floats, ints, F_FIXED_SIGMA),
-                        float_array(floats, ints, F_FIXED_NU), gradient)
-    offsets, effect_start = term_offsets(p, columns, levels)
-    b, terms_value = term_effects(x, offsets, effect_start, columns, levels, float_array(floats, ints, F_SD_NU),
-                                  float_array(floats, ints, F_SD_SCALE), eta, gradient)
-    value += terms_value
+    value, gradient, b, offsets, effect_start = priors_and_effects(x, floats, ints, p)
     db = np.zeros(len(b))
     for i in range(n):
         t = row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b)
@@ -280,7 +274,8 @@ def binary_slope_logp(x, floats, ints):
             value += hits * log_mu + misses * log_not_mu
             g = hits * ratio - misses * not_ratio
         add_row_gradient(i, g, X, p, Z, n_columns, codes, columns, effect_start, gradient, db)
-    add_effects_gradient(x, b, db, offsets, effect_start, columns, levels, eta, gradient)
+    add_effects_gradient(x, b, db, offsets, effect_start, columns, int_array(ints, I_LEVELS),
+                         float_array(floats, ints, F_ETA), gradient)
     return value, gradient
 
 
