@@ -28,9 +28,9 @@ BRMS = HERE / "reference" / "brms_binary_slopes.json"
 # Monte Carlo error (about 0.05 SD at a bulk ESS of 400); on crossed_maximal the largest distance was 0.3 SD.
 MEDIAN_IN_SDS = 0.5
 # brms and our sampler target the same posterior: each 5 %, 50 % and 95 % quantile agrees within 6 % of brms's
-# 90 % width. At the smallest bulk ESS (about 2,100 for brms's intercept, 2,500 of ours at 4 × 4,000 draws) the
-# Monte Carlo SE of the difference of two 5 % quantiles is about 1.9 % of the width (of two medians 1.1 %):
-# 6 % is three SEs (five for the medians); with 4 × 2,500 draws the largest difference was 2.3 %.
+# 90 % width. At the smallest bulk ESS (the intercept's: about 1,250 of ours at 4 × 4,000 draws, 2,100 of brms's)
+# the Monte Carlo SE of the difference of two 5 % quantiles is about 2.3 % of the width, of the SDs' (ESS above
+# 2,300 on both sides) 1.9 %, of two medians about 1.3 %: 6 % is 2.6 to 4.6 SEs; the largest difference was 2.9 %.
 BRMS_WIDTH_SHARE = 0.06
 DATASETS = {"binary_crossed": "binary_crossed.csv.gz", "binary_counts": "binary_counts.csv.gz"}
 
