@@ -15,8 +15,8 @@ row. Normalising constants of the priors are left out (NUTS needs none).
 The binomial model (``binary_slope_logp``, Bernoulli rows having one trial) has no σ (no item 2) and the same
 terms: y_i successes of n_i trials, y_i ~ Binomial(n_i, μ(x_i'β + Σ_terms z_i' b)), μ the inverse logit or Φ.
 
-Recorded per draw (``expand``): the coefficients of the uncentred design, σ (Gaussian model), and per term the SDs τ and the
-correlations of R = L L' (pairs (j, i), i > j, column by column, as lme4's VarCorr orders them).
+Recorded per draw (``expand``): the coefficients of the uncentred design, σ (Gaussian model), and per term the
+SDs τ and the correlations of R = L L' (pairs (j, i), i > j, column by column, as lme4's VarCorr orders them).
 """
 
 from __future__ import annotations
@@ -92,19 +92,34 @@ def correlation_factor(w, nc, eta):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def fixed_prior(x, p, fixed_mu, fixed_sigma, fixed_nu, gradient):
-    """Log density of the fixed coefficients' Student-t (or Normal, or flat) priors; adds its gradient."""
+def term_prior(x, o, nc, eta, sd_nu, sd_scale, gradient):
+    """The correlations' Cholesky factor L of the term whose log SDs start at x[o], dL/dw, and the log density of
+    its log SDs and correlation values w (priors and Jacobians); adds its gradient into ``gradient``."""
+    m = nc * (nc - 1) // 2
+    L, dL, value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta)
+    gradient[o + nc:o + nc + m] += corr_gradient
+    for c in range(nc):
+        prior, d_prior = half_t_log_density(x[o + c], sd_nu[c], sd_scale[c])
+        value += prior
+        gradient[o + c] += d_prior
+    return L, dL, value
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def fixed_prior(x, mu, sigma, nu, gradient):
+    """Log density (up to a constant) of the coefficients x[:p] under their Student-t (Normal where ν is infinite,
+    flat where the SD is) priors; adds its gradient into ``gradient``."""
     value = 0.0
-    for j in range(p):
-        if math.isinf(fixed_sigma[j]):
+    for j in range(len(mu)):
+        if math.isinf(sigma[j]):
             continue
-        d = (x[j] - fixed_mu[j]) / fixed_sigma[j]
-        if math.isinf(fixed_nu[j]):
+        d = (x[j] - mu[j]) / sigma[j]
+        if math.isinf(nu[j]):
             value -= 0.5 * d * d
-            gradient[j] -= d / fixed_sigma[j]
+            gradient[j] -= d / sigma[j]
         else:
-            value -= 0.5 * (fixed_nu[j] + 1.0) * math.log1p(d * d / fixed_nu[j])
-            gradient[j] -= (fixed_nu[j] + 1.0) * d / (fixed_nu[j] + d * d) / fixed_sigma[j]
+            value -= 0.5 * (nu[j] + 1.0) * math.log1p(d * d / nu[j])
+            gradient[j] -= (nu[j] + 1.0) * d / (nu[j] + d * d) / sigma[j]
     return value
 
 
@@ -132,13 +147,8 @@ def term_effects(x, offsets, effect_start, columns, levels, sd_nu, sd_scale, eta
     for t in range(len(columns)):
         nc, o = columns[t], offsets[t]
         m = nc * (nc - 1) // 2
-        L, _, corr_value, corr_gradient = correlation_factor(x[o + nc:o + nc + m], nc, eta[t])
-        value += corr_value
-        gradient[o + nc:o + nc + m] += corr_gradient
-        for c in range(nc):
-            prior, d_prior = half_t_log_density(x[o + c], sd_nu[column + c], sd_scale[column + c])
-            value += prior
-            gradient[o + c] += d_prior
+        L, _, prior = term_prior(x, o, nc, eta[t], sd_nu[column:column + nc], sd_scale[column:column + nc], gradient)
+        value += prior
         u0 = o + nc + m
         for level in range(levels[t]):
             for a in range(nc):
@@ -216,8 +226,8 @@ def priors_and_effects(x, floats, ints, first):
     columns = int_array(ints, I_COLUMNS)
     levels = int_array(ints, I_LEVELS)
     gradient = np.zeros(len(x))
-    value = fixed_prior(x, int_array(ints, I_SIZES)[1], float_array(floats, ints, F_FIXED_MU),
-                        float_array(floats, ints, F_FIXED_SIGMA), float_array(floats, ints, F_FIXED_NU), gradient)
+    value = fixed_prior(x, float_array(floats, ints, F_FIXED_MU), float_array(floats, ints, F_FIXED_SIGMA),
+                        float_array(floats, ints, F_FIXED_NU), gradient)
     offsets, effect_start = term_offsets(first, columns, levels)
     b, terms_value = term_effects(x, offsets, effect_start, columns, levels, float_array(floats, ints, F_SD_NU),
                                   float_array(floats, ints, F_SD_SCALE), float_array(floats, ints, F_ETA), gradient)
