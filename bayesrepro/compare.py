@@ -212,8 +212,9 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     resolved = resolve_family(frame, family, link)
     if resolved.binary and frame.spec.has_slopes:
         term = next(term.text for term in frame.spec.random_terms if not term.intercept_only)
-        raise BayesreproError(f"random slope '{term}': compare of 0/1 scores supports random intercepts only (the "
-                              "posterior of a binary model has no slopes); compare it with random intercepts, or fit "
+        raise BayesreproError(f"random slope '{term}': compare of 0/1 scores supports random intercepts only (its "
+                              "ML side's bootstrap simulates random intercepts); fit the slope model with vca and phi, "
+                              "compare it with random intercepts, or fit "
                               "it as a linear probability model with --family gaussian")
     factor, by = _factor_and_by(frame, factor, by)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object) if reliability else None

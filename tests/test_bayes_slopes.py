@@ -288,16 +288,6 @@ def test_slope_models_refuse_options_they_do_not_take(extra, message):
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_binary_slope_models_are_refused_in_one_line(tmp_path):
-    data = read_table(SLEEP)
-    data["fast"] = (data["Reaction"] < 300).astype(int)
-    path = tmp_path / "binary.csv"
-    data.to_csv(path, index=False)
-    result = _run("phi", str(path), "--formula", "fast ~ Days + (Days|Subject)")
-    assert result.returncode == 2
-    assert "fitted for Gaussian scores only" in result.stderr and len(result.stderr.strip().splitlines()) == 1
-
-
 @pytest.mark.slow
 def test_simulated_designs_recover_their_sds_and_correlation():
     """Six datasets of 60 subjects × 10 days: each 90 % interval holds the truth in at least four of the six

@@ -32,7 +32,7 @@ class Posterior(Result):
         Every posterior variable, for ArviZ.
     random_effects : pandas.DataFrame
         Models with random slopes (or ``prior="brms"``): one row per random-effect SD and correlation and a last
-        ``Residual`` row for σ (``group``, ``var1``, ``var2``), with posterior ``median``, interval ``low`` and
+        ``Residual`` row for σ of Gaussian models (``group``, ``var1``, ``var2``), with posterior ``median``, interval ``low`` and
         ``high``, ``r_hat``, ``ess_bulk`` and ``ess_tail``.
     """
 

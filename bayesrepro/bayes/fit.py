@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -11,6 +12,7 @@ import pandas as pd
 from ..choices import BACKENDS, BRMS_PRIOR, TERM_PRIOR_FAMILIES
 from ..errors import BayesreproError
 from ..design import Family, ModelFrame, model_frame, resolve_family
+from ..design.binomial import binomial_cells
 from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
 from ..progress import announce_path
 from ..links import get_link
@@ -254,9 +256,7 @@ def fit_bayes(
         from .binary_phi import add_observed_phi
 
         add_observed_phi(draws, frame.binomial(), resolved.link, object)
-        residual = "the logistic variance pi^2/3" if resolved.link == "logit" else "1, the standard normal's variance"
-        notes.append(f"{family.capitalize()} model: variance components and phi on the latent ({resolved.link}) "
-                     f"scale, where the residual is {residual}")
+        notes.append(_latent_note(resolved))
     sd_vars = [v for v in draws.names if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
     diagnostics = diagnose(draws, sd_vars + ["phi"])
     fit = BayesFit(draws, diagnostics, frame, spec, prior_table, family, backend, object,
@@ -270,9 +270,6 @@ def _fit_correlated(frame, family: Family, object, prior, overrides, backend, se
     from .term_model import diagnosed_variables, fit_terms
 
     what = "random slopes" if frame.spec.has_slopes else "--prior brms"
-    if family.binary:
-        raise BayesreproError(f"--formula {frame.formula!r}: {what} on the Bayesian side are fitted for Gaussian "
-                              "scores only; use random intercepts for binary scores, or --family gaussian")
     if backend == "bambi" or settings.sampler == "pymc":
         raise BayesreproError(f"{'--backend bambi' if backend == 'bambi' else '--sampler pymc'} cannot fit {what}: "
                               "they are sampled by nutpie on the compiled model; drop the option")
@@ -281,15 +278,29 @@ def _fit_correlated(frame, family: Family, object, prior, overrides, backend, se
     if prior is not None and not isinstance(prior, str):
         raise BayesreproError(f"--prior for {what} is a name ({', '.join(TERM_PRIOR_FAMILIES)}), not a PriorSpec")
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
-    draws, prior_table, terms = fit_terms(frame, prior or DEFAULT_PRIOR, choice.name, settings)
-    diagnostics = diagnose(draws, diagnosed_variables(terms) + ["phi"])
+    # the fixed cells of a binomial model, which also check its scores, weigh φ on the observation scale
+    cells = binomial_cells(dataclasses.replace(frame, groups=[])) if family.binary else None
+    draws, prior_table, terms = fit_terms(frame, prior or DEFAULT_PRIOR, choice.name, settings,
+                                          family.link if family.binary else None)
+    diagnostics = diagnose(draws, diagnosed_variables(terms, family.binary) + ["phi"])
     notes = list(frame.notes) + [note for note in (family.note, choice.note) if note]
+    if family.binary:
+        from .binary_phi import add_observed_phi
+
+        add_observed_phi(draws, cells, family.link, choice.name)
+        notes.append(_latent_note(family))
     if frame.spec.has_slopes:
         notes.append(TERM_VARIANCE_NOTE)
     fit = BayesFit(draws, diagnostics, frame, None, prior_table, family.name, "fast", choice.name,
                    time.perf_counter() - start, notes, tuple(terms))
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
+
+
+def _latent_note(family: Family) -> str:
+    residual = "the logistic variance pi^2/3" if family.link == "logit" else "1, the standard normal's variance"
+    return (f"{family.name.capitalize()} model: variance components and phi on the latent ({family.link}) scale, "
+            f"where the residual is {residual}")
 
 
 def _crossed_gibbs_reason(frame: ModelFrame, family: str) -> str | None:

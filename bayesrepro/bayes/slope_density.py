@@ -1,4 +1,4 @@
-"""The Gaussian model with correlated random effects as a compiled log density (non-centred).
+"""The Gaussian and the binomial model with correlated random effects as compiled log densities (non-centred).
 
 Sampled, as one unconstrained vector x:
   1. the fixed coefficients β of the centred design: Student-t priors (Normal where ν is infinite), or flat
@@ -12,9 +12,11 @@ Sampled, as one unconstrained vector x:
      - u_l ~ N(0, I) for every level l, the effects being b_l = diag(τ) L u_l.
 Likelihood: y_i ~ N(x_i'β + Σ_terms z_i' b_(term, level of row i), σ²), row by row, z_i the term's model-matrix
 row. Normalising constants of the priors are left out (NUTS needs none).
+The binomial model (``binary_slope_logp``, Bernoulli rows having one trial) has no σ (no item 2) and the same
+terms: y_i successes of n_i trials, y_i ~ Binomial(n_i, μ(x_i'β + Σ_terms z_i' b)), μ the inverse logit or Φ.
 
-Recorded per draw (``expand``): the coefficients of the uncentred design, σ, and per term the SDs τ and the
-correlations of R = L L' (pairs (j, i), i > j, column by column, as lme4's VarCorr orders them).
+Recorded per draw (``expand``): the coefficients of the uncentred design, σ (Gaussian model), and per term the
+SDs τ and the correlations of R = L L' (pairs (j, i), i > j, column by column, as lme4's VarCorr orders them).
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ import math
 import numba
 import numpy as np
 
-from .binary_density import float_array, int_array
+from .binary_density import LOGIT, float_array, int_array, probit_terms, softplus_and_sigmoid
 
-F_Y, F_X, F_FIXED_MU, F_FIXED_SIGMA, F_FIXED_NU, F_Z, F_SD_NU, F_SD_SCALE, F_RESIDUAL, F_ETA, F_X_MEANS = range(11)
+(F_Y, F_X, F_FIXED_MU, F_FIXED_SIGMA, F_FIXED_NU, F_Z, F_SD_NU, F_SD_SCALE, F_RESIDUAL, F_ETA, F_X_MEANS,
+ F_TRIALS) = range(12)
 I_SIZES, I_COLUMNS, I_LEVELS, I_CODES = range(4)
-# I_SIZES holds: rows, fixed coefficients, terms, model-matrix columns of all terms, the intercept's column (−1: none)
+# I_SIZES holds: rows, fixed coefficients, terms, model-matrix columns of all terms, the intercept's column (−1: none),
+# and for the binomial model the link (binary_density.LINK_CODES); F_TRIALS only for the binomial model
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -120,39 +124,27 @@ def fixed_prior(x, mu, sigma, nu, gradient):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def slope_logp(x, floats, ints):
-    sizes = int_array(ints, I_SIZES)
-    n, p, n_terms, n_columns = sizes[0], sizes[1], sizes[2], sizes[3]
-    y = float_array(floats, ints, F_Y)
-    X = float_array(floats, ints, F_X)
-    fixed_mu = float_array(floats, ints, F_FIXED_MU)
-    fixed_sigma = float_array(floats, ints, F_FIXED_SIGMA)
-    fixed_nu = float_array(floats, ints, F_FIXED_NU)
-    Z = float_array(floats, ints, F_Z)
-    sd_nu = float_array(floats, ints, F_SD_NU)
-    sd_scale = float_array(floats, ints, F_SD_SCALE)
-    residual = float_array(floats, ints, F_RESIDUAL)
-    eta = float_array(floats, ints, F_ETA)
-    columns = int_array(ints, I_COLUMNS)
-    levels = int_array(ints, I_LEVELS)
-    codes = int_array(ints, I_CODES)
-    gradient = np.zeros(len(x))
-    value = fixed_prior(x, fixed_mu, fixed_sigma, fixed_nu, gradient)
-    log_sigma = x[p]
-    prior, d_prior = half_t_log_density(log_sigma, residual[0], residual[1])
-    value += prior
-    gradient[p] += d_prior
-    # the effects b of every term and level, from τ, L and u
-    offsets = np.zeros(n_terms + 1, dtype=np.int64)     # first element of x of every term
+def term_offsets(first, columns, levels):
+    """The first element of x of every term (from ``first``) and the first of its effects in b; one more each."""
+    n_terms = len(columns)
+    offsets = np.zeros(n_terms + 1, dtype=np.int64)
     effect_start = np.zeros(n_terms + 1, dtype=np.int64)
-    offsets[0] = p + 1
+    offsets[0] = first
     for t in range(n_terms):
         nc = columns[t]
         offsets[t + 1] = offsets[t] + nc + nc * (nc - 1) // 2 + levels[t] * nc
         effect_start[t + 1] = effect_start[t] + levels[t] * nc
-    b = np.zeros(effect_start[n_terms])
+    return offsets, effect_start
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def term_effects(x, offsets, effect_start, columns, levels, sd_nu, sd_scale, eta, gradient):
+    """The effects b of every term and level, b_l = diag(τ) L u_l, and the log density of the terms' priors
+    (SDs, LKJ, u ~ N(0, I)); adds its gradient."""
+    value = 0.0
+    b = np.zeros(effect_start[len(columns)])
     column = 0
-    for t in range(n_terms):
+    for t in range(len(columns)):
         nc, o = columns[t], offsets[t]
         m = nc * (nc - 1) // 2
         L, _, prior = term_prior(x, o, nc, eta[t], sd_nu[column:column + nc], sd_scale[column:column + nc], gradient)
@@ -168,35 +160,43 @@ def slope_logp(x, floats, ints):
                 value -= 0.5 * x[u0 + level * nc + c] ** 2
                 gradient[u0 + level * nc + c] -= x[u0 + level * nc + c]
         column += nc
-    # the likelihood, row by row; db collects its gradient in b
-    inv_var = math.exp(-2.0 * log_sigma)
-    db = np.zeros(len(b))
-    squares = 0.0
-    for i in range(n):
-        fitted = 0.0
-        for j in range(p):
-            fitted += X[i * p + j] * x[j]
-        column = 0
-        for t in range(n_terms):
-            start = effect_start[t] + codes[i * n_terms + t] * columns[t]
-            for c in range(columns[t]):
-                fitted += Z[i * n_columns + column + c] * b[start + c]
-            column += columns[t]
-        r = y[i] - fitted
-        squares += r * r
-        g = r * inv_var
-        for j in range(p):
-            gradient[j] += X[i * p + j] * g
-        column = 0
-        for t in range(n_terms):
-            start = effect_start[t] + codes[i * n_terms + t] * columns[t]
-            for c in range(columns[t]):
-                db[start + c] += Z[i * n_columns + column + c] * g
-            column += columns[t]
-    value += -n * log_sigma - 0.5 * squares * inv_var
-    gradient[p] += -n + squares * inv_var
-    # back from b to log τ, w and u
+    return b, value
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b):
+    """Row i's linear predictor x_i'β + Σ_terms z_i' b."""
+    n_terms = len(columns)
+    fitted = 0.0
+    for j in range(p):
+        fitted += X[i * p + j] * x[j]
+    column = 0
     for t in range(n_terms):
+        start = effect_start[t] + codes[i * n_terms + t] * columns[t]
+        for c in range(columns[t]):
+            fitted += Z[i * n_columns + column + c] * b[start + c]
+        column += columns[t]
+    return fitted
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def add_row_gradient(i, g, X, p, Z, n_columns, codes, columns, effect_start, gradient, db):
+    """Adds g (the derivative in row i's linear predictor) times its derivatives in β (``gradient``) and b (``db``)."""
+    n_terms = len(columns)
+    for j in range(p):
+        gradient[j] += X[i * p + j] * g
+    column = 0
+    for t in range(n_terms):
+        start = effect_start[t] + codes[i * n_terms + t] * columns[t]
+        for c in range(columns[t]):
+            db[start + c] += Z[i * n_columns + column + c] * g
+        column += columns[t]
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def add_effects_gradient(x, b, db, offsets, effect_start, columns, levels, eta, gradient):
+    """The chain rule from the gradient in b (``db``) back to log τ, w and u of every term."""
+    for t in range(len(columns)):
         nc, o = columns[t], offsets[t]
         m = nc * (nc - 1) // 2
         L, dL, _, _ = correlation_factor(x[o + nc:o + nc + m], nc, eta[t])
@@ -217,28 +217,82 @@ def slope_logp(x, floats, ints):
                 for c in range(a + 1):
                     total += G[a, c] * dL[r, a, c]
             gradient[o + nc + r] += total
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def priors_and_effects(x, floats, ints, first):
+    """The log density of the priors of the fixed coefficients and of the terms (their elements of x from
+    ``first``), a new gradient holding its gradient, the effects b, and the terms' offsets in x and in b."""
+    columns = int_array(ints, I_COLUMNS)
+    levels = int_array(ints, I_LEVELS)
+    gradient = np.zeros(len(x))
+    value = fixed_prior(x, float_array(floats, ints, F_FIXED_MU), float_array(floats, ints, F_FIXED_SIGMA),
+                        float_array(floats, ints, F_FIXED_NU), gradient)
+    offsets, effect_start = term_offsets(first, columns, levels)
+    b, terms_value = term_effects(x, offsets, effect_start, columns, levels, float_array(floats, ints, F_SD_NU),
+                                  float_array(floats, ints, F_SD_SCALE), float_array(floats, ints, F_ETA), gradient)
+    return value + terms_value, gradient, b, offsets, effect_start
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def slope_logp(x, floats, ints):
+    sizes = int_array(ints, I_SIZES)
+    n, p, n_columns = sizes[0], sizes[1], sizes[3]
+    y, X, Z = float_array(floats, ints, F_Y), float_array(floats, ints, F_X), float_array(floats, ints, F_Z)
+    columns, codes = int_array(ints, I_COLUMNS), int_array(ints, I_CODES)
+    residual = float_array(floats, ints, F_RESIDUAL)
+    value, gradient, b, offsets, effect_start = priors_and_effects(x, floats, ints, p + 1)
+    log_sigma = x[p]
+    prior, d_prior = half_t_log_density(log_sigma, residual[0], residual[1])
+    value += prior
+    gradient[p] += d_prior
+    # the likelihood, row by row; db collects its gradient in b
+    inv_var = math.exp(-2.0 * log_sigma)
+    db = np.zeros(len(b))
+    squares = 0.0
+    for i in range(n):
+        r = y[i] - row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b)
+        squares += r * r
+        add_row_gradient(i, r * inv_var, X, p, Z, n_columns, codes, columns, effect_start, gradient, db)
+    value += -n * log_sigma - 0.5 * squares * inv_var
+    gradient[p] += -n + squares * inv_var
+    add_effects_gradient(x, b, db, offsets, effect_start, columns, int_array(ints, I_LEVELS),
+                         float_array(floats, ints, F_ETA), gradient)
     return value, gradient
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def slope_expand(x, floats, ints, out):
-    """Records: the uncentred coefficients, σ, then per term its SDs and its correlations."""
+def binary_slope_logp(x, floats, ints):
+    """The binomial model: y_i successes of n_i trials with probability μ(η_i), the link's inverse (I_SIZES[5]:
+    0 logit, 1 probit), η_i = x_i'β + Σ_terms z_i' b; no residual SD (x holds β, then the terms)."""
     sizes = int_array(ints, I_SIZES)
-    p, n_terms, intercept = sizes[1], sizes[2], sizes[4]
-    x_means = float_array(floats, ints, F_X_MEANS)
-    eta = float_array(floats, ints, F_ETA)
-    columns = int_array(ints, I_COLUMNS)
-    levels = int_array(ints, I_LEVELS)
-    shift = 0.0
-    for j in range(p):
-        out[j] = x[j]
-        shift += x_means[j] * x[j]
-    if intercept >= 0:
-        out[intercept] = x[intercept] - shift
-    out[p] = math.exp(x[p])
-    position = p + 1
-    o = p + 1
-    for t in range(n_terms):
+    n, p, n_columns, link = sizes[0], sizes[1], sizes[3], sizes[5]
+    y, X, Z = float_array(floats, ints, F_Y), float_array(floats, ints, F_X), float_array(floats, ints, F_Z)
+    columns, codes = int_array(ints, I_COLUMNS), int_array(ints, I_CODES)
+    trials = float_array(floats, ints, F_TRIALS)
+    value, gradient, b, offsets, effect_start = priors_and_effects(x, floats, ints, p)
+    db = np.zeros(len(b))
+    for i in range(n):
+        t = row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b)
+        hits, misses = y[i], trials[i] - y[i]
+        if link == LOGIT:
+            softplus, mu = softplus_and_sigmoid(t)
+            value += hits * t - trials[i] * softplus
+            g = hits - trials[i] * mu
+        else:
+            log_mu, log_not_mu, ratio, not_ratio = probit_terms(t)
+            value += hits * log_mu + misses * log_not_mu
+            g = hits * ratio - misses * not_ratio
+        add_row_gradient(i, g, X, p, Z, n_columns, codes, columns, effect_start, gradient, db)
+    add_effects_gradient(x, b, db, offsets, effect_start, columns, int_array(ints, I_LEVELS),
+                         float_array(floats, ints, F_ETA), gradient)
+    return value, gradient
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def expand_terms(x, o, position, columns, levels, eta, out):
+    """Writes every term's SDs and correlations into ``out`` from ``position``; the term's elements of x from ``o``."""
+    for t in range(len(columns)):
         nc = columns[t]
         m = nc * (nc - 1) // 2
         for c in range(nc):
@@ -254,3 +308,35 @@ def slope_expand(x, floats, ints, out):
                     out[position] = total
                     position += 1
         o += nc + m + levels[t] * nc
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def expand_fixed(x, p, intercept, x_means, out):
+    """The coefficients of the uncentred design into out[:p]."""
+    shift = 0.0
+    for j in range(p):
+        out[j] = x[j]
+        shift += x_means[j] * x[j]
+    if intercept >= 0:
+        out[intercept] = x[intercept] - shift
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def slope_expand(x, floats, ints, out):
+    """Records: the uncentred coefficients, σ, then per term its SDs and its correlations."""
+    sizes = int_array(ints, I_SIZES)
+    p = sizes[1]
+    expand_fixed(x, p, sizes[4], float_array(floats, ints, F_X_MEANS), out)
+    out[p] = math.exp(x[p])
+    expand_terms(x, p + 1, p + 1, int_array(ints, I_COLUMNS), int_array(ints, I_LEVELS),
+                 float_array(floats, ints, F_ETA), out)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def binary_slope_expand(x, floats, ints, out):
+    """Records: the uncentred coefficients, then per term its SDs and its correlations."""
+    sizes = int_array(ints, I_SIZES)
+    p = sizes[1]
+    expand_fixed(x, p, sizes[4], float_array(floats, ints, F_X_MEANS), out)
+    expand_terms(x, p, p, int_array(ints, I_COLUMNS), int_array(ints, I_LEVELS), float_array(floats, ints, F_ETA),
+                 out)

@@ -1,9 +1,11 @@
-"""The Bayesian Gaussian model with correlated random effects: layout, compiled density, draws, reliability.
+"""The Bayesian Gaussian and binomial models with correlated random effects: layout, compiled density, draws,
+reliability.
 
 Every random-effect term ``(1 + x | g)`` has its own SDs and correlation matrix (``slope_density`` states the
-posterior; ``collapsed_slope_model`` samples it with the effects integrated out where that is faster). A term's
-variance component is, per draw, the variance its effects add to one observation averaged over the observed rows
-(Johnson 2014), the definition the REML engine reports (``covariance_structure``).
+posterior; ``collapsed_slope_model`` samples a Gaussian one with the effects integrated out where that is faster).
+A term's variance component is, per draw, the variance its effects add to one observation averaged over the
+observed rows (Johnson 2014), the definition the REML and Laplace engines report (``covariance_structure``); a
+binomial model's are on the latent scale of its link, whose residual is fixed (π²/3 for logit, 1 for probit).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import pandas as pd
 
 from ..design.random_design import random_design, term_rows
 from ..frequentist.covariance_structure import rows_variance
+from ..links import get_link
 from ..reliability import RESIDUAL
 from .collapsed_slope_model import faster_density
 from .compiled_sampler import CompiledDensity, Variable, pack, sample_compiled
 from .convergence import ess_bulk, ess_tail, r_hat
 from .posterior import add_reliability, interval
 from .sampling import check_posterior_size
-from .slope_density import slope_expand, slope_logp
+from .binary_density import LINK_CODES
+from .slope_density import binary_slope_expand, binary_slope_logp, slope_expand, slope_logp
 from .term_priors import TermPriors, column_sds, term_priors
 
 
@@ -61,20 +65,22 @@ def term_layouts(frame) -> list[TermLayout]:
             for block, (codes, levels, matrix, columns) in zip(design.blocks, term_rows(frame.spec, frame.data))]
 
 
-def term_density(frame, terms: list[TermLayout], priors: TermPriors) -> CompiledDensity:
-    """The compiled posterior of ``frame`` with ``terms`` under ``priors``."""
+def term_density(frame, terms: list[TermLayout], priors: TermPriors, link: str | None = None) -> CompiledDensity:
+    """The compiled posterior of ``frame`` with ``terms`` under ``priors``: Gaussian, or binomial with ``link``."""
     y, X = np.asarray(frame.y, dtype=float), np.asarray(frame.X, dtype=float) - priors.x_means
     p = X.shape[1]
     Z = np.hstack([term.matrix for term in terms])
-    floats, ints = pack(
-        [y, X, priors.fixed_mu, priors.fixed_sigma, priors.fixed_nu, Z, priors.sd_nu, priors.sd_scale,
-         np.array([priors.residual_nu, priors.residual_sigma]), priors.eta, priors.x_means],
-        [np.array([len(y), p, len(terms), Z.shape[1],
-                   -1 if priors.intercept_index is None else priors.intercept_index]),
-         np.array([term.nc for term in terms]), np.array([len(term.levels) for term in terms]),
-         np.column_stack([term.codes for term in terms])],
-    )
-    variables = [Variable("fixed", ("fixed_effect",)), Variable("sigma")]
+    binary = link is not None
+    floats = [y, X, priors.fixed_mu, priors.fixed_sigma, priors.fixed_nu, Z, priors.sd_nu, priors.sd_scale,
+              np.array([priors.residual_nu, priors.residual_sigma]), priors.eta, priors.x_means]
+    sizes = [len(y), p, len(terms), Z.shape[1], -1 if priors.intercept_index is None else priors.intercept_index]
+    if binary:
+        floats.append(np.ones(len(y)) if frame.trials is None else np.asarray(frame.trials, dtype=float))
+        sizes.append(LINK_CODES[link])
+    floats, ints = pack(floats, [np.array(sizes), np.array([term.nc for term in terms]),
+                                 np.array([len(term.levels) for term in terms]),
+                                 np.column_stack([term.codes for term in terms])])
+    variables = [Variable("fixed", ("fixed_effect",))] + ([] if binary else [Variable("sigma")])
     coords = {"fixed_effect": list(priors.fixed_names)}
     for term in terms:
         variables.append(Variable(sd_variable(term.group), (f"{term.group}__column",)))
@@ -82,24 +88,31 @@ def term_density(frame, terms: list[TermLayout], priors: TermPriors) -> Compiled
         if term.nc > 1:
             variables.append(Variable(corr_variable(term.group), (f"{term.group}__pair",)))
             coords[f"{term.group}__pair"] = [f"{term.columns[j]}:{term.columns[i]}" for j, i in term.pairs]
-    n_dim = p + 1 + sum(term.nc * (term.nc + 1) // 2 + len(term.levels) * term.nc for term in terms)
+    first = p + (0 if binary else 1)
+    n_dim = first + sum(term.nc * (term.nc + 1) // 2 + len(term.levels) * term.nc for term in terms)
     # nutpie's diagonal mass matrix: on sleepstudy and simulated designs of 60 subjects its bulk ESS of the
     # correlation per draw was 1.5-3.5 times that of the low-rank correction, at fewer seconds per gradient
-    return CompiledDensity(slope_logp, slope_expand, floats, ints, n_dim, tuple(variables), coords,
-                           _initial_point(X, y, terms, n_dim), low_rank_mass_matrix=False)
+    logp, expand = (binary_slope_logp, binary_slope_expand) if binary else (slope_logp, slope_expand)
+    return CompiledDensity(logp, expand, floats, ints, n_dim, tuple(variables), coords,
+                           _initial_point(X, y, terms, n_dim, binary),
+                           low_rank_mass_matrix=False)
 
 
-def fit_terms(frame, prior: str, object: str, settings):
-    """Posterior draws of the Gaussian model with the frame's random-effect terms; returns (``draws.Draws``, prior
-    table, term layouts). Records every SD, correlation, σ, the fixed coefficients, the components and φ."""
+def fit_terms(frame, prior: str, object: str, settings, link: str | None = None):
+    """Posterior draws of the Gaussian model (binomial with ``link``) with the frame's random-effect terms; returns
+    (``draws.Draws``, prior table, term layouts). Records every SD, correlation, σ (Gaussian), the fixed
+    coefficients, the components and φ."""
     terms = term_layouts(frame)
-    priors = term_priors(frame, terms, prior)
+    priors = term_priors(frame, terms, prior, binary=link is not None)
     # per draw: coefficients, σ, every SD and correlation, a variance and a share per component, φ
     check_posterior_size(settings, len(priors.fixed_names) + 1 + sum(t.nc * (t.nc + 1) // 2 for t in terms)
                          + 2 * (len(terms) + 1) + 1)
-    draws = sample_compiled(faster_density(term_density(frame, terms, priors), frame, terms, priors), settings)
+    density = term_density(frame, terms, priors, link)
+    if link is None:  # a binomial likelihood has no closed-form integral over the effects
+        density = faster_density(density, frame, terms, priors)
+    draws = sample_compiled(density, settings)
     variances = {term.group: rows_variance(term_covariances(draws, term), term.mean_outer) for term in terms}
-    variances[RESIDUAL] = draws["sigma"] ** 2
+    variances[RESIDUAL] = draws["sigma"] ** 2 if link is None else np.full(draws.shape, get_link(link).latent_residual)
     add_reliability(draws, variances, object, terms=frame.spec.random_terms)
     return draws, priors.table(), terms
 
@@ -115,14 +128,14 @@ def term_covariances(draws, term: TermLayout) -> np.ndarray:
     return correlation * sd[..., :, None] * sd[..., None, :]
 
 
-def diagnosed_variables(terms: list[TermLayout]) -> list[str]:
-    names = ["sigma"] + [sd_variable(term.group) for term in terms]
+def diagnosed_variables(terms: list[TermLayout], binary: bool = False) -> list[str]:
+    names = ([] if binary else ["sigma"]) + [sd_variable(term.group) for term in terms]
     return names + [corr_variable(term.group) for term in terms if term.nc > 1]
 
 
 def random_effect_rows(draws, terms: list[TermLayout], prob: float) -> list[dict]:
     """lme4's VarCorr rows (group, var1, var2) with posterior median and central ``prob`` interval of each SD
-    and correlation, and their R-hat and bulk and tail ESS; a last Residual row for σ."""
+    and correlation, and their R-hat and bulk and tail ESS; a last Residual row for σ (Gaussian models)."""
     rows = []
     for term in terms:
         sd = draws[sd_variable(term.group)]
@@ -131,7 +144,8 @@ def random_effect_rows(draws, terms: list[TermLayout], prob: float) -> list[dict
             corr = draws[corr_variable(term.group)]
             rows += [_row(term.group, term.columns[j], term.columns[i], corr[..., k], prob)
                      for k, (j, i) in enumerate(term.pairs)]
-    rows.append(_row(RESIDUAL, None, None, draws["sigma"], prob))
+    if "sigma" in draws:
+        rows.append(_row(RESIDUAL, None, None, draws["sigma"], prob))
     return rows
 
 
@@ -143,15 +157,18 @@ def _row(group, var1, var2, values: np.ndarray, prob: float) -> dict:
             **{k: float(v) for k, v in figures.items()}}
 
 
-def _initial_point(X: np.ndarray, y: np.ndarray, terms: list[TermLayout], n_dim: int) -> np.ndarray:
+def _initial_point(X: np.ndarray, y: np.ndarray, terms: list[TermLayout], n_dim: int, binary: bool) -> np.ndarray:
     """Chains start from least squares for the coefficients and σ, every random-effect SD at half of σ on an
-    observation's scale, the correlations and effects at zero."""
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-    log_sigma = np.log(max(float(np.std(y - X @ beta)), 1e-12 * max(float(np.std(y)), 1.0)))
+    observation's scale, the correlations and effects at zero; a binomial model's coefficients at 0 and its SDs at 1
+    on the latent scale of one observation."""
     start = np.zeros(n_dim)
-    start[:len(beta)], start[len(beta)] = beta, log_sigma
-    offset = len(beta) + 1
+    offset, log_sd = X.shape[1], 0.0
+    if not binary:
+        beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+        log_sigma = np.log(max(float(np.std(y - X @ beta)), 1e-12 * max(float(np.std(y)), 1.0)))
+        start[:offset], start[offset] = beta, log_sigma
+        offset, log_sd = offset + 1, log_sigma - np.log(2.0)
     for term in terms:
-        start[offset:offset + term.nc] = log_sigma - np.log(2.0 * column_sds(term.matrix))
+        start[offset:offset + term.nc] = log_sd - np.log(column_sds(term.matrix))
         offset += term.nc * (term.nc + 1) // 2 + len(term.levels) * term.nc
     return start

@@ -9,6 +9,13 @@ correlations.
 ``"brms"`` — brms's defaults (``get_prior``): flat on the coefficients but the intercept, Student-t(3, m, s) on
 the intercept of the centred design, half Student-t(3, 0, s) on every SD and on σ, LKJ(1), where
 m = round(median(y), 1) and s = max(2.5, round(mad(y), 1)), mad the median absolute deviation times 1.4826.
+
+Binomial (Bernoulli) models on the latent scale of their link, without a residual SD: ``"scaled"`` takes the
+fixed priors of the random-intercept model (Bambi's, ``binary_priors``) and a HalfNormal on every SD with its
+scale s_g (``binary_priors``' SD scale, √(2.5² + ...)) for an intercept column and s_g / sd(z) for a slope
+column z; ``"brms"`` brms's defaults for the bernoulli and binomial families: flat on the coefficients but the
+intercept, Student-t(3, 0, 2.5) on the intercept of the centred design and half Student-t(3, 0, 2.5) on every SD,
+LKJ(1).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from .priors import RESIDUAL, SCALED_SD_DIVISOR, STUDENT_NU, default_priors
 LKJ_ETA = 1.0
 BRMS_NU = 3.0
 BRMS_MIN_SCALE = 2.5
+BRMS_BINARY_SCALE = 2.5  # brms's location 0 and scale 2.5 of the intercept and the SDs for bernoulli and binomial
 MAD_CONSTANT = 1.4826   # R's mad(): the median absolute deviation scaled to the normal SD
 
 
@@ -42,7 +50,7 @@ class TermPriors:
     sd_labels: tuple[tuple[str, str], ...]   # (term, column) of every random-effect SD, formula order
     sd_nu: np.ndarray
     sd_scale: np.ndarray
-    residual_nu: float
+    residual_nu: float           # nan for a binomial model, which has no residual SD
     residual_sigma: float
     eta: np.ndarray              # LKJ η of every term
 
@@ -55,15 +63,19 @@ class TermPriors:
             rows.append((f"sd[{term}: {column}]", _half_prior(nu, scale)))
         terms = list(dict.fromkeys(term for term, _ in self.sd_labels))
         rows += [(f"correlations[{term}]", f"LKJ(eta={eta:g})") for term, eta in zip(terms, self.eta)]
-        rows.append((f"sd[{RESIDUAL}]", _half_prior(self.residual_nu, self.residual_sigma)))
+        if not np.isnan(self.residual_sigma):
+            rows.append((f"sd[{RESIDUAL}]", _half_prior(self.residual_nu, self.residual_sigma)))
         return pd.DataFrame(rows, columns=["parameter", "prior"])
 
 
-def term_priors(frame, terms, family: str) -> TermPriors:
-    """The priors of ``family`` for ``frame`` and its random-effect terms (``slope_model.TermLayout``)."""
+def term_priors(frame, terms, family: str, binary: bool = False) -> TermPriors:
+    """The priors of ``family`` for ``frame`` and its random-effect terms (``slope_model.TermLayout``), of the
+    binomial model with ``binary``."""
     if family not in TERM_PRIOR_FAMILIES:
         raise BayesreproError(f"--prior '{family}' is not offered for random slopes; choose one of: "
                               f"{', '.join(TERM_PRIOR_FAMILIES)}")
+    if binary:
+        return _binary_term_priors(frame, terms, family)
     base = default_priors(frame, "scaled")
     labels = tuple((term.group, column) for term in terms for column in term.columns)
     eta = np.full(len(terms), LKJ_ETA)
@@ -79,6 +91,27 @@ def term_priors(frame, terms, family: str) -> TermPriors:
         fixed_mu[base.intercept_index], fixed_sigma[base.intercept_index] = location, scale
     return TermPriors(family, base.fixed_names, base.intercept_index, base.x_means, fixed_mu, fixed_sigma, fixed_nu,
                       labels, np.full(len(labels), BRMS_NU), np.full(len(labels), scale), BRMS_NU, scale, eta)
+
+
+def _binary_term_priors(frame, terms, family: str) -> TermPriors:
+    from .binary_priors import binary_priors
+
+    base = binary_priors(frame)
+    labels = tuple((term.group, column) for term in terms for column in term.columns)
+    eta = np.full(len(terms), LKJ_ETA)
+    p = len(base.fixed_names)
+    if family == "scaled":
+        scale = next(iter(base.group_sigma.values()))   # one scale for every factor
+        column_sd = np.concatenate([column_sds(term.matrix) for term in terms])
+        return TermPriors(family, base.fixed_names, base.intercept_index, base.x_means, base.fixed_mu,
+                          base.fixed_sigma, np.full(p, np.inf), labels, np.full(len(labels), np.inf),
+                          scale / column_sd, np.nan, np.nan, eta)
+    fixed_sigma = np.full(p, np.inf)
+    if base.intercept_index is not None:
+        fixed_sigma[base.intercept_index] = BRMS_BINARY_SCALE
+    return TermPriors(family, base.fixed_names, base.intercept_index, base.x_means, np.zeros(p), fixed_sigma,
+                      np.full(p, BRMS_NU), labels, np.full(len(labels), BRMS_NU),
+                      np.full(len(labels), BRMS_BINARY_SCALE), np.nan, np.nan, eta)
 
 
 def brms_location_scale(y: np.ndarray) -> tuple[float, float]:
