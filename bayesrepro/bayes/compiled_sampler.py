@@ -118,29 +118,13 @@ def pack(floats: list[np.ndarray], ints: list[np.ndarray]) -> tuple[np.ndarray, 
     return packed_floats, packed_ints
 
 
-def _cache_probe():
-    pass
-
-
-def _cache_usable() -> bool:
-    """Whether numba has a location to cache this directory's kernels in (it refuses ``cache=True`` otherwise)."""
-    try:
-        numba.njit(cache=True)(_cache_probe)
-    except RuntimeError:
-        return False
-    return True
-
-
-KERNEL_CACHE = _cache_usable()  # ``cache=`` of a model's kernels: where nothing can be cached, compiled in memory
-
-
-@numba.njit(nogil=True, cache=KERNEL_CACHE, error_model="numpy", inline="always")
+@numba.njit(nogil=True, error_model="numpy", inline="always")
 def float_array(floats, ints, k):
     """The k-th float array of ``pack``."""
     return floats[ints[2 + 2 * k] : ints[3 + 2 * k]]
 
 
-@numba.njit(nogil=True, cache=KERNEL_CACHE, error_model="numpy", inline="always")
+@numba.njit(nogil=True, error_model="numpy", inline="always")
 def int_array(ints, k):
     """The k-th integer array of ``pack``."""
     k = ints[0] + k
@@ -178,7 +162,7 @@ def _note_compiling() -> None:
           "numba's cache)", file=sys.stderr, flush=True)
 
 
-def _compile_cached(compile: Callable[[bool], T]) -> T:
+def compile_cached(compile: Callable[[bool], T]) -> T:
     """``compile(cache=True)``; where numba's cache cannot be used, ``compile(cache=False)`` and a warning.
 
     numba's cache fails when no location is writable ("no locator available") or a
@@ -241,7 +225,7 @@ def _c_functions(logp, expand):
         )
 
     with compile_notice():
-        return _compile_cached(compile) if digest else compile(False)
+        return compile_cached(compile) if digest else compile(False)
 
 
 def _wrapper_templates(model: str):

@@ -6,7 +6,9 @@ marginal statistics and the prior parameters from the arrays of
 function serves every model structure, data set and prior. ``gaussian_logp`` and
 ``gaussian_expand`` are the functions ``compiled_sampler`` wraps for the sampler;
 every kernel they call, the effect draws' included, lives in this one file, whose
-digest keys the cached machine code.
+digest keys the cached machine code. Only the wrappers and the effect draws are
+cached (the kernels are compiled into them), so an unusable or broken cache falls
+back to compiling in memory in one place, ``compiled_sampler.compile_cached``.
 
 Unconstrained coordinates x, one per component (factors in formula order, then
 the residual), and their Jacobians:
@@ -42,12 +44,14 @@ evaluation, s the size of the small block.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
 import numpy as np
+from numba import types
 
-from .compiled_sampler import KERNEL_CACHE, float_array, int_array
+from .compiled_sampler import compile_cached, compile_notice, float_array, int_array
 
 # arrays of ``pack``: prior parameters, prior variances of the fixed coefficients, the marginal statistics
 F_PRIOR, F_FIXED_VAR, F_COUNTS, F_MULTIPLICITY, F_H, F_WBR, F_SMALL_G, F_WBWB, F_G, F_TOTALS = range(10)
@@ -58,7 +62,7 @@ HALF_NORMAL, R2D2 = 0, 1  # I_FAMILY: the prior family
 
 LOG_2PI = math.log(2.0 * math.pi)
 # reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
-JIT_OPTIONS = dict(nogil=True, cache=KERNEL_CACHE, fastmath={"reassoc", "contract"}, error_model="numpy")
+JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -283,7 +287,15 @@ def marginal_loglik_grad(eta, floats, ints, grad):
     return value, True
 
 
-@numba.njit(**JIT_OPTIONS)
+@functools.cache
+def compiled_small_block_draws():
+    """``small_block_draws`` compiled, or loaded from numba's cache, once per process."""
+    matrix, vector = types.float64[:, ::1], types.float64[::1]
+    signature = matrix(matrix, types.float64[:, :, ::1], vector, matrix, matrix, matrix, vector, matrix)
+    with compile_notice():
+        return compile_cached(lambda cache: numba.njit(signature, cache=cache, **JIT_OPTIONS)(small_block_draws))
+
+
 def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
     """δ_b ~ N(P_b⁻¹ W_b'r, σ² P_b⁻¹) for every draw d (rows of w, scale, sigma, noise; see effects.py).
 
