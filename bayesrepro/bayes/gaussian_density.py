@@ -53,12 +53,13 @@ from numba import types
 
 from .compiled_sampler import compile_cached, compile_notice, float_array, int_array
 
-# arrays of ``pack``: prior parameters, prior variances of the fixed coefficients, the marginal statistics
+# the arrays of ``pack``. F_PRIOR: the SD scales (components in formula order), the residual's ν, then the
+# "r2d2" prior's ν, scale and concentration; F_FIXED_VAR: the fixed coefficients' prior variances; then the
+# marginal statistics, F_TOTALS holding the number of observations and r'r. I_FAMILY: the prior family;
+# I_SLOT_COMPONENT: the component in every slot of the likelihood; I_REST_SIZES: the levels of the small block's factors
 F_PRIOR, F_FIXED_VAR, F_COUNTS, F_MULTIPLICITY, F_H, F_WBR, F_SMALL_G, F_WBWB, F_G, F_TOTALS = range(10)
 I_FAMILY, I_SLOT_COMPONENT, I_REST_SIZES = range(3)
-# F_PRIOR the SD scales (components in formula order), then the residual's ν
-# and the "r2d2" prior's ν, scale and concentration; F_TOTALS the number of observations and r'r
-HALF_NORMAL, R2D2 = 0, 1  # I_FAMILY: the prior family
+HALF_NORMAL, R2D2 = 0, 1
 
 LOG_2PI = math.log(2.0 * math.pi)
 # reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
