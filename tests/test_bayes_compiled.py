@@ -1,6 +1,5 @@
 """The compiled density of the fast path: PyMC's model of the same posterior, finite differences, compile once."""
 
-import ctypes
 import os
 import shutil
 import subprocess
@@ -11,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayesrepro.bayes import density, fit_bayes
-from bayesrepro.bayes.compiled import entry_points
+from bayesrepro.bayes import fit_bayes
+from bayesrepro.bayes.gaussian_model import build_pymc_model, gaussian_density
 from bayesrepro.bayes.marginal import marginal_stats
 from bayesrepro.bayes.priors import default_priors
 from bayesrepro.datasets import load_dataset
@@ -22,24 +21,16 @@ from conftest import gaussian_cases
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _log_density(x, data):
-    """The compiled log density called as the sampler calls it: value and gradient at x."""
-    x = np.ascontiguousarray(x, dtype=float)
-    grad, value = np.empty_like(x), np.zeros(1)
-    code = entry_points().logp.ctypes(len(x), _ptr(x), _ptr(grad), _ptr(value), _ptr(data))
-    assert code == 0
-    return float(value[0]), grad
+def _log_density(x, density):
+    """The compiled log density's value and gradient at x."""
+    value, grad = density.value_and_gradient(x)
+    return float(value), grad
 
 
-def _expanded(x, data, n_out):
-    x = np.ascontiguousarray(x, dtype=float)
-    out = np.empty(n_out)
-    assert entry_points().expand.ctypes(len(x), n_out, _ptr(x), _ptr(out), _ptr(data)) == 0
+def _expanded(x, density):
+    out = np.empty(density.n_expanded)
+    density.expand(np.ascontiguousarray(x, dtype=float), density.floats, density.ints, out)
     return out
-
-
-def _ptr(array):
-    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
 
 
 def _setup(case, family):
@@ -47,7 +38,7 @@ def _setup(case, family):
     frame = build_model_frame(formula, data)
     priors = default_priors(frame, family)
     stats = marginal_stats(frame, priors)
-    return stats, priors, density.pack(stats, priors)
+    return stats, priors, gaussian_density(stats, priors)
 
 
 def _points(n_dim, seed, k=4):
@@ -58,10 +49,8 @@ def _points(n_dim, seed, k=4):
 @pytest.mark.parametrize("family", ["scaled", "r2d2"])
 @pytest.mark.parametrize("case", (0, 2))   # the G-study and the unbalanced design
 def test_compiled_density_equals_the_log_density_of_pymcs_model(case, family):
-    from bayesrepro.bayes.fast_model import build_fast_model
-
-    stats, priors, data = _setup(case, family)
-    model = build_fast_model(stats, priors)
+    stats, priors, density = _setup(case, family)
+    model = build_pymc_model(stats, priors)
     logp = model.compile_logp()  # priors, transforms' Jacobians and the marginal likelihood, as PyMC states them
     components = [*stats.group_names, "Residual"]
     names = {"Residual": "sigma"} | {g: f"1|{g}_sigma" for g in stats.group_names}
@@ -75,7 +64,7 @@ def test_compiled_density_equals_the_log_density_of_pymcs_model(case, family):
             log_sd = np.concatenate([np.log(scales * softplus), x[-1:]])
             jacobian = float(np.sum(np.log(1 / (1 + np.exp(-x[:-1])) / softplus)))
             point = {f"{names[c]}_log__": log_sd[k] for k, c in enumerate(components)}
-        value, _ = _log_density(x, data)
+        value, _ = _log_density(x, density)
         # the same float64 expression evaluated in two orders: agreement to rounding
         assert value == pytest.approx(float(logp(point)) + jacobian, rel=1e-10, abs=1e-8)
 
@@ -83,12 +72,12 @@ def test_compiled_density_equals_the_log_density_of_pymcs_model(case, family):
 @pytest.mark.parametrize("family", ["scaled", "r2d2"])
 @pytest.mark.parametrize("case", (0, 2))   # the G-study and the unbalanced design
 def test_gradient_equals_central_finite_differences(case, family):
-    stats, priors, data = _setup(case, family)
+    stats, priors, density = _setup(case, family)
     step = 1e-5
     for x in _points(len(stats.group_names) + 1, 10 + case):
-        _, grad = _log_density(x, data)
+        _, grad = _log_density(x, density)
         numeric = np.array([
-            (_log_density(x + step * e, data)[0] - _log_density(x - step * e, data)[0])
+            (_log_density(x + step * e, density)[0] - _log_density(x - step * e, density)[0])
             / (2 * step)
             for e in np.eye(len(x))
         ])
@@ -98,10 +87,11 @@ def test_gradient_equals_central_finite_differences(case, family):
 
 def test_each_draw_stores_the_sds_and_for_r2d2_the_total_and_the_shares():
     for family in ("scaled", "r2d2"):
-        stats, priors, data = _setup(0, family)
+        stats, priors, density = _setup(0, family)
         n = len(stats.group_names) + 1
         x = _points(n, 5, 1)[0]
-        out = _expanded(x, data, n if family == "scaled" else 2 * n + 1)
+        assert density.n_expanded == (n if family == "scaled" else 2 * n + 1)
+        out = _expanded(x, density)
         if family == "scaled":
             scales = np.array([priors.group_sigma[g] for g in stats.group_names])
             assert np.allclose(out, np.concatenate([scales * np.log1p(np.exp(x[:-1])), np.exp(x[-1:])]))
@@ -129,11 +119,12 @@ def test_ctrl_c_while_sampling_ends_the_run_with_keyboard_interrupt():
     script = textwrap.dedent("""
         import os, signal, threading, time
         from bayesrepro.bayes import fit_bayes
-        from bayesrepro.bayes.compiled import entry_points
+        from bayesrepro.bayes.compiled_sampler import _c_functions
+        from bayesrepro.bayes.gaussian_density import gaussian_expand, gaussian_logp
         from bayesrepro.datasets import load_dataset
         import nutpie  # imported before the clock starts, as the entry points are
         data = load_dataset("kreutzer_ter").iloc[:900]
-        entry_points()
+        _c_functions(gaussian_logp, gaussian_expand)
         threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
         start = time.perf_counter()
         try:
@@ -159,9 +150,10 @@ def test_an_unwritable_install_caches_in_the_user_cache_dir_and_works_with_no_ca
     (package / "bayes" / "__pycache__").write_text("")
     script = textwrap.dedent("""
         from numba.core import event
-        from bayesrepro.bayes.compiled import entry_points
+        from bayesrepro.bayes.compiled_sampler import _c_functions
+        from bayesrepro.bayes.gaussian_density import gaussian_expand, gaussian_logp
         with event.install_recorder("numba:compile") as recorder:
-            assert entry_points().logp.address > 0
+            assert _c_functions(gaussian_logp, gaussian_expand)[0].address > 0
         print(len(recorder.buffer))
     """)
 
@@ -195,7 +187,8 @@ def test_prior_sensitivity_refits_share_one_compiled_density():
     from bayesrepro.bayes.sensitivity import prior_sensitivity
 
     ter = load_dataset("kreutzer_ter").iloc[:900]
-    entry_points()
+    fit_bayes("ter ~ system + (1|sentence_id)", ter.iloc[:300], draws=100, tune=100, chains=2, seed=3,
+              allow_unconverged=True)  # compiles or loads the density once
     with event.install_recorder("numba:compile") as recorder:
         table = prior_sensitivity("ter ~ system + (1|sentence_id)", ter, draws=200, tune=200, chains=2, seed=3,
                                   allow_unconverged=True)

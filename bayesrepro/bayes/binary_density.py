@@ -53,6 +53,8 @@ import math
 import numba
 import numpy as np
 
+from .compiled_sampler import float_array, int_array
+
 DROP = 36.0     # the grid ends where the outermost integrands have fallen by e^-36 below their peaks
 SPACING = 0.8   # grid step, in units of the smallest possible SD of an integrand
 # A grid longer than this is refused: the log density is returned as −∞, so NUTS rejects the point.
@@ -351,19 +353,6 @@ F_FIXED_MU, F_FIXED_SIGMA, F_X, F_CONFIG_SUCCESSES, F_SD_SCALE, F_ESTIMATE, F_IN
 I_SIZES, I_CONFIG_FIXED, I_CONFIG_CODES, I_SAMPLED, I_LEVELS, I_PROFILE_START, I_PROFILE_CONFIG, I_PAIR_START, \
     I_PATTERN_START, I_PATTERN_ENTRY = range(10)
 # I_SIZES holds: fixed coefficients, grouping factors, the dominant one, the intercept's column (−1: none), the link
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
-def float_array(floats, ints, k):
-    """The k-th float array of ``compiled_sampler.pack``."""
-    return floats[ints[2 + 2 * k] : ints[3 + 2 * k]]
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
-def int_array(ints, k):
-    """The k-th integer array of ``compiled_sampler.pack``."""
-    k = ints[0] + k
-    return ints[ints[2 + 2 * k] : ints[3 + 2 * k]]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")

@@ -13,6 +13,17 @@ when it calls back into Python (measured on this repository's benchmark
 machine), which on binary grids would cost more than the density itself.
 Everything touching nutpie's interface is in ``nuts.py``.
 
+The wrappers are compiled the first time a process needs them and kept for the
+life of the process; the packed arrays are their input, so a refit with other
+data, another prior or another structure reuses them. numba's file cache keeps
+the machine code between processes: next to the package when its
+``__pycache__`` is writable, else in the user's cache directory (numba's own
+fallback, or ``NUMBA_CACHE_DIR``). When no cache location is usable, or the
+cache cannot be read or written, the code is compiled in memory instead, with a
+warning: the cache only ever saves time. Whoever waits more than two seconds for
+compiled code is told why on stderr (``compile_notice``), whether or not
+progress is shown.
+
 Signatures (numba, ``nogil``):
     logp(x, floats, ints) -> (float, gradient array)
     expand(x, floats, ints, out) -> None   # writes every recorded value into ``out``
@@ -20,13 +31,19 @@ Signatures (numba, ``nogil``):
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import inspect
+import logging
 import math
+import threading
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import FunctionType
+from typing import Callable, TypeVar
 
 import numba
 import numpy as np
@@ -34,11 +51,12 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .compiled import compile_cached, compile_notice
-from .nuts import CompiledDensity as NutsDensity, sample_density
+from .nuts import sample_density
 from .sampling import SamplingSettings
 
-INIT_JITTER = 1.0  # chains start at the model's point plus Uniform(-1, 1) on every coordinate, as PyMC's jitter
+T = TypeVar("T")
+
+COMPILE_NOTE_AFTER = 2.0  # seconds of waiting before the user is told why nothing happens
 
 
 @dataclass(frozen=True)
@@ -100,27 +118,70 @@ def pack(floats: list[np.ndarray], ints: list[np.ndarray]) -> tuple[np.ndarray, 
     return packed_floats, packed_ints
 
 
+@numba.njit(nogil=True, error_model="numpy", inline="always")
+def float_array(floats, ints, k):
+    """The k-th float array of ``pack``."""
+    return floats[ints[2 + 2 * k] : ints[3 + 2 * k]]
+
+
+@numba.njit(nogil=True, error_model="numpy", inline="always")
+def int_array(ints, k):
+    """The k-th integer array of ``pack``."""
+    k = ints[0] + k
+    return ints[ints[2 + 2 * k] : ints[3 + 2 * k]]
+
+
 def sample_compiled(density: CompiledDensity, settings: SamplingSettings):
-    """Sample ``density`` with nutpie's NUTS; returns a ``draws.Draws`` with every draw asked for."""
-    return sample_density(c_density(density), settings)
+    """Sample ``density`` with nutpie's NUTS; returns a ``draws.Draws`` with every draw asked for.
 
-
-def c_density(d: CompiledDensity) -> NutsDensity:
-    """The C entry points around ``d``'s numba functions, reading its arrays through a header of their addresses."""
-    c_logp, c_expand = _c_functions(d.logp, d.expand)
-    floats, ints = np.ascontiguousarray(d.floats), np.ascontiguousarray(d.ints)
+    nutpie calls the C entry points around its numba functions, which read its arrays through
+    a header of their addresses.
+    """
+    c_logp, c_expand = _c_functions(density.logp, density.expand)
+    density = dataclasses.replace(density, floats=np.ascontiguousarray(density.floats, dtype=np.float64),
+                                  ints=np.ascontiguousarray(density.ints, dtype=np.int64))
+    floats, ints = density.floats, density.ints
     header = np.array([floats.ctypes.data, floats.size, ints.ctypes.data, ints.size], dtype=np.uint64)
-    start = d.initial_point if d.initial_point is not None else np.zeros(d.n_dim)
+    return sample_density(density, c_logp, c_expand, header, settings)
 
-    def initial_point(rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(start + rng.uniform(-INIT_JITTER, INIT_JITTER, d.n_dim), dtype=np.float64)
 
-    return NutsDensity(
-        n_dim=d.n_dim, logp=c_logp, expand=c_expand, data=header,
-        variables=[(v.name, d.shape(v)) for v in d.variables], initial_point=initial_point,
-        dims={v.name: v.dims for v in d.variables}, coords=d.coords,
-        low_rank_mass_matrix=d.low_rank_mass_matrix, keep_alive=(floats, ints),
-    )
+@contextlib.contextmanager
+def compile_notice():
+    """One note, logged (a stderr line on the command line), if the block (compiling, or loading compiled code) lasts
+    over ``COMPILE_NOTE_AFTER`` s."""
+    timer = threading.Timer(COMPILE_NOTE_AFTER, _note_compiling)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _note_compiling() -> None:
+    logging.getLogger("bayesrepro").info("loading the compiled posterior density (compiled on its first use, later "
+                                         "loaded from numba's cache)")
+
+
+def compile_cached(compile: Callable[[bool], T]) -> T:
+    """``compile(cache=True)``; where numba's cache cannot be used, ``compile(cache=False)`` and a warning.
+
+    numba's cache fails when no location is writable ("no locator available") or a
+    cache file cannot be read or written; an error of the code itself raises again
+    from the second call.
+    """
+    try:
+        return compile(True)
+    except Exception as error:
+        from ..errors import BayesreproWarning
+
+        compiled = compile(False)
+        warnings.warn(
+            f"the compiled posterior density is not cached ({error}); every process compiles it again. "
+            "Set NUMBA_CACHE_DIR to a writable directory to keep it.",
+            BayesreproWarning,
+        )
+        return compiled
 
 
 @intrinsic

@@ -33,7 +33,7 @@ import scipy.special
 
 from ..errors import BayesreproError
 from .draws import Draws
-from .fast_model import sd_name
+from .gaussian_model import sd_name
 from .priors import RESIDUAL, PriorSpec
 
 # Sweeps per kept draw: the SD of a factor whose levels have few rows each (the raters of a crowd, most of them

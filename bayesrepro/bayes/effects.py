@@ -99,7 +99,7 @@ class EffectDraws:
 
 def draw_effects(stats: MarginalStats, fixed_var, sigma, sd_by_group: dict, rng) -> EffectDraws:
     """One draw of every effect per posterior draw of the SDs (arrays of shape (D,))."""
-    from .compiled import entry_points
+    from .gaussian_density import compiled_small_block_draws
 
     sigma = np.asarray(sigma, dtype=float)
     n_draws = sigma.shape[0]
@@ -113,7 +113,7 @@ def draw_effects(stats: MarginalStats, fixed_var, sigma, sd_by_group: dict, rng)
     )
     scale = np.sqrt(lam) / sigma[:, None]
     noise = rng.standard_normal((n_draws, stats.size))
-    delta_b = entry_points().small_block_draws(
+    delta_b = compiled_small_block_draws()(
         *(np.ascontiguousarray(a, dtype=float) for a in (stats.wbwb, stats.G, stats.wbr, stats.g, w, scale, sigma, noise))
     )
     groups = count_groups(stats)

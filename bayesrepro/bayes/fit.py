@@ -237,7 +237,7 @@ def fit_bayes(
     notes = list(frame.notes) + [note for note in (resolved.note, choice.note) if note]
     if backend == CROSSED_GIBBS:
         from .crossed_gibbs import crossed_data, sample_crossed
-        from .fast_model import sd_name
+        from .gaussian_model import sd_name
 
         notes.append(f"method: crossed Gibbs sampler, O(rows) per sweep; {reason}; level effects are not kept")
         announce_path(f"crossed Gibbs sampler: {reason}", settings.progress)
@@ -336,20 +336,20 @@ def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:
 
 
 def _fit_fast(frame, spec, object, settings, effects) -> tuple[Draws, pd.DataFrame]:
-    from .fast_model import sd_name
+    from .gaussian_model import sd_name
     from .marginal import marginal_stats
 
     stats = marginal_stats(frame, spec)
     if settings.sampler_or("nutpie") == "nutpie":
-        from .compiled import fast_density
-        from .nuts import sample_density
+        from .compiled_sampler import sample_compiled
+        from .gaussian_model import gaussian_density
 
-        draws = sample_density(fast_density(stats, spec), settings)
+        draws = sample_compiled(gaussian_density(stats, spec), settings)
     else:  # PyMC's own sampler on PyMC's model of the same posterior
-        from .fast_model import build_fast_model
+        from .gaussian_model import build_pymc_model
         from .sampling import run_nuts
 
-        draws = Draws.from_idata(run_nuts(build_fast_model(stats, spec), settings))
+        draws = Draws.from_idata(run_nuts(build_pymc_model(stats, spec), settings))
     sd = {name: draws[sd_name(name)] for name in [*stats.group_names, RESIDUAL]}
     add_reliability(draws, {name: sd[name] ** 2 for name in sd}, object)
     if effects:

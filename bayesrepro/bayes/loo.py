@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import BayesreproError
 from ..reliability import RESIDUAL
-from .fast_model import sd_name
+from .gaussian_model import sd_name
 from .marginal import marginal_stats
 
 

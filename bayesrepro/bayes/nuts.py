@@ -1,11 +1,10 @@
 """NUTS over a compiled log density: nutpie's sampler calls C entry points, the Python interpreter is not involved.
 
-A ``CompiledDensity`` is any log density with its gradient over an
-unconstrained vector, given as two C functions (transforms and their
-Jacobians are the density's business) and the one data array both read:
+``compiled_sampler`` hands over a ``CompiledDensity`` with the two C functions it
+wrapped around the density's numba functions and the one data array both read:
 
     logp(dim, x, grad, logp, data) -> int   0 = fine, > 0 = reject the point, < 0 = stop
-    expand(dim, n_out, x, out, data) -> int  what one draw stores, ``variables`` in order
+    expand(dim, n_out, x, out, data) -> int  what one draw stores, the density's ``variables`` in order
 
 nutpie (Rust) runs the chains in threads, each calling the C functions without
 the GIL. This module drives nutpie's compiled core, ``nutpie._lib``, itself
@@ -22,9 +21,8 @@ import importlib.machinery
 import importlib.util
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,26 +31,17 @@ from ..runtime import numerical_work
 from .draws import Draws
 from .sampling import SamplingSettings, interrupts_held, interrupts_raised, require_complete
 
+if TYPE_CHECKING:
+    from .compiled_sampler import CompiledDensity
+
 PROGRESS_BAR_EVERY_MS = 100    # nutpie's own bar in a terminal
 PROGRESS_LINE_EVERY_MS = 2000  # progress written as lines when stderr is not a terminal
+INIT_JITTER = 1.0  # chains start at the density's point plus Uniform(-1, 1) on every coordinate, as PyMC's jitter
 
 
-@dataclass(frozen=True)
-class CompiledDensity:
-    n_dim: int
-    logp: object                                  # numba CFunc (or anything with ``.address``)
-    expand: object
-    data: np.ndarray                              # read-only input of both functions
-    variables: list[tuple[str, tuple[int, ...]]]  # stored per draw: name, shape
-    initial_point: Callable[[np.random.Generator], np.ndarray]
-    dims: dict = field(default_factory=dict)      # variable name -> dimension names
-    coords: dict = field(default_factory=dict)    # dimension name -> labels
-    low_rank_mass_matrix: bool = False            # nutpie's low-rank-corrected mass matrix (posterior correlations)
-    keep_alive: tuple = ()                        # arrays ``data`` points into, held as long as the density
-
-
-def sample_density(density: CompiledDensity, settings: SamplingSettings) -> Draws:
-    """Sample with nutpie's NUTS; the draws after tuning, every one asked for, or KeyboardInterrupt.
+def sample_density(density: CompiledDensity, c_logp, c_expand, data: np.ndarray, settings: SamplingSettings) -> Draws:
+    """Sample ``density`` with nutpie's NUTS through ``c_logp`` and ``c_expand`` (numba CFuncs) reading ``data``
+    (held as long as the density); the draws after tuning, every one asked for, or KeyboardInterrupt.
 
     Progress (``settings.show_progress``): nutpie's bar in a terminal, a line in a
     notebook, else a line on stderr every two seconds.
@@ -66,7 +55,7 @@ def sample_density(density: CompiledDensity, settings: SamplingSettings) -> Draw
         sampler = None
         try:
             with interrupts_held():   # the threads run from here on: the handle must be kept to stop them
-                sampler = lib.PySampler.from_pymc(nuts, cores, _model(lib, density),
+                sampler = lib.PySampler.from_pymc(nuts, cores, _model(lib, density, c_logp, c_expand, data),
                                                   _progress(lib, settings, cores), lib.PyStorage.arrow())
             sampler.wait(None)
         except BaseException:
@@ -107,20 +96,27 @@ def nutpie_lib():
     return module
 
 
-def _model(lib, density: CompiledDensity):
-    address = density.data.ctypes.data
-    n_expanded = sum(int(np.prod(shape)) for _, shape in density.variables)
-    names = [name for name, _ in density.variables]
-    shapes = [shape for _, shape in density.variables]
+def _model(lib, density: CompiledDensity, c_logp, c_expand, data: np.ndarray):
+    address = data.ctypes.data
+    keep_alive = (density, data)  # the arrays ``data`` points into belong to the density
+    names = [v.name for v in density.variables]
+    shapes = [density.shape(v) for v in density.variables]
+    dims = {v.name: v.dims for v in density.variables}
     dim_sizes = {name: len(labels) for name, labels in density.coords.items()}
+    start = density.initial_point if density.initial_point is not None else np.zeros(density.n_dim)
+
+    def initial_point(seed) -> np.ndarray:
+        jitter = np.random.default_rng(seed).uniform(-INIT_JITTER, INIT_JITTER, density.n_dim)
+        return np.asarray(start + jitter, dtype=np.float64)
+
     return lib.PyMcModel(
-        lib.LogpFunc(density.logp.address, address, density),
-        lib.ExpandFunc(density.n_dim, n_expanded, density.expand.address, address, density),
-        lib.PyVariable.new_variables(names, ["float64"] * len(names), shapes, dim_sizes, density.dims),
+        lib.LogpFunc(c_logp.address, address, keep_alive),
+        lib.ExpandFunc(density.n_dim, density.n_expanded, c_expand.address, address, keep_alive),
+        lib.PyVariable.new_variables(names, ["float64"] * len(names), shapes, dim_sizes, dims),
         density.n_dim,
         dim_sizes,
         dict(density.coords),
-        lambda seed: density.initial_point(np.random.default_rng(seed)),
+        initial_point,
         None,
     )
 
@@ -129,7 +125,7 @@ def _draws(draw_batches, stat_batches, density: CompiledDensity) -> Draws:
     """The draws after tuning of every chain, as arrays (chain, draw, *shape), and the sampler's statistics."""
     from arro3.core import DataType
 
-    shapes = dict(density.variables)
+    shapes = {v.name: density.shape(v) for v in density.variables}
     chains, statistics = [], []
     for batch, stats in zip(draw_batches, stat_batches):
         tuning = int(np.count_nonzero(stats.column("tuning").to_numpy()))
@@ -142,7 +138,7 @@ def _draws(draw_batches, stat_batches, density: CompiledDensity) -> Draws:
         raise KeyboardInterrupt  # chains of different lengths: the run was stopped
     arrays = {name: np.stack([chain[name] for chain in chains]) for name in shapes}
     stats = {name: np.stack([chain[name] for chain in statistics]) for name in statistics[0]}
-    dims = {name: tuple(density.dims.get(name, ())) for name in shapes}
+    dims = {v.name: v.dims for v in density.variables}
     return Draws(arrays, dims, dict(density.coords), stats)
 
 

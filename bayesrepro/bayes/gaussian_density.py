@@ -1,13 +1,14 @@
-"""The fast path's posterior log density and its gradient over the unconstrained SDs, in numba.
+"""The Gaussian random-intercept posterior's log density and its gradient over the unconstrained SDs, in numba.
 
-Everything the density needs — the marginal statistics of ``marginal.py`` and
-the prior parameters — is packed into one float64 array (``pack``), so one
-compiled function serves every model structure, data set and prior: only the
-array changes. The sampler calls ``logp_entry`` and ``expand_entry`` through C
-pointers (``compiled.py`` compiles them), the array's address as user data.
-Every compiled kernel, the effect draws' included, lives in this one file:
-numba's cache is keyed on the stamp of the file that defines an entry point, so
-a change of any kernel here invalidates the cached machine code.
+The random effects are integrated out (``marginal.py``): the density reads the
+marginal statistics and the prior parameters from the arrays of
+``compiled_sampler.pack`` (``gaussian_model`` packs them), so one compiled
+function serves every model structure, data set and prior. ``gaussian_logp`` and
+``gaussian_expand`` are the functions ``compiled_sampler`` wraps for the sampler;
+every kernel they call, the effect draws' included, lives in this one file, whose
+digest keys the cached machine code. Only the wrappers and the effect draws are
+cached (the kernels are compiled into them), so an unusable or broken cache falls
+back to compiling in memory in one place, ``compiled_sampler.compile_cached``.
 
 Unconstrained coordinates x, one per component (factors in formula order, then
 the residual), and their Jacobians:
@@ -24,7 +25,7 @@ the residual), and their Jacobians:
   (PyMC's simplex transform, log|J| = log C + Σ log ω_c), σ_c = τ √ω_c.
 
 Mapped back to PyMC's coordinates (log σ; log τ and the simplex), the density
-equals that of PyMC's model of ``fast_model.py`` plus the log-Jacobian between
+equals that of PyMC's model of ``gaussian_model.py`` plus the log-Jacobian between
 the two, which the tests check to rounding.
 
 Gradient of the marginal log-likelihood (notation of ``marginal.py``), in
@@ -43,86 +44,26 @@ evaluation, s the size of the small block.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
 import numpy as np
+from numba import types
 
-from .fast_model import sd_name
-from .marginal import MarginalStats
-from .priors import RESIDUAL, PriorSpec
+from .compiled_sampler import compile_cached, compile_notice, float_array, int_array
 
-# header of the packed array
-FAMILY, N_COMPONENTS, SIZE, N_COUNTS, N_FIXED, N_OBS, RR, LENGTH = range(8)
-HEADER = 8
-HALF_NORMAL, R2D2 = 0.0, 1.0
-# return codes the sampler understands: positive = reject this point, negative = stop
-OK, REJECT, WRONG_SIZE = 0, 1, -1
+# the arrays of ``pack``. F_PRIOR: the SD scales (components in formula order), the residual's ν, then the
+# "r2d2" prior's ν, scale and concentration; F_FIXED_VAR: the fixed coefficients' prior variances; then the
+# marginal statistics, F_TOTALS holding the number of observations and r'r. I_FAMILY: the prior family;
+# I_SLOT_COMPONENT: the component in every slot of the likelihood; I_REST_SIZES: the levels of the small block's factors
+F_PRIOR, F_FIXED_VAR, F_COUNTS, F_MULTIPLICITY, F_H, F_WBR, F_SMALL_G, F_WBWB, F_G, F_TOTALS = range(10)
+I_FAMILY, I_SLOT_COMPONENT, I_REST_SIZES = range(3)
+HALF_NORMAL, R2D2 = 0, 1
 
 LOG_2PI = math.log(2.0 * math.pi)
 # reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
-JIT_OPTIONS = dict(fastmath={"reassoc", "contract"}, error_model="numpy")
-
-
-def pack(stats: MarginalStats, priors: PriorSpec) -> np.ndarray:
-    """Everything the density needs, as one contiguous float64 array (layout read back by ``_views``)."""
-    components = [*stats.group_names, RESIDUAL]
-    n_components, s, n_counts = len(components), stats.size, len(stats.count_values)
-    # kernel slots: residual, dominant factor, then the other factors in the order of the small block
-    slot_component = [len(components) - 1, components.index(stats.dominant)] + [components.index(r) for r in stats.rest]
-    scales = [priors.group_sigma[name] for name in stats.group_names] + [priors.residual_sigma]
-    parts = [
-        np.array(slot_component, dtype=float),
-        np.asarray(stats.rest_sizes, dtype=float),
-        np.array(scales + [priors.residual_nu, priors.total_nu, priors.total_sigma, priors.concentration]),
-        np.asarray(priors.fixed_sigma, dtype=float) ** 2,
-        stats.count_values, stats.count_multiplicity, stats.h,
-        stats.wbr, stats.g.ravel(), stats.wbwb.ravel(), stats.G.ravel(),
-    ]
-    body = np.concatenate([np.asarray(part, dtype=float).ravel() for part in parts])
-    header = np.zeros(HEADER)
-    header[FAMILY] = HALF_NORMAL if priors.half_normal_sds else R2D2
-    header[N_COMPONENTS], header[SIZE], header[N_COUNTS] = n_components, s, n_counts
-    header[N_FIXED], header[N_OBS], header[RR] = stats.n_fixed, stats.n_obs, stats.rr
-    header[LENGTH] = HEADER + body.size
-    return np.ascontiguousarray(np.concatenate([header, body]))
-
-
-def expanded_variables(stats: MarginalStats, priors: PriorSpec) -> list[tuple[str, tuple[int, ...]]]:
-    """Names and shapes of what every draw stores, in the order ``expand_entry`` writes them."""
-    components = [*stats.group_names, RESIDUAL]
-    variables = [(sd_name(name), ()) for name in components]
-    if not priors.half_normal_sds:
-        variables += [("total_sigma", ()), ("shares", (len(components),))]
-    return variables
-
-
-def initial_centre(stats: MarginalStats, priors: PriorSpec) -> np.ndarray:
-    """Where chains start, before PyMC's U(−1, 1) jitter: every SD at its prior scale, the shares equal."""
-    if priors.half_normal_sds:
-        softplus_of_one = np.log(np.e - 1.0)
-        return np.array([softplus_of_one] * len(stats.group_names) + [np.log(priors.residual_sigma)])
-    centre = np.zeros(len(stats.group_names) + 1)
-    centre[0] = np.log(priors.total_sigma)
-    return centre
-
-
-@numba.njit(**JIT_OPTIONS)
-def _views(d):
-    n, s, k, p = int(d[N_COMPONENTS]), int(d[SIZE]), int(d[N_COUNTS]), int(d[N_FIXED])
-    o = HEADER
-    slot_component = d[o : o + n]; o += n
-    rest_sizes = d[o : o + n - 2]; o += n - 2
-    prior = d[o : o + n + 4]; o += n + 4
-    fixed_var = d[o : o + p]; o += p
-    counts = d[o : o + k]; o += k
-    multiplicity = d[o : o + k]; o += k
-    h = d[o : o + k]; o += k
-    wbr = d[o : o + s]; o += s
-    g = d[o : o + k * s].reshape((k, s)); o += k * s
-    wbwb = d[o : o + s * s].reshape((s, s)); o += s * s
-    G = d[o : o + k * s * s].reshape((k, s, s))
-    return slot_component, rest_sizes, prior, fixed_var, counts, multiplicity, h, wbr, g, wbwb, G
+JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -242,16 +183,23 @@ def _solve_upper_transposed(L, b):
 
 
 @numba.njit(**JIT_OPTIONS)
-def marginal_loglik_grad(eta, d, grad):
+def marginal_loglik_grad(eta, floats, ints, grad):
     """Marginal log-likelihood at η = (log σ, log σ_dominant, log σ of each other factor) and its gradient.
 
     Returns (value, ok); ok is False where T is numerically not positive definite.
     """
-    views = _views(d)
-    rest_sizes, fixed_var, counts, multiplicity, h = views[1], views[3], views[4], views[5], views[6]
-    wbr, g, wbwb, G = views[7], views[8], views[9], views[10]
-    s, n_counts, p = wbwb.shape[0], counts.shape[0], fixed_var.shape[0]
-    n_obs, rr = d[N_OBS], d[RR]
+    rest_sizes = int_array(ints, I_REST_SIZES)
+    fixed_var = float_array(floats, ints, F_FIXED_VAR)
+    counts = float_array(floats, ints, F_COUNTS)
+    multiplicity = float_array(floats, ints, F_MULTIPLICITY)
+    h = float_array(floats, ints, F_H)
+    wbr = float_array(floats, ints, F_WBR)
+    s, n_counts, p = wbr.shape[0], counts.shape[0], fixed_var.shape[0]
+    g = float_array(floats, ints, F_SMALL_G).reshape((n_counts, s))
+    wbwb = float_array(floats, ints, F_WBWB).reshape((s, s))
+    G = float_array(floats, ints, F_G).reshape((n_counts, s, s))
+    totals = float_array(floats, ints, F_TOTALS)
+    n_obs, rr = totals[0], totals[1]
     s2 = math.exp(2.0 * eta[0])
     rho = math.exp(2.0 * (eta[1] - eta[0]))
 
@@ -272,7 +220,7 @@ def marginal_loglik_grad(eta, d, grad):
     col = p
     for r in range(rest_sizes.shape[0]):
         value = math.exp(eta[2 + r] - eta[0])
-        for level in range(int(rest_sizes[r])):
+        for level in range(rest_sizes[r]):
             scale[col] = value
             col += 1
 
@@ -308,7 +256,7 @@ def marginal_loglik_grad(eta, d, grad):
     for r in range(rest_sizes.shape[0]):
         block_logdet = 0.0
         block_zz = 0.0
-        for level in range(int(rest_sizes[r])):
+        for level in range(rest_sizes[r]):
             block_logdet += 2.0 * (1.0 - M[col, col])
             block_zz += 2.0 * y[col] * y[col]
             col += 1
@@ -338,6 +286,15 @@ def marginal_loglik_grad(eta, d, grad):
     grad[1] = 2.0 * dll_dlogrho
     grad[0] = -0.5 * (2.0 * n_obs - 2.0 * Q / s2 - sum_logdet + sum_zz / s2) - 2.0 * dll_dlogrho
     return value, True
+
+
+@functools.cache
+def compiled_small_block_draws():
+    """``small_block_draws`` compiled, or loaded from numba's cache, once per process."""
+    matrix, vector = types.float64[:, ::1], types.float64[::1]
+    signature = matrix(matrix, types.float64[:, :, ::1], vector, matrix, matrix, matrix, vector, matrix)
+    with compile_notice():
+        return compile_cached(lambda cache: numba.njit(signature, cache=cache, **JIT_OPTIONS)(small_block_draws))
 
 
 def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
@@ -382,11 +339,11 @@ def _log_softplus(x):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _log_sds(x, d, log_sd, log_omega):
+def _log_sds(x, floats, ints, log_sd, log_omega):
     """log σ of every component (formula order) from the unconstrained x; log ω too for "r2d2"."""
     n = x.shape[0]
-    if d[FAMILY] == HALF_NORMAL:
-        prior = _views(d)[2]
+    if int_array(ints, I_FAMILY)[0] == HALF_NORMAL:
+        prior = float_array(floats, ints, F_PRIOR)
         for c in range(n - 1):
             log_sd[c] = math.log(prior[c]) + _log_softplus(x[c])
         log_sd[n - 1] = x[n - 1]
@@ -407,27 +364,31 @@ def _log_sds(x, d, log_sd, log_omega):
 
 
 @numba.njit(**JIT_OPTIONS)
-def log_density(x, d, grad):
-    """Log posterior density (up to the evidence) at the unconstrained point x, gradient into ``grad``."""
+def gaussian_logp(x, floats, ints):
+    """Log posterior density (up to the evidence) at the unconstrained point x, and its gradient.
+
+    −inf where the small block is numerically not positive definite: the sampler rejects the point.
+    """
     n = x.shape[0]
-    views = _views(d)
-    slot_component, prior = views[0], views[2]
+    slot_component = int_array(ints, I_SLOT_COMPONENT)
+    prior = float_array(floats, ints, F_PRIOR)
+    grad = np.zeros(n)
     log_sd = np.empty(n)
     log_omega = np.empty(n)
-    _log_sds(x, d, log_sd, log_omega)
+    _log_sds(x, floats, ints, log_sd, log_omega)
 
     eta = np.empty(n)
     for slot in range(n):
-        eta[slot] = log_sd[int(slot_component[slot])]
+        eta[slot] = log_sd[slot_component[slot]]
     grad_slot = np.empty(n)
-    value, ok = marginal_loglik_grad(eta, d, grad_slot)
+    value, ok = marginal_loglik_grad(eta, floats, ints, grad_slot)
     if not ok:
-        return value, False
+        return value, grad
     grad_sd = np.empty(n)  # ∂ log-likelihood / ∂ log σ_c
     for slot in range(n):
-        grad_sd[int(slot_component[slot])] = grad_slot[slot]
+        grad_sd[slot_component[slot]] = grad_slot[slot]
 
-    if d[FAMILY] == HALF_NORMAL:
+    if int_array(ints, I_FAMILY)[0] == HALF_NORMAL:
         for c in range(n - 1):
             # HalfNormal(σ; s) with σ = s u, u = softplus(x): log(2/π)/2 − log s − u²/2, Jacobian log s + log sigmoid(x)
             u = _softplus(x[c])
@@ -439,7 +400,7 @@ def log_density(x, d, grad):
         lp, dlp = _log_half_student_t(x[n - 1], prior[n], prior[n - 1])
         value += lp
         grad[n - 1] = grad_sd[n - 1] + dlp
-        return value, True
+        return value, grad
 
     alpha = prior[n + 3]
     lp, dlp = _log_half_student_t(x[0], prior[n + 1], prior[n + 2])
@@ -457,39 +418,19 @@ def log_density(x, d, grad):
     for c in range(n - 1):
         grad[1 + c] = (dlog_omega[c] - dlog_omega[last]
                        - (math.exp(log_omega[c]) - math.exp(log_omega[last])) * total)
-    return value, True
+    return value, grad
 
 
-def logp_entry(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):
-    """C entry point of the sampler: log density at x, gradient into grad (see ``compiled.LOGP_SIGNATURE``)."""
-    head = numba.carray(data_ptr, (HEADER,), np.float64)
-    if dim != int(head[N_COMPONENTS]):
-        return WRONG_SIZE
-    data = numba.carray(data_ptr, (int(head[LENGTH]),), np.float64)
-    x = numba.carray(x_ptr, (dim,))
-    grad = numba.carray(grad_ptr, (dim,))
-    value, ok = log_density(x, data, grad)
-    logp_ptr[0] = value
-    if not ok or not np.isfinite(value) or not np.all(np.isfinite(grad)):
-        return REJECT
-    return OK
-
-
-def expand_entry(dim, n_expanded, x_ptr, out_ptr, data_ptr):
-    """C entry point that turns a draw into what is stored: σ of every component (and τ, ω for "r2d2")."""
-    head = numba.carray(data_ptr, (HEADER,), np.float64)
-    if dim != int(head[N_COMPONENTS]):
-        return WRONG_SIZE
-    data = numba.carray(data_ptr, (int(head[LENGTH]),), np.float64)
-    x = numba.carray(x_ptr, (dim,))
-    out = numba.carray(out_ptr, (n_expanded,))
-    log_sd = np.empty(dim)
-    log_omega = np.empty(dim)
-    _log_sds(x, data, log_sd, log_omega)
-    for c in range(dim):
+@numba.njit(**JIT_OPTIONS)
+def gaussian_expand(x, floats, ints, out):
+    """What a draw stores: σ of every component (formula order), then for "r2d2" τ and the shares ω."""
+    n = x.shape[0]
+    log_sd = np.empty(n)
+    log_omega = np.empty(n)
+    _log_sds(x, floats, ints, log_sd, log_omega)
+    for c in range(n):
         out[c] = math.exp(log_sd[c])
-    if data[FAMILY] == R2D2:
-        out[dim] = math.exp(x[0])
-        for c in range(dim):
-            out[dim + 1 + c] = math.exp(log_omega[c])
-    return OK
+    if int_array(ints, I_FAMILY)[0] == R2D2:
+        out[n] = math.exp(x[0])
+        for c in range(n):
+            out[n + 1 + c] = math.exp(log_omega[c])
