@@ -87,6 +87,23 @@ def check_product(total: int, limit: int, what: str, advice: str, bound: str = "
         raise BayesreproError(f"{what} come to {total:,}, more than the {limit:,} {bound}; {advice}")
 
 
+
+def number(text, option, low=-math.inf, high=math.inf, open_interval=False) -> float:
+    """``text`` as a finite float within the bounds, or one error line naming ``option``."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise BayesreproError(f"{option} must be a number, not '{text}'") from None
+    if not math.isfinite(value):
+        raise BayesreproError(f"{option} must be a finite number, not {text}")
+    inside = (low < value < high) if open_interval else (low <= value <= high)
+    if not inside:
+        bounds = f"strictly between {low:g} and {high:g}" if open_interval and high < math.inf else (
+            f"above {low:g}" if open_interval else f"at least {low:g}")
+        raise BayesreproError(f"{option} must be {bounds}, not {text}")
+    return value
+
+
 # --- sampling (phi, compare, report, plan --assurance) ---------------------------------------------------------
 # R-hat compares chains and ESS needs draws enough to see autocorrelation: below the lower
 # bounds the convergence diagnostics that every result carries are meaningless.

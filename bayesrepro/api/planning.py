@@ -98,12 +98,12 @@ class Options:
         from ..errors import BayesreproError
         from ..plan.pilot import check_formula_for_contrast, parse_contrast
 
-        self.alpha = _number(request.alpha, "--alpha", low=0, high=1, open_interval=True)
+        self.alpha = limits.number(request.alpha, "--alpha", low=0, high=1, open_interval=True)
         self.simulations, self.seed = limits.SIMULATIONS.check(request.simulations), limits.SEED.check(request.seed)
         self.workers, self.replicates = limits.WORKERS.check(request.workers), limits.REPLICATES.check(request.replicates)
         self.draws, self.chains = limits.DRAWS.check(request.draws), limits.CHAINS.check(request.chains)
-        self.effect = None if request.effect is None else _number(request.effect, "--effect")
-        self.rope = _number(request.rope, "--rope", low=0)
+        self.effect = None if request.effect is None else limits.number(request.effect, "--effect")
+        self.rope = limits.number(request.rope, "--rope", low=0)
         if request.test not in TESTS:
             raise BayesreproError(f"--test '{request.test}' is unknown; choose one of: {', '.join(TESTS)}")
         goals = [name for name in ("budget", "target_power", "target_phi") if getattr(request, name) is not None]
@@ -112,10 +112,10 @@ class Options:
         self.goal = goals[0] if goals else None
         self.goal_value = None
         if self.goal == "budget":
-            self.goal_value = _number(request.budget, "--budget", low=0, open_interval=True)
+            self.goal_value = limits.number(request.budget, "--budget", low=0, open_interval=True)
         elif self.goal:
             option = "--" + self.goal.replace("_", "-")
-            self.goal_value = _number(getattr(request, self.goal), option, low=0, high=1, open_interval=True)
+            self.goal_value = limits.number(getattr(request, self.goal), option, low=0, high=1, open_interval=True)
         self.contrast = parse_contrast(request.contrast) if request.contrast else None
         self.criterion = self._criterion(request)
         if self.goal and not request.cost:
@@ -145,7 +145,7 @@ class Options:
         if not isinstance(request.assume, Mapping):
             raise BayesreproError(f"--assume must map components to variances, e.g. {{'system:seed': 0.0004}}, "
                                   f"not {request.assume!r}")
-        self.assume = {str(name): _number(value, f"--assume {name}", low=0) for name, value in request.assume.items()}
+        self.assume = {str(name): limits.number(value, f"--assume {name}", low=0) for name, value in request.assume.items()}
         if self.assume and request.assurance:
             raise BayesreproError("--assurance averages over the pilot's posterior, not over --assume's variances; "
                                   "drop one of them")
@@ -183,22 +183,6 @@ class Options:
         return SamplingSettings(draws=request.draws, tune=request.tune, chains=request.chains, seed=self.seed,
                                 allow_unconverged=request.allow_unconverged)
 
-
-def _number(text, option, low=-math.inf, high=math.inf, open_interval=False) -> float:
-    from ..errors import BayesreproError
-
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise BayesreproError(f"{option} must be a number, not '{text}'") from None
-    if not math.isfinite(value):
-        raise BayesreproError(f"{option} must be a finite number, not {text}")
-    inside = (low < value < high) if open_interval else (low <= value <= high)
-    if not inside:
-        bounds = f"strictly between {low:g} and {high:g}" if open_interval and high < math.inf else (
-            f"above {low:g}" if open_interval else f"at least {low:g}")
-        raise BayesreproError(f"{option} must be {bounds}, not {text}")
-    return value
 
 
 def _counts(given: dict, option, facets, lists: bool) -> dict:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
 
 from .. import limits
@@ -51,10 +49,9 @@ def simulate_binary_grid(items: int = 2000, systems: dict | None = None, seeds: 
     items, seeds, prompts = GRID_ITEMS.check(items), GRID_SEEDS.check(seeds), GRID_PROMPTS.check(prompts)
     systems = _system_effects(systems)
     get_link(link)
-    for name, value in [("item_sd", item_sd), ("seed_sd", seed_sd), ("prompt_sd", prompt_sd), ("intercept", intercept)]:
-        if not _finite_number(value) or (name != "intercept" and value < 0):
-            raise BayesreproError(f"{name} must be a finite{'' if name == 'intercept' else ' non-negative'} number, "
-                                  f"not {limits.shown(value)}")
+    item_sd, seed_sd, prompt_sd = (limits.number(sd, name, low=0) for sd, name in
+                                   [(item_sd, "item_sd"), (seed_sd, "seed_sd"), (prompt_sd, "prompt_sd")])
+    intercept = limits.number(intercept, "intercept")
     limits.check_product(items * (DEFAULT_SYSTEMS if systems is None else len(systems)) * seeds * prompts, GRID_ROWS, "items x systems x seeds x prompts",
                          "lower items= or seeds=", bound="rows a simulation holds")
     return binary_grid(items, systems, seeds, prompts, item_sd, seed_sd, prompt_sd, intercept, link, random_state)
@@ -70,13 +67,9 @@ DEFAULT_SYSTEMS = 3  # binary_grid's A, B and C
 def _system_effects(systems) -> dict | None:
     if systems is None:
         return None
-    if not isinstance(systems, Mapping) or not systems or not all(_finite_number(v) for v in systems.values()):
+    if not isinstance(systems, Mapping) or not systems:
         raise BayesreproError("systems must map each system's name to a finite effect, e.g. {'A': 0.0, 'B': 0.2}")
-    return dict(systems)
-
-
-def _finite_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    return {name: limits.number(effect, f"systems[{name!r}]") for name, effect in systems.items()}
 
 
 @public
