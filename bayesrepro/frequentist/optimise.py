@@ -203,9 +203,12 @@ def _symmetric_search(objective: ProfiledDeviance, start: np.ndarray, decrement:
     within the boundary tolerance of zero set to exactly zero where that does
     not worsen the criterion. Components that start at zero start at
     ``BOUNDARY_START`` instead (at zero the gradient vanishes whether or not
-    they should leave it). Returns None as soon as the steps stop lowering the
-    criterion (a poor start). With ``decrement`` it also stops once a Newton
-    step would lower the criterion by less than that.
+    they should leave it). Where the steps stop lowering the criterion or the
+    iterations run out, it returns the point reached if its gradient is below
+    ``SEARCH_GRADIENT`` (the criterion's rounding, as where two components are
+    identified only through their sum and the criterion is flat along a
+    circle), else None (a poor start). With ``decrement`` it also stops once a
+    Newton step would lower the criterion by less than that.
     """
     bounded = _bounded(objective, len(start))
     theta = np.where(bounded & (start <= 0), BOUNDARY_START, start)
@@ -213,6 +216,13 @@ def _symmetric_search(objective: ProfiledDeviance, start: np.ndarray, decrement:
     if not np.isfinite(value):
         return None
     hessian = _hessian(objective, theta, np.ones(len(theta), dtype=bool), gradient)
+    noise = 1e-13 * abs(value) + 1e-9   # the criterion's rounding error near the optimum
+
+    def settled(theta, gradient):
+        if np.abs(gradient).max() < SEARCH_GRADIENT:
+            return _snap_to_boundary(objective, np.where(bounded, np.abs(theta), theta))
+        return None
+
     for _ in range(NEWTON_ITERATIONS):
         step = -_descent_solve(hessian, gradient)
         if np.abs(gradient).max() < POLISHED_GRADIENT or (decrement and -0.5 * (gradient @ step) < decrement):
@@ -223,15 +233,17 @@ def _symmetric_search(objective: ProfiledDeviance, start: np.ndarray, decrement:
             trial_value, trial_gradient = objective.value_and_gradient(trial)
             if trial_value <= value + 1e-4 * alpha * (gradient @ step):   # Armijo's sufficient decrease
                 break
+            if trial_value <= value + noise and np.abs(trial_gradient).max() < np.abs(gradient).max():
+                break   # below the criterion's rounding the gradient decides
             alpha /= 2
             if alpha < 1e-3:
-                return None
+                return settled(theta, gradient)
         s, y = trial - theta, trial_gradient - gradient
         if s @ y > 0:
             hs = hessian @ s
             hessian = hessian - np.outer(hs, hs) / (s @ hs) + np.outer(y, y) / (s @ y)
         theta, value, gradient = trial, trial_value, trial_gradient
-    return None
+    return settled(theta, gradient)
 
 
 def _descent_solve(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray:
