@@ -65,13 +65,18 @@ class BinaryBootstrapJob:
                 eta = self.fixed_part.copy()
                 for codes, levels, sd in self.effects:
                     eta += sd * rng.standard_normal(levels)[codes]
-                probability = link.inverse(eta)
-                successes = (rng.uniform(size=len(eta)) < probability).astype(float) if self.trials is None \
-                    else rng.binomial(self.trials.astype(np.int64), probability).astype(float)
+                successes = draw_successes(link.inverse(eta), self.trials, rng)
                 (deviance0, converged0), (deviance1, converged1) = (m.deviance(successes, link) for m in self.models)
                 unconverged += (not converged0) + (not converged1)
                 sample[r] = max(deviance0 - deviance1, 0.0)
         return sample, unconverged
+
+
+def draw_successes(probability: np.ndarray, trials: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+    """Every row's 0/1 score (``trials`` None) or successes out of its trials, with the given probabilities."""
+    if trials is None:
+        return (rng.uniform(size=len(probability)) < probability).astype(float)
+    return rng.binomial(trials.astype(np.int64), probability).astype(float)
 
 
 def binary_bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit) -> BinaryBootstrapJob:
