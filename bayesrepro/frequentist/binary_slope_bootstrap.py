@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..design import ModelFrame
 from ..design.binomial import binomial_cells
-from ..design.random_design import RandomDesign, random_design
+from ..design.random_design import random_design
 from ..links import get_link
 from ..reliability import phi_observed
 from ..runtime import numerical_work
@@ -36,18 +36,48 @@ from .slope_bootstrap import random_factor, refit_start, simulated_effects
 from .sparse_laplace import SparseLaplaceDeviance
 
 
+def laplace_refit(criterion: SparseLaplaceDeviance, beta: np.ndarray,
+                  theta_start: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(θ, β) minimising ``criterion`` from (``theta_start``, ``beta``), in the fit's scaled coordinates; and
+    whether the search converged."""
+    coordinates = ScaledCoordinates(criterion.design, criterion, beta, theta_start)
+    scaled, converged, _ = bounded_minimum(coordinates, coordinates.scaled(theta_start), criterion.bounded)
+    return coordinates.unscaled(scaled), converged
+
+
+@dataclass(frozen=True)
+class SparseRefitModel:
+    """One model of a likelihood-ratio bootstrap refitted on the rows by the sparse Laplace criterion
+    (``binary_bootstrap.RefitModel``'s counterpart for models with random slopes)."""
+
+    criterion: SparseLaplaceDeviance     # on the observed scores
+    beta: np.ndarray
+    theta_start: np.ndarray
+
+    def deviance(self, successes: np.ndarray, link) -> tuple[float, bool]:
+        criterion = self.criterion.with_response(successes)
+        params, converged = laplace_refit(criterion, self.beta, self.theta_start)
+        return criterion(params), converged
+
+
+def sparse_refit_model(frame: ModelFrame, fit: GlmmFit) -> SparseRefitModel:
+    """``frame``'s criterion on its rows, started from ``fit`` (a random-intercept fit's θ is its SDs: σ = 1)."""
+    design = random_design(frame.spec, frame.data)
+    trials = np.ones(frame.n_obs) if frame.trials is None else frame.trials
+    theta = fit.theta if frame.spec.has_slopes else np.sqrt([fit.variances[b.group] for b in design.blocks])
+    return SparseRefitModel(SparseLaplaceDeviance(design, frame.X, frame.y, trials, get_link(fit.link), 0.0),
+                            fit.beta, refit_start(design, theta))
+
+
 @dataclass(frozen=True)
 class BinarySlopeBootstrapJob:
     """The Laplace fit to simulate from and the criterion its replicates are refitted by."""
 
     link: str
-    design: RandomDesign
-    criterion: SparseLaplaceDeviance     # on the observed scores; a replicate swaps in its own
+    model: SparseRefitModel              # the criterion on the observed scores (a replicate swaps in its own)
     fixed_part: np.ndarray               # Xβ̂ of every row
     random_factor: object                # ZΛθ̂ (sparse)
     trials: np.ndarray | None            # None: 0/1 scores
-    beta: np.ndarray
-    theta_start: np.ndarray
     cell_x: np.ndarray                   # the distinct fixed-design rows, with the trials of each
     cell_trials: np.ndarray
     object: str | None
@@ -60,17 +90,15 @@ class BinarySlopeBootstrapJob:
         with numerical_work():
             for _ in range(size):
                 eta = self.fixed_part + simulated_effects(self.random_factor, rng)
-                criterion = self.criterion.with_response(draw_successes(link.inverse(eta), self.trials, rng))
-                coordinates = ScaledCoordinates(self.design, criterion, self.beta, self.theta_start)
-                scaled, converged, _ = bounded_minimum(coordinates, coordinates.scaled(self.theta_start),
-                                                       criterion.bounded)
+                criterion = self.model.criterion.with_response(draw_successes(link.inverse(eta), self.trials, rng))
+                params, converged = laplace_refit(criterion, self.model.beta, self.model.theta_start)
                 unconverged += not converged
-                params = coordinates.unscaled(scaled)
-                variances = term_variances(self.design, params[:self.design.n_theta], 1.0)
+                design = self.model.criterion.design
+                variances = term_variances(design, params[:design.n_theta], 1.0)
                 row = [*variances.values(), link.latent_residual]
                 if self.object is not None:
                     row.append(phi_observed(variances, self.object, self.link,
-                                            self.cell_x @ params[self.design.n_theta:], self.cell_trials))
+                                            self.cell_x @ params[design.n_theta:], self.cell_trials))
                 rows.append(row)
         return np.array(rows, dtype=float).reshape(size, -1), unconverged
 
@@ -82,14 +110,12 @@ def binary_slope_bootstrap(fit: GlmmFit, frame: ModelFrame, n_boot: int, rng: np
     components of ``n_boot`` replicates (``fit.components``' columns), how many refits did not converge, and each
     refit's observation-scale φ of ``object`` (None without one). The chunks' seeds are drawn from ``rng``."""
     frame = frame.require_rows("a parametric bootstrap of a binary model with random slopes")
-    design = random_design(frame.spec, frame.data)
-    trials = np.ones(frame.n_obs) if frame.trials is None else frame.trials
+    model = sparse_refit_model(frame, fit)
+    design = model.criterion.design
     fixed_cells = binomial_cells(dataclasses.replace(frame, groups=[]))
     job = BinarySlopeBootstrapJob(
-        link=fit.link, design=design,
-        criterion=SparseLaplaceDeviance(design, frame.X, frame.y, trials, get_link(fit.link), 0.0),
-        fixed_part=frame.X @ fit.beta, random_factor=random_factor(design, fit.theta), trials=frame.trials,
-        beta=fit.beta, theta_start=refit_start(design, fit.theta), cell_x=fixed_cells.X_fixed,
+        link=fit.link, model=model, fixed_part=frame.X @ fit.beta,
+        random_factor=random_factor(design, fit.theta), trials=frame.trials, cell_x=fixed_cells.X_fixed,
         cell_trials=fit.cell_trials, object=object)
     sample, unconverged = run_in_chunks(job, n_boot, int(rng.integers(2**63)), workers, progress)
     components = pd.DataFrame(sample[:, :len(fit.components)], columns=list(fit.components))
