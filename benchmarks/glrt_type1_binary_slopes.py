@@ -19,16 +19,15 @@ ratio may be liberal. It prints the share of p-values below 1 %, 5 % and
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from glrt_type1_binary import report
 
 H0 = "y ~ 1 + (1 + system | subject) + (1 | item)"
 H1 = "y ~ system + (1 + system | subject) + (1 | item)"
-LEVELS = (0.01, 0.05, 0.10)
 
 
 def null_p_value(seed: int, subjects: int, items: int, systems: int) -> float:
@@ -38,13 +37,6 @@ def null_p_value(seed: int, subjects: int, items: int, systems: int) -> float:
 
     data = binary_system_slopes(subjects, items, {f"S{k}": 0.0 for k in range(systems)}, random_state=seed)
     return glrt(H0, H1, data, family="bernoulli", reference="chi2").p
-
-
-def rejection_rates(p_values) -> dict:
-    p_values = np.asarray(p_values)
-    n = len(p_values)
-    return {f"{level:g}": {"rate": float(np.mean(p_values <= level)),
-                           "se": float(np.sqrt(level * (1 - level) / n))} for level in LEVELS}
 
 
 def main() -> None:
@@ -64,15 +56,9 @@ def main() -> None:
         p_values = list(pool.map(null_p_value, streams, [args.subjects] * n, [args.items] * n, [args.systems] * n,
                                  chunksize=max(1, n // (8 * args.workers))))
     seconds = time.perf_counter() - start
-    rates = rejection_rates(p_values)
     print(f"{n} null data sets: {args.subjects} subjects x {args.items} items x {args.systems} systems; "
           f"H1 {H1} against H0 {H0}; reference chi2")
-    for level, rate in rates.items():
-        print(f"  alpha {level}: rejected {rate['rate']:.4f} (binomial SE {rate['se']:.4f})")
-    print(f"  {seconds:.0f} s on {args.workers} workers ({seconds * args.workers / n:.2f} s per replicate)")
-    if args.json_out:
-        args.json_out.write_text(json.dumps({"settings": vars(args) | {"json_out": str(args.json_out)},
-                                             "rates": rates, "seconds": seconds, "p_values": p_values}, indent=1))
+    report(args, p_values, seconds)
 
 
 if __name__ == "__main__":
