@@ -5,11 +5,13 @@ the bootstrap against known truth (slow)."""
 import json
 import shutil
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
 import bayesrepro as br
 from bayesrepro.compare_binary import binary_comparison
@@ -141,3 +143,17 @@ def test_reference_script_reproduces_the_stored_values(tmp_path):
     assert fresh["chisq"] == pytest.approx(stored["chisq"], abs=1e-6)
     assert [row["std_error"] for row in fresh["contrasts"]] == pytest.approx(
         [row["std_error"] for row in stored["contrasts"]], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_glrt_command_calibrates_a_binary_slope_test_by_the_bootstrap(tmp_path):
+    """20 refits of both models under H0's Laplace fit: the command reports the simulated reference."""
+    data = tmp_path / "scores.csv"
+    binary_system_slopes(subjects=6, items=10, systems={"a": 0.0, "b": 0.0}, random_state=5).to_csv(data, index=False)
+    run = subprocess.run([sys.executable, "-m", "bayesrepro", "glrt", str(data), "--h0",
+                          "y ~ 1 + (1 + system | subject) + (1 | item)", "--h1", FORMULA, "--reference", "bootstrap",
+                          "--bootstrap-samples", "20", "--seed", "3", "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    payload = json.loads(run.stdout)
+    assert payload["method"] == "bootstrap" and payload["reason"] == "requested"
+    assert 1 / 21 <= payload["p"] <= 1 and payload["p_asymptotic"] == pytest.approx(chi2.sf(payload["chi2"], 1))
