@@ -104,8 +104,7 @@ class BinarySlopeBootstrapJob:
 
 
 def binary_slope_bootstrap(fit: GlmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
-                           object: str | None = None, progress=None,
-                           workers: int = 1) -> tuple[pd.DataFrame, int, np.ndarray | None]:
+                           object: str | None = None, progress=None) -> tuple[pd.DataFrame, int, np.ndarray | None]:
     """What ``compare_binary.glmm_bootstrap`` returns, for a binary model with random slopes: the latent
     components of ``n_boot`` replicates (``fit.components``' columns), how many refits did not converge, and each
     refit's observation-scale φ of ``object`` (None without one). The chunks' seeds are drawn from ``rng``."""
@@ -117,6 +116,6 @@ def binary_slope_bootstrap(fit: GlmmFit, frame: ModelFrame, n_boot: int, rng: np
         link=fit.link, model=model, fixed_part=frame.X @ fit.beta,
         random_factor=random_factor(design, fit.theta), trials=frame.trials, cell_x=fixed_cells.X_fixed,
         cell_trials=fit.cell_trials, object=object)
-    sample, unconverged = run_in_chunks(job, n_boot, int(rng.integers(2**63)), workers, progress)
+    sample, unconverged = run_in_chunks(job, n_boot, int(rng.integers(2**63)), 1, progress)
     components = pd.DataFrame(sample[:, :len(fit.components)], columns=list(fit.components))
     return components, unconverged, sample[:, -1] if object is not None else None
