@@ -34,6 +34,7 @@ from .errors import BayesreproError
 from .design import ModelFrame, model_frame, parse_formula, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
+from .frequentist.binary_slope_bootstrap import binary_slope_bootstrap
 from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
 from .frequentist.deviance import ProfiledDeviance
 from .frequentist.fitting import fit_frame
@@ -210,12 +211,6 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     if not frame.groups:
         raise BayesreproError(f"formula {frame.formula!r} has no (1|g) term; there are no variance components to compare")
     resolved = resolve_family(frame, family, link)
-    if resolved.binary and frame.spec.has_slopes:
-        term = next(term.text for term in frame.spec.random_terms if not term.intercept_only)
-        raise BayesreproError(f"random slope '{term}': compare of 0/1 scores supports random intercepts only (its "
-                              "ML side's bootstrap simulates random intercepts); fit the slope model with vca and phi, "
-                              "compare it with random intercepts, or fit "
-                              "it as a linear probability model with --family gaussian")
     factor, by = _factor_and_by(frame, factor, by)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object) if reliability else None
     object = choice.name if choice else None
@@ -223,7 +218,10 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     variances, method = fit.components, "ML (Laplace)" if resolved.binary else "REML"
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     with Progress("bootstrap", enabled=settings.show_progress) as bar:
-        if resolved.binary:
+        if resolved.binary and frame.spec.has_slopes:
+            boot, unconverged, boot_observed = binary_slope_bootstrap(fit, frame, int(n_boot), rng, object,
+                                                                      bar.update)
+        elif resolved.binary:
             boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object,
                                                               bar.update)
         elif frame.spec.has_slopes:

@@ -59,8 +59,9 @@ def glmm_bootstrap(fit: GlmmFit, cells: BinomialCells, n_boot: int, rng: np.rand
 
 def binary_comparison(frame: ModelFrame, family: Family, factor: str, by: str | None, h0: str | None) -> Comparison:
     """GLRT of ``factor`` (or of its interaction with ``by``), means and contrasts, shaped as ``compare`` reads them."""
-    from .frequentist.glrt import BINARY_REFERENCE_REASON
+    from .frequentist.glrt import BINARY_REFERENCE_REASON, BINARY_SLOPES_REASON
 
+    reason = BINARY_SLOPES_REASON if frame.spec.has_slopes else BINARY_REFERENCE_REASON
     comparison = compare_binary_levels(frame, family, factor, by, h0)
     contrasts, link = comparison.contrasts, comparison.fit.link
     if contrasts.empty:
@@ -68,5 +69,5 @@ def binary_comparison(frame: ModelFrame, family: Family, factor: str, by: str | 
     contrasts["low"] = contrasts["estimate"] - Z_95 * contrasts["std_error"]
     contrasts["high"] = contrasts["estimate"] + Z_95 * contrasts["std_error"]
     contrasts["reference"] = "Wald z"
-    return dataclasses.replace(comparison, test=dataclasses.replace(comparison.test, reason=BINARY_REFERENCE_REASON),
+    return dataclasses.replace(comparison, test=dataclasses.replace(comparison.test, reason=reason),
                                means=comparison.means.rename(columns={link: "estimate", f"{link}_se": "std_error"}))

@@ -18,7 +18,8 @@ raters score thousands of items), and scores
     y = intercept + b_item + b_rater + ε   (or 0/1 with probability logistic(η) without ε).
 
 ``repeated_measures`` draws a sleepstudy-like design: every subject measured on days 0 … days − 1, with a
-correlated random intercept and slope per subject (``(days|subject)``).
+correlated random intercept and slope per subject (``(days|subject)``); ``binary_system_slopes`` 0/1 scores of
+systems whose advantage varies across subjects (``(1 + system | subject) + (1 | item)``).
 """
 
 from __future__ import annotations
@@ -139,3 +140,30 @@ def repeated_measures(subjects: int = 18, days: int = 10, truth: SlopeTruth = Sl
     y = (truth.intercept + effects[subject, 0] + (truth.slope + effects[subject, 1]) * day
          + rng.normal(0.0, truth.residual_sd, subject.size))
     return pd.DataFrame({"subject": np.char.add("s", subject.astype(str)), "day": day, "y": y})
+
+
+def binary_system_slopes(subjects: int = 12, items: int = 20, systems: dict[str, float] | None = None,
+                         subject_sd: float = 1.0, slope_sd: float = 0.6, correlation: float = 0.3,
+                         item_sd: float = 0.8, intercept: float = 0.2, random_state=None) -> pd.DataFrame:
+    """0/1 scores of every system on every item for every subject, from ``y ~ system + (1 + system | subject) +
+    (1 | item)`` (logit): per subject an intercept and one slope per system after the first (treatment coding,
+    as the formula's random term), SDs ``subject_sd`` and ``slope_sd``, every pair correlated by
+    ``correlation``. ``systems`` maps each system to its effect (default "a": 0, "b": 0.5). Columns
+    ``subject``, ``item``, ``system``, ``y``."""
+    systems = {"a": 0.0, "b": 0.5} if systems is None else dict(systems)
+    rng = np.random.default_rng(random_state)
+    k = len(systems)
+    sd = np.array([subject_sd] + [slope_sd] * (k - 1))
+    covariance = np.outer(sd, sd) * (correlation + (1.0 - correlation) * np.eye(k))
+    effects = rng.multivariate_normal(np.zeros(k), covariance, subjects)
+    subject, item, system = (a.ravel() for a in np.meshgrid(np.arange(subjects), np.arange(items), np.arange(k),
+                                                            indexing="ij"))
+    slope = np.where(system > 0, effects[subject, np.maximum(system, 1)], 0.0)
+    eta = (intercept + np.array(list(systems.values()))[system] + effects[subject, 0] + slope
+           + rng.normal(0.0, item_sd, items)[item])
+    return pd.DataFrame({
+        "subject": np.char.add("s", subject.astype(str)),
+        "item": np.char.add("i", item.astype(str)),
+        "system": np.array(list(systems))[system],
+        "y": (rng.random(len(eta)) < get_link("logit").inverse(eta)).astype(np.int8),
+    })

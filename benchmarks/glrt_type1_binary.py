@@ -89,10 +89,15 @@ def main() -> None:
     p_values = simulate(args.replicates, args.items, args.seeds, args.systems, args.workers, args.seed,
                         args.reference, args.bootstrap_samples)
     seconds = time.perf_counter() - start
-    rates = rejection_rates(p_values)
     print(f"{args.replicates} null benchmarks: {args.items} items x {args.systems} systems x {args.seeds} seeds; "
           f"H1 {H1} against H0 {H0}; reference {args.reference}"
           + (f" ({args.bootstrap_samples} refits)" if args.reference == "bootstrap" else ""))
+    report(args, p_values, seconds)
+
+
+def report(args, p_values: list[float], seconds: float) -> None:
+    """The rejection rates with their binomial SEs and the seconds per replicate; all of it to ``--json-out``."""
+    rates = rejection_rates(p_values)
     for level, rate in rates.items():
         print(f"  alpha {level}: rejected {rate['rate']:.4f} (binomial SE {rate['se']:.4f})")
     print(f"  {seconds:.0f} s on {args.workers} workers ({seconds * args.workers / args.replicates:.2f} s per replicate)")

@@ -122,11 +122,11 @@ def test_commands_fit_and_test_binary_slopes():
     assert json.loads(test.stdout)["chi2"] == pytest.approx(case["chisq"], abs=CHISQ_ABSOLUTE)
 
 
-def test_simulated_references_are_refused_for_slopes():
+def test_gaussian_references_are_refused_for_slopes():
     case = _reference()["tests"]["crossed_subject_slope"]
-    with pytest.raises(BayesreproError, match="^--reference bootstrap is not available for binary models with "
-                                              "random slopes; use --reference chi2$"):
-        glrt(case["h0"], case["h1"], HERE / "data" / "binary_crossed.csv.gz", reference="bootstrap",
+    with pytest.raises(BayesreproError, match="^--reference exact-rlrt is not available for binary models with "
+                                              "random slopes; use --reference chi2 or bootstrap$"):
+        glrt(case["h0"], case["h1"], HERE / "data" / "binary_crossed.csv.gz", reference="exact-rlrt",
              family="bernoulli")
 
 

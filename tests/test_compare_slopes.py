@@ -106,14 +106,6 @@ def test_command_json_equals_to_dict(compared, capsys):
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(compared.to_dict()))
 
 
-def test_binary_slope_model_is_refused_in_one_line():
-    data = read_table(DATA)
-    data["passed"] = (data["score"] > data["score"].median()).astype(int)
-    with pytest.raises(BayesreproError, match=r"random slope '\(1 \+ cond\|g\)': compare of 0/1 scores") as error:
-        br.Model("passed ~ cond + (1 + cond | g)", data).compare(**SHORT)
-    assert "\n" not in str(error.value) and 'family="gaussian"' in str(error.value)
-
-
 # the truth of the simulated data: each item's intercept and its effects on systems b and c, and the residual SD
 COVARIANCE = np.array(((1.0, 0.2, 0.1), (0.2, 0.5, 0.1), (0.1, 0.1, 0.4)))
 RESIDUAL_SD = 0.8

@@ -279,7 +279,8 @@ class Model:
 
         A Gaussian model with random slopes gets Satterthwaite contrasts, bootstrap intervals simulated on its rows
         and the slope posterior; LOO when every random term is of one grouping factor, and no planning section
-        (notes say what is left out). 0/1 scores with random slopes are refused.
+        (notes say what is left out). 0/1 scores with random slopes are compared as intercept models are: Laplace
+        ML with a bootstrap simulated on the rows, Wald z contrasts and the slope posterior.
 
         Parameters
         ----------

@@ -10,7 +10,10 @@ Both models are refitted by the Laplace approximation, starting from the
 observed fits' estimates; p = (r + 1)/(R + 1) as for the Gaussian bootstrap.
 
 A replicate never rebuilds the design: the cells of each model depend on the
-design alone, so the simulated rows are summed into the observed cells.
+design alone, so the simulated rows are summed into the observed cells. When
+either model has random slopes, H0's effects are drawn as ZΛθ̂u (each term's
+effects of a level correlated as fitted) and both models are refitted on the
+rows by the sparse Laplace criterion (``binary_slope_bootstrap``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .bootstrap_test import SimulatedReference, observed_statistic, run_in_chunk
 from .glmm import GlmmFit
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
+from .slope_bootstrap import random_factor, simulated_effects
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,8 @@ class BinaryBootstrapJob:
     fixed_part: np.ndarray                               # η of every row without the level effects
     effects: tuple[tuple[np.ndarray, int, float], ...]   # (codes, levels, SD) of each of H0's factors
     trials: np.ndarray | None                            # None: 0/1 scores
-    models: tuple[RefitModel, RefitModel]                # H0, H1
+    models: tuple                                        # H0, H1: RefitModel, or SparseRefitModel with slopes
+    random_factor: object = None                         # ZΛθ̂ of an H0 with random slopes (``effects`` empty)
 
     def run(self, size: int, seed: np.random.SeedSequence) -> tuple[np.ndarray, int]:
         rng = np.random.default_rng(seed)
@@ -65,18 +70,28 @@ class BinaryBootstrapJob:
                 eta = self.fixed_part.copy()
                 for codes, levels, sd in self.effects:
                     eta += sd * rng.standard_normal(levels)[codes]
-                probability = link.inverse(eta)
-                successes = (rng.uniform(size=len(eta)) < probability).astype(float) if self.trials is None \
-                    else rng.binomial(self.trials.astype(np.int64), probability).astype(float)
+                if self.random_factor is not None:
+                    eta += simulated_effects(self.random_factor, rng)
+                successes = draw_successes(link.inverse(eta), self.trials, rng)
                 (deviance0, converged0), (deviance1, converged1) = (m.deviance(successes, link) for m in self.models)
                 unconverged += (not converged0) + (not converged1)
                 sample[r] = max(deviance0 - deviance1, 0.0)
         return sample, unconverged
 
 
+def draw_successes(probability: np.ndarray, trials: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+    """Every row's 0/1 score (``trials`` None) or successes out of its trials, with the given probabilities."""
+    if trials is None:
+        return (rng.uniform(size=len(probability)) < probability).astype(float)
+    return rng.binomial(trials.astype(np.int64), probability).astype(float)
+
+
 def binary_bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit) -> BinaryBootstrapJob:
-    """Simulation under H0's Laplace fit and refits of both models from the fits' estimates."""
+    """Simulation under H0's Laplace fit and refits of both models from the fits' estimates (on the rows, by the
+    sparse criterion, when either model has random slopes)."""
     frame0 = frame0.require_rows("a parametric bootstrap of a binary GLMM")
+    if frame0.spec.has_slopes or frame1.spec.has_slopes:
+        return _slope_job(frame0, frame1.require_rows("a parametric bootstrap of a binary GLMM"), fit0, fit1)
     sd = np.sqrt([fit0.variances[g.name] for g in frame0.groups])
     return BinaryBootstrapJob(
         link=fit0.link,
@@ -87,6 +102,15 @@ def binary_bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, 
                                 np.concatenate([np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta), fit.beta]))
                      for frame, fit in ((frame0, fit0), (frame1, fit1))),
     )
+
+
+def _slope_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit) -> BinaryBootstrapJob:
+    from .binary_slope_bootstrap import sparse_refit_model
+
+    null = sparse_refit_model(frame0, fit0)
+    return BinaryBootstrapJob(link=fit0.link, fixed_part=frame0.X @ fit0.beta, effects=(), trials=frame0.trials,
+                              models=(null, sparse_refit_model(frame1, fit1)),
+                              random_factor=random_factor(null.criterion.design, null.theta_start))
 
 
 def binary_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit, samples: int,

@@ -73,7 +73,9 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
 class ScaledCoordinates:
     """The criterion over scaled θ and whitened β (see the module's note); ``unscaled`` maps back to (θ, β)."""
 
-    def __init__(self, design: RandomDesign, laplace: SparseLaplaceDeviance, beta: np.ndarray):
+    def __init__(self, design: RandomDesign, laplace: SparseLaplaceDeviance, beta: np.ndarray,
+                 theta: np.ndarray | None = None):
+        """Around ``beta`` and ``theta`` (default: identity blocks in the scaled coordinates)."""
         self.laplace = laplace
         scales = []
         for block in design.blocks:
@@ -81,8 +83,12 @@ class ScaledCoordinates:
             scales.append(np.sqrt(np.diag(block.mean_outer))[rows])
         self.theta_scale = np.concatenate(scales) if scales else np.zeros(0)
         self.beta = beta
-        start = np.concatenate([design.start() / self.theta_scale, beta])
-        self.whitening = np.linalg.cholesky(laplace.evaluate(start)[1])
+        theta = design.start() / self.theta_scale if theta is None else theta
+        self.whitening = np.linalg.cholesky(laplace.evaluate(np.concatenate([theta, beta]))[1])
+
+    def scaled(self, theta: np.ndarray) -> np.ndarray:
+        """The point (``theta``, the centre's β) in the scaled coordinates."""
+        return np.concatenate([theta * self.theta_scale, np.zeros(len(self.beta))])
 
     def unscaled(self, scaled: np.ndarray) -> np.ndarray:
         k = len(self.theta_scale)

@@ -285,20 +285,31 @@ def bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: Lm
     return SimulatedReference("bootstrap", observed_statistic(fit0.criterion, fit1.criterion), sample, unconverged)
 
 
-def run_in_chunks(job, samples: int, seed, workers: int) -> tuple[np.ndarray, int]:
+def run_in_chunks(job, samples: int, seed, workers: int, progress=None) -> tuple[np.ndarray, int]:
     """``job.run(size, seed)`` over chunks of at most BATCH replicates, in ``workers`` processes: the statistics of
-    every replicate and how many refits did not converge. Each chunk's seed is spawned from ``seed``, so the
-    replicates do not depend on ``workers``."""
+    every replicate (stacked along the first axis) and how many refits did not converge. Each chunk's seed is
+    spawned from ``seed``, so the replicates do not depend on ``workers``. ``progress(fraction)`` is told how far
+    it got after every chunk."""
     sizes = [min(BATCH, samples - start) for start in range(0, samples, BATCH)]
     seeds = np.random.SeedSequence(seed).spawn(len(sizes))
+    parts = []
     if workers > 1 and len(sizes) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(job.run, sizes, seeds))
+            for part in pool.map(job.run, sizes, seeds):
+                parts.append(part)
+                _report(progress, parts, samples)
     else:
-        parts = [job.run(size, chunk_seed) for size, chunk_seed in zip(sizes, seeds)]
+        for size, chunk_seed in zip(sizes, seeds):
+            parts.append(job.run(size, chunk_seed))
+            _report(progress, parts, samples)
     return np.concatenate([part[0] for part in parts]), sum(part[1] for part in parts)
+
+
+def _report(progress, parts: list, samples: int) -> None:
+    if progress is not None:
+        progress(sum(len(part[0]) for part in parts) / samples)
 
 
 def sequential_p(job, statistic: float, samples: int, seed, enough: int = 10, step: int = 10) -> float:

@@ -142,8 +142,8 @@ def glrt(h0, h1, data=None, where: str | None = None, drop_missing: bool = False
 
 
 BINARY_SLOPES_REASON = ("binary models with random slopes are read against the asymptotic reference (a 50:50 chi2 "
-                        "mixture where one variance is added, else chi2); calibrated references are not available "
-                        "for them")
+                        "mixture where one variance is added, else chi2); with few levels of the factor that carries "
+                        "the effect it can be liberal (glrt --reference bootstrap calibrates it)")
 BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few levels of the factor that carries the "
                            "effect the chi2 reference of a Laplace likelihood ratio is liberal (glrt --reference "
                            "bootstrap calibrates it)")
@@ -157,10 +157,11 @@ def sd_count(fit) -> int:
 def _binary_reference(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> ref.Choice:
     """The reference a binary GLRT is read against (refused before any fit where it is not available)."""
     if frame0.spec.has_slopes or frame1.spec.has_slopes:
-        if reference not in (ref.AUTO, ref.CHI2):
+        if reference not in (ref.AUTO, ref.CHI2, ref.BOOTSTRAP):
             raise BayesreproError(f"--reference {reference} is not available for binary models with random slopes; "
-                                  "use --reference chi2")
-        return ref.Choice(ref.CHI2, BINARY_SLOPES_REASON)
+                                  "use --reference chi2 or bootstrap")
+        return ref.Choice(ref.BOOTSTRAP, "requested") if reference == ref.BOOTSTRAP \
+            else ref.Choice(ref.CHI2, BINARY_SLOPES_REASON)
     if reference == ref.AUTO:
         return ref.Choice(ref.CHI2, BINARY_REFERENCE_REASON)
     return ref.choose(frame0, frame1, _h0_design_on_h1_cells(frame0, frame1), reference, binary=True)

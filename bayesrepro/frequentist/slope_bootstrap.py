@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..design import ModelFrame
 from ..design.random_design import RandomDesign, random_design
@@ -41,9 +42,25 @@ class RowModel:
 
 def row_model(frame: ModelFrame, fit: LmmFit) -> RowModel:
     design = random_design(frame.spec, frame.data)
-    # a diagonal entry of Λθ at the boundary starts at exactly zero; the others (correlations) are free
-    start = np.where(design.diagonal & (fit.theta < BOUNDARY_THETA), 0.0, fit.theta)
-    return RowModel(SparseProfiledDeviance(design, frame.X, frame.y, reml=False), design, start)
+    return RowModel(SparseProfiledDeviance(design, frame.X, frame.y, reml=False), design,
+                    refit_start(design, fit.theta))
+
+
+def refit_start(design: RandomDesign, theta: np.ndarray) -> np.ndarray:
+    """θ a refit starts from: the fitted one, a diagonal entry of Λθ at the boundary at exactly zero (the others,
+    correlations, are free)."""
+    return np.where(design.diagonal & (theta < BOUNDARY_THETA), 0.0, theta)
+
+
+def random_factor(design: RandomDesign, theta: np.ndarray) -> sp.csr_matrix:
+    """ZΛθ: the rows' random effects are ZΛθu for spherical u."""
+    return (design.Z @ design.relative_factor(theta)).tocsr()
+
+
+def simulated_effects(factor: sp.csr_matrix, rng: np.random.Generator) -> np.ndarray:
+    """Every row's sum of random effects, ZΛθu with u ~ N(0, I): each term's level effects drawn from its fitted
+    covariance (correlated within a level), as lme4's ``simulate`` draws them."""
+    return factor @ rng.standard_normal(factor.shape[1])
 
 
 @dataclass(frozen=True)
@@ -61,8 +78,8 @@ class RowBootstrapJob:
         unconverged = 0
         with numerical_work():
             for r in range(size):
-                u = rng.standard_normal(self.random_factor.shape[1])
-                y = self.mean + self.sigma * (self.random_factor @ u + rng.standard_normal(len(self.mean)))
+                y = self.mean + self.sigma * (simulated_effects(self.random_factor, rng)
+                                              + rng.standard_normal(len(self.mean)))
                 (c0, ok0), (c1, ok1) = (model.ml_criterion(y) for model in self.models)
                 unconverged += (not ok0) + (not ok1)
                 sample[r] = max(c0 - c1, 0.0)
@@ -74,7 +91,7 @@ def row_bootstrap_lrt(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1
     """2(ℓ₁ − ℓ₀) of the ML fits and its parametric-bootstrap null distribution, simulated on the rows."""
     frame0 = frame0.require_rows("a parametric bootstrap of models with random slopes")
     null = row_model(frame0, fit0)
-    job = RowBootstrapJob(frame0.X @ fit0.beta, (null.design.Z @ null.design.relative_factor(fit0.theta)).tocsr(),
+    job = RowBootstrapJob(frame0.X @ fit0.beta, random_factor(null.design, fit0.theta),
                           float(np.sqrt(fit0.variances["Residual"])), (null, row_model(frame1, fit1)))
     sample, unconverged = run_in_chunks(job, samples, seed, workers)
     return SimulatedReference("bootstrap", observed_statistic(fit0.criterion, fit1.criterion), sample, unconverged)

@@ -19,7 +19,7 @@ from ..runtime import numerical_work
 from .bounded_search import bounded_minimum
 from .covariance_structure import term_variances
 from .lmm import LmmFit
-from .slope_bootstrap import row_model
+from .slope_bootstrap import random_factor, row_model, simulated_effects
 from .sparse_deviance import SparseProfiledDeviance
 
 
@@ -30,13 +30,12 @@ def slope_variance_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: n
     model = row_model(frame, fit)
     design = model.design
     mean = frame.X @ fit.beta
-    random_factor = (design.Z @ design.relative_factor(fit.theta)).tocsr()
+    factor = random_factor(design, fit.theta)
     sigma = fit.residual_sd
     rows, unconverged = [], 0
     with numerical_work():
         for replicate in range(n_boot):
-            u = rng.standard_normal(random_factor.shape[1])
-            y = mean + sigma * (random_factor @ u + rng.standard_normal(len(mean)))
+            y = mean + sigma * (simulated_effects(factor, rng) + rng.standard_normal(len(mean)))
             objective = SparseProfiledDeviance(design, frame.X, y, reml=True)
             theta, converged, _ = bounded_minimum(objective, model.start, design.diagonal)
             unconverged += not converged

@@ -20,12 +20,14 @@ the products of θ's elements (both built once: A's pattern does not depend on
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..design.random_design import RandomDesign
 from ..errors import NotConvergedError
-from ..links import Link
+from ..links import Link, log_binomial_coefficient
 from .laplace import FULL_STEPS, MAX_ITERATIONS, MODE_TOLERANCE, halved_step
 from .sparse_factor import Factoriser
 from .sparse_deviance import diagonal_lead, lead_first
@@ -51,6 +53,14 @@ class SparseLaplaceDeviance:
             cross, *self._lambda_at, design.lambda_index)
         self.factorise = Factoriser(len(head))
         self._u = np.zeros(design.q)
+
+    def with_response(self, successes: np.ndarray) -> "SparseLaplaceDeviance":
+        """The criterion of other successes out of the same trials (the design's maps are shared, not rebuilt)."""
+        other = copy.copy(self)
+        other.y = successes
+        other.constant = -2.0 * float(log_binomial_coefficient(successes, self.n).sum())
+        other._u = np.zeros(self.design.q)
+        return other
 
     @property
     def bounded(self) -> np.ndarray:
