@@ -32,7 +32,7 @@ from ..links import get_link, log_binomial_coefficient
 from ..runtime import numerical_work
 from .bounded_search import bounded_minimum
 from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
-from .glmm import GlmmFit, covariance_of_beta, fixed_rows, value_hessian
+from .glmm import GlmmFit, covariance_of_beta, fixed_rows, gradient_hessian, value_hessian
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA
 from .sparse_laplace import SparseLaplaceDeviance
@@ -58,7 +58,8 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
         deviance, fixed_precision = laplace.evaluate(params)
         theta, beta = params[:design.n_theta], params[design.n_theta:]
         free = np.where(laplace.bounded, params > BOUNDARY_THETA, True)
-        covariance = covariance_of_beta(value_hessian(laplace, params, free), free, design.n_theta, fixed_precision)
+        hessian = gradient_hessian(laplace, params, free) if laplace.exact_gradient else value_hessian(laplace, params, free)
+        covariance = covariance_of_beta(hessian, free, design.n_theta, fixed_precision)
     return GlmmFit(
         formula=frame.formula, family=family.name, link=family.link, n_obs=frame.n_obs, n_cells=frame.n_obs, nagq=1,
         variances=term_variances(design, theta, 1.0), fixed_names=list(frame.fixed_names), beta=beta,
@@ -89,5 +90,16 @@ class ScaledCoordinates:
         beta = self.beta + scipy.linalg.solve_triangular(self.whitening, scaled[k:], lower=True, trans="T")
         return np.concatenate([scaled[:k] / self.theta_scale, beta])
 
+    @property
+    def has_exact_gradient(self) -> bool:
+        return self.laplace.exact_gradient
+
     def __call__(self, scaled: np.ndarray) -> float:
         return self.laplace(self.unscaled(np.asarray(scaled, dtype=float)))
+
+    def value_and_gradient(self, scaled: np.ndarray) -> tuple[float, np.ndarray]:
+        """f and its gradient in the scaled coordinates (chain rule through ``unscaled``)."""
+        value, gradient = self.laplace.value_and_gradient(self.unscaled(np.asarray(scaled, dtype=float)))
+        k = len(self.theta_scale)
+        return value, np.concatenate([gradient[:k] / self.theta_scale,
+                                      scipy.linalg.solve_triangular(self.whitening, gradient[k:], lower=True)])

@@ -20,6 +20,7 @@ Where that order ends in a nearly full block of a thousand columns or more
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,6 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
+from .selected_inverse import SelectedInverse
 from .split_factor import SplitPlan
 
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
@@ -42,6 +44,8 @@ DENSE_MAX_ORDER = 6000
 class Factor:
     logdet: float                                  # log|A|
     solve: Callable[[np.ndarray], np.ndarray]      # A⁻¹ R for a (q, k) array R
+    # (A⁻¹)_ij at pairs (rows, cols) of A's pattern; None where the factorisation does not give it (a dense tail)
+    inverse_at: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 class Factoriser:
@@ -67,19 +71,23 @@ class Factoriser:
             x2 = rest.solve(second - scaled.T @ first)
             return np.concatenate([(first - b @ x2) / (d[:, None] if rhs.ndim == 2 else d), x2])
 
-        return Factor(float(np.log(d).sum()) + rest.logdet, solve)
+        inverse_at = None if rest.inverse_at is None else functools.partial(
+            _eliminated_inverse_at, n1, d, b.tocsr(), rest.inverse_at)
+        return Factor(float(np.log(d).sum()) + rest.logdet, solve, inverse_at)
 
     def _factorise(self, a: sp.csc_matrix) -> Factor:
         q = a.shape[0]
         if q == 0:
-            return Factor(0.0, lambda rhs: np.zeros_like(rhs))
+            return Factor(0.0, lambda rhs: np.zeros_like(rhs), lambda rows, cols: np.zeros(len(rows)))
         if q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q):
             try:
                 lower = scipy.linalg.cholesky(a.toarray(), lower=True, check_finite=False)
             except scipy.linalg.LinAlgError as exc:
                 raise np.linalg.LinAlgError(str(exc)) from None
+            dense_inverse = functools.cache(lambda: scipy.linalg.cho_solve((lower, True), np.eye(q), check_finite=False))
             return Factor(float(2.0 * np.log(np.diag(lower)).sum()),
-                          lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False))
+                          lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False),
+                          lambda rows, cols: dense_inverse()[rows, cols])
         if self._order is None:
             first = _superlu(a, "MMD_AT_PLUS_A")
             self._order = np.argsort(first.perm_c)
@@ -102,7 +110,50 @@ class Factoriser:
         def solve(rhs: np.ndarray) -> np.ndarray:
             return lu.solve(rhs[order])[inverse]
 
-        return Factor(float(np.log(pivots).sum()), solve)
+        def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            # with no pivoting (SymmetricMode, diagonal pivots of a positive definite A) U = DL'
+            return selected().at(inverse[rows], inverse[cols])
+
+        @functools.cache
+        def selected() -> SelectedInverse:
+            return SelectedInverse(sp.tril(lu.L, k=-1), pivots)
+
+        natural = np.array_equal(lu.perm_r, np.arange(q)) and np.array_equal(lu.perm_c, np.arange(q))
+        return Factor(float(np.log(pivots).sum()), solve, inverse_at if natural else None)
+
+
+def _eliminated_inverse_at(n1: int, d: np.ndarray, b: sp.csr_matrix, rest_inverse_at, rows: np.ndarray,
+                           cols: np.ndarray) -> np.ndarray:
+    """(A⁻¹)_ij on A's pattern from the Schur complement's S⁻¹ on its own, A = [D B; B' C] with D diagonal:
+
+        A⁻¹ = [D⁻¹ + D⁻¹B S⁻¹B'D⁻¹   −D⁻¹B S⁻¹]
+              [−S⁻¹B'D⁻¹             S⁻¹      ]
+
+    so a lead entry (i, i) or (i, r) needs S⁻¹ only at pairs of B's row i (in S's pattern)."""
+    low, high = np.minimum(rows, cols), np.maximum(rows, cols)
+    out = np.empty(len(rows))
+    rest = low >= n1
+    out[rest] = rest_inverse_at(low[rest] - n1, high[rest] - n1)
+    mixed = np.flatnonzero((low < n1) & (high >= n1))
+    owner, position = _row_entries(b.indptr, low[mixed])
+    products = b.data[position] * rest_inverse_at(b.indices[position], high[mixed][owner] - n1)
+    out[mixed] = -np.bincount(owner, weights=products, minlength=len(mixed)) / d[low[mixed]]
+    lead = np.flatnonzero(high < n1)   # (i, i): D's block is diagonal
+    owner, first = _row_entries(b.indptr, low[lead])
+    pair_owner, second = _row_entries(b.indptr, low[lead][owner])
+    products = (b.data[first[pair_owner]] * b.data[second]
+                * rest_inverse_at(b.indices[first[pair_owner]], b.indices[second]))
+    d_lead = d[low[lead]]
+    out[lead] = 1.0 / d_lead + np.bincount(owner[pair_owner], weights=products, minlength=len(lead)) / d_lead ** 2
+    return out
+
+
+def _row_entries(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each entry of the CSR rows ``rows`` (repeats allowed): which of ``rows`` it belongs to, and its position."""
+    counts = indptr[rows + 1] - indptr[rows]
+    owner = np.repeat(np.arange(len(rows)), counts)
+    within = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, indptr[rows][owner] + within
 
 
 def _superlu(a: sp.csc_matrix, ordering: str):

@@ -1,0 +1,89 @@
+"""Entries of A⁻¹ on the pattern of A's sparse factor (Takahashi's recurrences), for A = LDL' symmetric positive
+definite with L unit lower triangular.
+
+With Z = A⁻¹ = D⁻¹L⁻¹ + (I − L')Z, column by column from the last:
+
+    Z_ij = −Σ_{k>j} Z_ik L_kj  (i > j),     Z_jj = 1/D_j − Σ_{k>j} L_kj Z_kj,
+
+and every Z_ik needed (i, k in the pattern of L's column j) lies in the pattern
+of L (its columns' patterns are closed under this elimination), so the cost is
+that of the factorisation, not of a dense inverse (Takahashi, Fagan & Chin
+1973; Erisman & Tinney 1975). The gradient of the Laplace criterion needs A⁻¹
+only on A's pattern (``sparse_laplace.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class SelectedInverse:
+    """A⁻¹ on the pattern of the strictly lower factor ``lower`` (CSC) with pivots ``pivots`` (= D)."""
+
+    def __init__(self, lower: sp.csc_matrix, pivots: np.ndarray):
+        lower = lower.tocsc()
+        lower.sort_indices()
+        self.n = lower.shape[0]
+        self.indptr, self.indices = lower.indptr.astype(np.int64), lower.indices.astype(np.int64)
+        self.values = np.empty(lower.nnz)
+        self.diagonal = np.empty(self.n)
+        if not _compiled_takahashi()(self.indptr, self.indices, lower.data, 1.0 / pivots, self.values, self.diagonal):
+            raise RuntimeError("the factor's pattern is not closed under elimination; its selected inverse is undefined")
+        columns = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
+        self._keys = columns * self.n + self.indices   # sorted: columns in order, rows sorted within each
+
+    def at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """(A⁻¹)_ij for the pairs (rows, cols), each in the pattern of L + L' + I."""
+        low, high = np.minimum(rows, cols).astype(np.int64), np.maximum(rows, cols).astype(np.int64)
+        out = self.diagonal[low]
+        off = low != high
+        keys = low[off] * self.n + high[off]
+        position = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        if len(keys) and not np.array_equal(self._keys[position], keys):
+            raise RuntimeError("an entry of A⁻¹ outside the pattern of A's factor was asked for")
+        out[off] = self.values[position]
+        return out
+
+
+def takahashi(indptr, indices, lower, inverse_pivots, values, diagonal) -> bool:
+    """Z below the diagonal into ``values`` (L's pattern) and its diagonal into ``diagonal``; False where a
+    column's pattern is not contained in an earlier column's (the pattern is not a filled factor's)."""
+    n = len(indptr) - 1
+    mark = np.full(n, -1, dtype=np.int64)   # position in column j of each row in its pattern
+    for j in range(n - 1, -1, -1):
+        start, end = indptr[j], indptr[j + 1]
+        for p in range(start, end):
+            mark[indices[p]] = p
+            values[p] = 0.0
+        for p in range(start, end):
+            k = indices[p]
+            l_kj = lower[p]
+            values[p] -= diagonal[k] * l_kj
+            hits = 0
+            for q in range(indptr[k], indptr[k + 1]):
+                m = mark[indices[q]]
+                if m >= 0:
+                    hits += 1
+                    values[m] -= values[q] * l_kj       # Z_ij −= Z_ik L_kj   (i > k)
+                    values[p] -= values[q] * lower[m]   # Z_kj −= Z_ki L_ij
+            if hits != end - p - 1:
+                return False
+        z = inverse_pivots[j]
+        for p in range(start, end):
+            z -= lower[p] * values[p]
+            mark[indices[p]] = -1
+        diagonal[j] = z
+    return True
+
+
+@functools.cache
+def _compiled_takahashi():
+    """``takahashi`` compiled, or loaded from numba's cache, once per process."""
+    import numba
+
+    from ..bayes.compiled_sampler import compile_cached
+
+    return compile_cached(lambda cache: numba.njit(cache=cache, nogil=True)(takahashi))
