@@ -13,6 +13,8 @@ can be flat. Convergence is lme4's test in spirit: the projected gradient
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 # The criterion's projected gradient below which a fit counts as converged (lme4 checks 2e-3 on its scale).
@@ -28,18 +30,24 @@ SETTLED_GRADIENT = 1e-4
 TEST_STEP = 1e-4
 
 
-def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, bool, str]:
-    """θ minimising ``objective`` over the bounds, whether lme4's convergence test passed, and why not."""
+def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray, relative_change: float = 1e-15,
+                    settled_gradient: float = SETTLED_GRADIENT) -> tuple[np.ndarray, bool, str]:
+    """θ minimising ``objective`` over the bounds, whether lme4's convergence test passed, and why not.
+
+    A search ends where an iteration changes the criterion by less than ``relative_change`` (L-BFGS-B's ftol) and
+    is restarted unless the projected gradient is below ``settled_gradient``."""
     if len(start) == 0:
         return np.zeros(0), True, "no variance components: closed form"
     bounds = [(0.0, None) if d else (None, None) for d in diagonal]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        theta, value, gradient = _search(objective, start, bounds, diagonal)
+        search = functools.partial(_search, objective, bounds=bounds, diagonal=diagonal,
+                                   relative_change=relative_change, settled_gradient=settled_gradient)
+        theta, value, gradient = search(start)
         for step in ESCAPE_STEPS:
             at_zero = diagonal & (theta == 0.0)
             if not at_zero.any():
                 break
-            trial, trial_value, trial_gradient = _search(objective, np.where(at_zero, step, theta), bounds, diagonal)
+            trial, trial_value, trial_gradient = search(np.where(at_zero, step, theta))
             if trial_value < value:
                 theta, value, gradient = trial, trial_value, trial_gradient
     if not np.isfinite(value):
@@ -50,7 +58,7 @@ def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray) -> tuple
     return theta, True, ""
 
 
-def _search(objective, start, bounds, diagonal) -> tuple[np.ndarray, float, np.ndarray]:
+def _search(objective, start, bounds, diagonal, relative_change, settled_gradient) -> tuple[np.ndarray, float, np.ndarray]:
     import scipy.optimize   # only where a fit needs it: the model commands start without it
 
     theta, value = np.asarray(start, dtype=float), objective(start)
@@ -58,12 +66,12 @@ def _search(objective, start, bounds, diagonal) -> tuple[np.ndarray, float, np.n
     function, jacobian = (objective.value_and_gradient, True) if exact else (objective, "3-point")
     for _ in range(RESTARTS):
         result = scipy.optimize.minimize(function, theta, method="L-BFGS-B", jac=jacobian, bounds=bounds,
-                                         options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 500})
+                                         options={"ftol": relative_change, "gtol": 1e-9, "maxiter": 500})
         improved = result.fun < value - IMPROVEMENT * max(1.0, abs(value))
         if result.fun <= value:
             theta, value = result.x, float(result.fun)
         gradient = _projected_gradient(objective, theta, diagonal)
-        if not improved or np.max(np.abs(gradient)) <= SETTLED_GRADIENT:
+        if not improved or np.max(np.abs(gradient)) <= settled_gradient:
             break
     return theta, value, gradient
 
