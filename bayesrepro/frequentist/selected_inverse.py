@@ -35,17 +35,28 @@ class SelectedInverse:
         columns = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
         self._keys = columns * self.n + self.indices   # sorted: columns in order, rows sorted within each
 
-    def at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """(A⁻¹)_ij for the pairs (rows, cols), each in the pattern of L + L' + I."""
+    def at(self, rows: np.ndarray, cols: np.ndarray, positions: dict | None = None) -> np.ndarray:
+        """(A⁻¹)_ij for the pairs (rows, cols), each in the pattern of L + L' + I; ``positions`` keeps where each
+        set of pairs lies for later factors of the same pattern."""
+        key = (rows.tobytes(), cols.tobytes())
+        found = None if positions is None else positions.get(key)
+        if found is None:
+            found = self._positions(rows, cols)
+            if positions is not None:
+                positions[key] = found
+        return np.concatenate([self.values, self.diagonal])[found]
+
+    def _positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Where each pair is in the concatenation of ``values`` and ``diagonal``."""
         low, high = np.minimum(rows, cols).astype(np.int64), np.maximum(rows, cols).astype(np.int64)
-        out = self.diagonal[low]
+        found = len(self.values) + low
         off = low != high
         keys = low[off] * self.n + high[off]
         position = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
         if len(keys) and not np.array_equal(self._keys[position], keys):
             raise RuntimeError("an entry of A⁻¹ outside the pattern of A's factor was asked for")
-        out[off] = self.values[position]
-        return out
+        found[off] = position
+        return found
 
 
 def takahashi(indptr, indices, lower, inverse_pivots, values, diagonal) -> bool:

@@ -55,6 +55,7 @@ class Factoriser:
         self.lead = diagonal_lead
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
         self._split: SplitPlan | None = None     # where that order ends in a dense block
+        self._positions: dict = {}               # where asked entries of A⁻¹ lie in the factor's pattern
 
     def __call__(self, a: sp.csc_matrix) -> Factor:
         """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
@@ -89,6 +90,7 @@ class Factoriser:
                           lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False),
                           lambda rows, cols: dense_inverse()[rows, cols])
         if self._order is None:
+            self._positions = {}
             first = _superlu(a, "MMD_AT_PLUS_A")
             self._order = np.argsort(first.perm_c)
             self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
@@ -112,12 +114,13 @@ class Factoriser:
 
         def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
             # with no pivoting (SymmetricMode, diagonal pivots of a positive definite A) U = DL'
-            return selected().at(inverse[rows], inverse[cols])
+            return selected().at(inverse[rows], inverse[cols], positions)
 
         @functools.cache
         def selected() -> SelectedInverse:
             return SelectedInverse(sp.tril(lu.L, k=-1), pivots)
 
+        positions = self._positions
         natural = np.array_equal(lu.perm_r, np.arange(q)) and np.array_equal(lu.perm_c, np.arange(q))
         return Factor(float(np.log(pivots).sum()), solve, inverse_at if natural else None)
 

@@ -57,6 +57,7 @@ class SparseLaplaceDeviance:
         self.factorise = Factoriser(len(head))
         self._u = np.zeros(design.q)
         self.exact_gradient = True   # False once a factorisation cannot give A⁻¹ on A's pattern (a dense tail)
+        self._last: tuple[bytes, float, np.ndarray] | None = None   # the search, its test and the Hessian repeat it
 
     @property
     def bounded(self) -> np.ndarray:
@@ -73,17 +74,20 @@ class SparseLaplaceDeviance:
         """f and its gradient over (θ, β) (see ``_gradient``; central differences of f where the factorisation
         gives no selected inverse); infinite where penalized IRLS fails."""
         params = np.asarray(params, dtype=float)
+        if self._last is not None and self._last[0] == params.tobytes():
+            return self._last[1], self._last[2].copy()
         try:
             theta, beta = params[:self.n_theta], params[self.n_theta:]
             lam = self._lambda(theta)
             u, terms, factor = self._at_mode(theta, beta, lam)
             value = self._penalized(terms.kernel, u) + factor.logdet
             self.exact_gradient = factor.inverse_at is not None
-            if not self.exact_gradient:
-                return value, self._difference_gradient(params)
-            return value, self._gradient(theta, lam, u, terms, factor)
+            gradient = (self._gradient(theta, lam, u, terms, factor) if self.exact_gradient
+                        else self._difference_gradient(params))
         except (np.linalg.LinAlgError, NotConvergedError):
             return np.inf, np.zeros(len(params))
+        self._last = (params.tobytes(), value, gradient)
+        return value, gradient.copy()
 
     def _gradient(self, theta: np.ndarray, lam: sp.csc_matrix, u: np.ndarray, terms, factor: Factor) -> np.ndarray:
         """∂f/∂(θ, β) at the mode û.
