@@ -56,6 +56,7 @@ class Factoriser:
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
         self._split: SplitPlan | None = None     # where that order ends in a dense block
         self._positions: dict = {}               # where asked entries of A⁻¹ lie in the factor's pattern
+        self._pairs: dict = {}                   # and, with a diagonal lead, which entries of S⁻¹ make them
 
     def __call__(self, a: sp.csc_matrix) -> Factor:
         """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
@@ -73,8 +74,14 @@ class Factoriser:
             return np.concatenate([(first - b @ x2) / (d[:, None] if rhs.ndim == 2 else d), x2])
 
         inverse_at = None if rest.inverse_at is None else functools.partial(
-            _eliminated_inverse_at, n1, d, b.tocsr(), rest.inverse_at)
+            _eliminated_inverse_at, functools.partial(self._eliminated_pairs, b), n1, d, b.tocsr(), rest.inverse_at)
         return Factor(float(np.log(d).sum()) + rest.logdet, solve, inverse_at)
+
+    def _eliminated_pairs(self, b: sp.csc_matrix, rows: np.ndarray, cols: np.ndarray) -> _EliminatedPairs:
+        key = (rows.tobytes(), cols.tobytes())
+        if key not in self._pairs:
+            self._pairs[key] = _EliminatedPairs.of(self.lead, b.tocsr(), rows, cols)
+        return self._pairs[key]
 
     def _factorise(self, a: sp.csc_matrix) -> Factor:
         q = a.shape[0]
@@ -125,29 +132,55 @@ class Factoriser:
         return Factor(float(np.log(pivots).sum()), solve, inverse_at if natural else None)
 
 
-def _eliminated_inverse_at(n1: int, d: np.ndarray, b: sp.csr_matrix, rest_inverse_at, rows: np.ndarray,
+@dataclass(frozen=True)
+class _EliminatedPairs:
+    """Which entries of S⁻¹ and B make asked entries of A⁻¹ (see ``_eliminated_inverse_at``), for one pattern."""
+    rest: np.ndarray                     # asked entries in S's block and where they are in S
+    rest_at: tuple[np.ndarray, np.ndarray]
+    mixed: np.ndarray                    # asked entries (i, r) with i a lead level: B's row i against S⁻¹'s column r
+    mixed_owner: np.ndarray
+    mixed_b: np.ndarray
+    mixed_at: tuple[np.ndarray, np.ndarray]
+    lead: np.ndarray                     # asked entries (i, i): pairs of B's row i
+    lead_owner: np.ndarray
+    lead_b: tuple[np.ndarray, np.ndarray]
+    lead_at: tuple[np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, n1: int, b: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> "_EliminatedPairs":
+        low, high = np.minimum(rows, cols), np.maximum(rows, cols)
+        rest = np.flatnonzero(low >= n1)
+        mixed = np.flatnonzero((low < n1) & (high >= n1))
+        owner, position = _row_entries(b.indptr, low[mixed])
+        lead = np.flatnonzero(high < n1)
+        lead_owner, first = _row_entries(b.indptr, low[lead])
+        pair_owner, second = _row_entries(b.indptr, low[lead][lead_owner])
+        first = first[pair_owner]
+        return cls(rest, (low[rest] - n1, high[rest] - n1),
+                   mixed, owner, position, (b.indices[position], high[mixed][owner] - n1),
+                   lead, lead_owner[pair_owner], (first, second), (b.indices[first], b.indices[second]))
+
+
+def _eliminated_inverse_at(pairs_of, n1: int, d: np.ndarray, b: sp.csr_matrix, rest_inverse_at, rows: np.ndarray,
                            cols: np.ndarray) -> np.ndarray:
     """(A⁻¹)_ij on A's pattern from the Schur complement's S⁻¹ on its own, A = [D B; B' C] with D diagonal:
 
         A⁻¹ = [D⁻¹ + D⁻¹B S⁻¹B'D⁻¹   −D⁻¹B S⁻¹]
               [−S⁻¹B'D⁻¹             S⁻¹      ]
 
-    so a lead entry (i, i) or (i, r) needs S⁻¹ only at pairs of B's row i (in S's pattern)."""
-    low, high = np.minimum(rows, cols), np.maximum(rows, cols)
+    so a lead entry (i, i) or (i, r) needs S⁻¹ only at pairs of B's row i (in S's pattern). ``pairs_of`` gives
+    the asked pairs' ``_EliminatedPairs``."""
+    pairs = pairs_of(rows, cols)
     out = np.empty(len(rows))
-    rest = low >= n1
-    out[rest] = rest_inverse_at(low[rest] - n1, high[rest] - n1)
-    mixed = np.flatnonzero((low < n1) & (high >= n1))
-    owner, position = _row_entries(b.indptr, low[mixed])
-    products = b.data[position] * rest_inverse_at(b.indices[position], high[mixed][owner] - n1)
-    out[mixed] = -np.bincount(owner, weights=products, minlength=len(mixed)) / d[low[mixed]]
-    lead = np.flatnonzero(high < n1)   # (i, i): D's block is diagonal
-    owner, first = _row_entries(b.indptr, low[lead])
-    pair_owner, second = _row_entries(b.indptr, low[lead][owner])
-    products = (b.data[first[pair_owner]] * b.data[second]
-                * rest_inverse_at(b.indices[first[pair_owner]], b.indices[second]))
-    d_lead = d[low[lead]]
-    out[lead] = 1.0 / d_lead + np.bincount(owner[pair_owner], weights=products, minlength=len(lead)) / d_lead ** 2
+    out[pairs.rest] = rest_inverse_at(*pairs.rest_at)
+    products = b.data[pairs.mixed_b] * rest_inverse_at(*pairs.mixed_at)
+    d_mixed = d[np.minimum(rows, cols)[pairs.mixed]]
+    out[pairs.mixed] = -np.bincount(pairs.mixed_owner, weights=products, minlength=len(pairs.mixed)) / d_mixed
+    first, second = pairs.lead_b
+    products = b.data[first] * b.data[second] * rest_inverse_at(*pairs.lead_at)
+    d_lead = d[rows[pairs.lead]]
+    out[pairs.lead] = 1.0 / d_lead + np.bincount(pairs.lead_owner, weights=products,
+                                                 minlength=len(pairs.lead)) / d_lead ** 2
     return out
 
 

@@ -26,10 +26,13 @@ import scipy.sparse as sp
 from ..design.random_design import RandomDesign
 from ..errors import NotConvergedError
 from ..links import Link
-from .laplace import FULL_STEPS, MAX_ITERATIONS, MODE_TOLERANCE, halved_step
+from .laplace import FULL_STEPS, MAX_ITERATIONS, halved_step
 from .sparse_factor import Factor, Factoriser
 from .sparse_deviance import diagonal_lead, lead_first
 
+# Penalized IRLS stops once a Newton step's decrement (twice the penalized deviance it removes) is below this and
+# takes that step: Newton's quadratic convergence leaves a decrement of order 1e-14 after it, below f's rounding.
+MODE_TOLERANCE = 1e-7
 # Relative step of the central differences of f where no selected inverse gives its gradient.
 DIFFERENCE_STEP = 1e-6
 
