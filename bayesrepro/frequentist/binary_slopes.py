@@ -102,6 +102,8 @@ class ScaledCoordinates:
         return self.laplace.exact_gradient
 
     def __call__(self, scaled: np.ndarray) -> float:
+        if self.has_exact_gradient:   # kept for the search's next call, at the same point
+            return self.value_and_gradient(scaled)[0]
         return self.laplace(self.unscaled(np.asarray(scaled, dtype=float)))
 
     def value_and_gradient(self, scaled: np.ndarray) -> tuple[float, np.ndarray]:

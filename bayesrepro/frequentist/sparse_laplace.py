@@ -61,6 +61,7 @@ class SparseLaplaceDeviance:
         self._u = np.zeros(design.q)
         self.exact_gradient = True   # False once a factorisation cannot give A⁻¹ on A's pattern (a dense tail)
         self._last: tuple[bytes, float, np.ndarray] | None = None   # the search, its test and the Hessian repeat it
+        self._sensitivity: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # see _keep_sensitivity
 
     @property
     def bounded(self) -> np.ndarray:
@@ -85,14 +86,15 @@ class SparseLaplaceDeviance:
             u, terms, factor = self._at_mode(theta, beta, lam)
             value = self._penalized(terms.kernel, u) + factor.logdet
             self.exact_gradient = factor.inverse_at is not None
-            gradient = (self._gradient(theta, lam, u, terms, factor) if self.exact_gradient
+            gradient = (self._gradient(theta, beta, lam, u, terms, factor) if self.exact_gradient
                         else self._difference_gradient(params))
         except (np.linalg.LinAlgError, NotConvergedError):
             return np.inf, np.zeros(len(params))
         self._last = (params.tobytes(), value, gradient)
         return value, gradient.copy()
 
-    def _gradient(self, theta: np.ndarray, lam: sp.csc_matrix, u: np.ndarray, terms, factor: Factor) -> np.ndarray:
+    def _gradient(self, theta: np.ndarray, beta: np.ndarray, lam: sp.csc_matrix, u: np.ndarray, terms,
+                  factor: Factor) -> np.ndarray:
         """∂f/∂(θ, β) at the mode û.
 
         The derivatives of −2ℓ + ‖u‖² through û vanish there (û minimises them), so those terms give −2 s'∂η/∂p
@@ -114,10 +116,22 @@ class SparseLaplaceDeviance:
         adjusted = slope - terms.observed_weight * (self.Z @ (lam @ adjoint))
         moved = self.Zt @ adjusted
         rows, cols = self._lambda_at
+        self._keep_sensitivity(theta, beta, lam, u, terms, scores, observed)
         gradient_theta = explicit + np.bincount(
             self.design.lambda_index, weights=(moved[rows] - 2.0 * scores[rows]) * u[cols] + scores[rows] * adjoint[cols],
             minlength=self.n_theta)
         return np.concatenate([gradient_theta, self.X.T @ (adjusted - 2.0 * terms.score)])
+
+    def _keep_sensitivity(self, theta, beta, lam, u, terms, scores, observed: Factor) -> None:
+        """dû/d(θ, β) = A_o⁻¹ ∂F/∂(θ, β), kept with (θ, β, û): the next mode search starts from û moved along it."""
+        rows, cols, index = *self._lambda_at, self.design.lambda_index
+        shape = (self.design.q, self.n_theta)
+        lambda_scores = sp.csr_matrix((scores[rows], (cols, index)), shape=shape)       # dΛ_k'Z's
+        lambda_mode = sp.csr_matrix((u[cols], (rows, index)), shape=shape)              # dΛ_k û
+        moved = np.hstack([(self.Z @ lambda_mode).toarray(), self.X]) * terms.observed_weight[:, None]
+        derivative = -(lam.T @ (self.Zt @ moved))
+        derivative[:, :self.n_theta] += lambda_scores.toarray()
+        self._sensitivity = (np.concatenate([theta, beta]), u, observed.solve(derivative))
 
     def _difference_gradient(self, params: np.ndarray) -> np.ndarray:
         steps = DIFFERENCE_STEP * np.maximum(1.0, np.abs(params))
@@ -140,7 +154,11 @@ class SparseLaplaceDeviance:
     def _at_mode(self, theta: np.ndarray, beta: np.ndarray, lam: sp.csc_matrix):
         """û (kept for the next start), the rows' terms at η̂ and the factor of A there."""
         offset = self.X @ beta
-        u = self._mode(theta, lam, offset, self._u.copy())
+        start = self._u.copy()
+        if self._sensitivity is not None:
+            base, mode, sensitivity = self._sensitivity
+            start = mode + sensitivity @ (np.concatenate([theta, beta]) - base)
+        u = self._mode(theta, lam, offset, start)
         terms = self.link.terms(self.y, self.n, offset + self.Z @ (lam @ u))
         factor = self.factorise(self._penalized_matrix(theta, terms.weight))
         self._u = u
