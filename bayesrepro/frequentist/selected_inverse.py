@@ -94,7 +94,10 @@ def takahashi(indptr, indices, lower, inverse_pivots, values, diagonal) -> bool:
 def _compiled_takahashi():
     """``takahashi`` compiled, or loaded from numba's cache, once per process."""
     import numba
+    from numba import types
 
     from ..bayes.compiled_sampler import compile_cached
 
-    return compile_cached(lambda cache: numba.njit(cache=cache, nogil=True)(takahashi))
+    index, vector = types.int64[::1], types.float64[::1]
+    signature = types.boolean(index, index, vector, vector, vector, vector)
+    return compile_cached(lambda cache: numba.njit(signature, cache=cache, nogil=True)(takahashi))
