@@ -65,7 +65,8 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
         deviance, fixed_precision = laplace.evaluate(params)
         theta, beta = params[:design.n_theta], params[design.n_theta:]
         free = np.where(laplace.bounded, params > BOUNDARY_THETA, True)
-        hessian = gradient_hessian(laplace, params, free) if laplace.exact_gradient else value_hessian(laplace, params, free)
+        hessian = (gradient_hessian(laplace, params, free) if laplace.exact_gradient
+                   else value_hessian(laplace, params, free))
         covariance = covariance_of_beta(hessian, free, design.n_theta, fixed_precision)
     return GlmmFit(
         formula=frame.formula, family=family.name, link=family.link, n_obs=frame.n_obs, n_cells=frame.n_obs, nagq=1,

@@ -58,7 +58,8 @@ def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray, relative
     return theta, True, ""
 
 
-def _search(objective, start, bounds, diagonal, relative_change, settled_gradient) -> tuple[np.ndarray, float, np.ndarray]:
+def _search(objective, start, bounds, diagonal, relative_change,
+            settled_gradient) -> tuple[np.ndarray, float, np.ndarray]:
     import scipy.optimize   # only where a fit needs it: the model commands start without it
 
     theta, value = np.asarray(start, dtype=float), objective(start)

@@ -37,7 +37,7 @@ class SelectedInverse:
         done = self._dense_tail(lower.data, pivots)
         if not _compiled_takahashi()(self.indptr, self.indices, lower.data, 1.0 / pivots, self.values, self.diagonal,
                                      done):
-            raise RuntimeError("the factor's pattern is not closed under elimination; its selected inverse is undefined")
+            raise RuntimeError("the factor's pattern is not closed under elimination: no selected inverse")
         columns = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
         self._keys = columns * self.n + self.indices   # sorted: columns in order, rows sorted within each
 

@@ -73,9 +73,11 @@ class Factoriser:
             x2 = rest.solve(second - scaled.T @ first)
             return np.concatenate([(first - b @ x2) / (d[:, None] if rhs.ndim == 2 else d), x2])
 
-        inverse_at = None if rest.inverse_at is None else functools.partial(
-            _eliminated_inverse_at, functools.partial(self._eliminated_pairs, b), n1, d, b.tocsr(), rest.inverse_at)
-        return Factor(float(np.log(d).sum()) + rest.logdet, solve, inverse_at)
+        def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            return _eliminated_inverse_at(self._eliminated_pairs(b, rows, cols), d, b.tocsr(), rest.inverse_at, rows,
+                                          cols)
+
+        return Factor(float(np.log(d).sum()) + rest.logdet, solve, None if rest.inverse_at is None else inverse_at)
 
     def _eliminated_pairs(self, b: sp.csc_matrix, rows: np.ndarray, cols: np.ndarray) -> _EliminatedPairs:
         key = (rows.tobytes(), cols.tobytes())
@@ -92,7 +94,8 @@ class Factoriser:
                 lower = scipy.linalg.cholesky(a.toarray(), lower=True, check_finite=False)
             except scipy.linalg.LinAlgError as exc:
                 raise np.linalg.LinAlgError(str(exc)) from None
-            dense_inverse = functools.cache(lambda: scipy.linalg.cho_solve((lower, True), np.eye(q), check_finite=False))
+            dense_inverse = functools.cache(
+                lambda: scipy.linalg.cho_solve((lower, True), np.eye(q), check_finite=False))
             return Factor(float(2.0 * np.log(np.diag(lower)).sum()),
                           lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False),
                           lambda rows, cols: dense_inverse()[rows, cols])
@@ -161,16 +164,14 @@ class _EliminatedPairs:
                    lead, lead_owner[pair_owner], (first, second), (b.indices[first], b.indices[second]))
 
 
-def _eliminated_inverse_at(pairs_of, n1: int, d: np.ndarray, b: sp.csr_matrix, rest_inverse_at, rows: np.ndarray,
-                           cols: np.ndarray) -> np.ndarray:
+def _eliminated_inverse_at(pairs: _EliminatedPairs, d: np.ndarray, b: sp.csr_matrix, rest_inverse_at,
+                           rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """(A⁻¹)_ij on A's pattern from the Schur complement's S⁻¹ on its own, A = [D B; B' C] with D diagonal:
 
         A⁻¹ = [D⁻¹ + D⁻¹B S⁻¹B'D⁻¹   −D⁻¹B S⁻¹]
               [−S⁻¹B'D⁻¹             S⁻¹      ]
 
-    so a lead entry (i, i) or (i, r) needs S⁻¹ only at pairs of B's row i (in S's pattern). ``pairs_of`` gives
-    the asked pairs' ``_EliminatedPairs``."""
-    pairs = pairs_of(rows, cols)
+    so a lead entry (i, i) or (i, r) needs S⁻¹ only at pairs of B's row i (in S's pattern), as ``pairs`` says."""
     out = np.empty(len(rows))
     out[pairs.rest] = rest_inverse_at(*pairs.rest_at)
     products = b.data[pairs.mixed_b] * rest_inverse_at(*pairs.mixed_at)

@@ -117,9 +117,9 @@ class SparseLaplaceDeviance:
         moved = self.Zt @ adjusted
         rows, cols = self._lambda_at
         self._keep_sensitivity(theta, beta, lam, u, terms, scores, observed)
-        gradient_theta = explicit + np.bincount(
-            self.design.lambda_index, weights=(moved[rows] - 2.0 * scores[rows]) * u[cols] + scores[rows] * adjoint[cols],
-            minlength=self.n_theta)
+        through_entries = (moved[rows] - 2.0 * scores[rows]) * u[cols] + scores[rows] * adjoint[cols]
+        gradient_theta = explicit + np.bincount(self.design.lambda_index, weights=through_entries,
+                                                minlength=self.n_theta)
         return np.concatenate([gradient_theta, self.X.T @ (adjusted - 2.0 * terms.score)])
 
     def _keep_sensitivity(self, theta, beta, lam, u, terms, scores, observed: Factor) -> None:
