@@ -94,3 +94,15 @@ def test_selected_inverse_matches_a_dense_inverse_on_the_factor_pattern():
     assert pattern.nnz > 2 * n   # fill beyond the diagonal is checked too
     np.testing.assert_allclose(selected.at(pattern.row, pattern.col), dense[pattern.row, pattern.col], atol=1e-12)
     np.testing.assert_allclose(selected.at(pattern.col, pattern.row), dense[pattern.row, pattern.col], atol=1e-12)
+
+
+def test_a_component_at_zero_takes_differences_where_the_factor_lost_its_entries(crowd, monkeypatch):
+    monkeypatch.setattr(sparse_factor, "DENSE_ORDER", 50)
+    criterion = _criterion(CROWD, crowd)
+    criterion.value_and_gradient(np.array([0.9, 0.6, 0.1]))   # the factor's pattern and its positions, kept
+    params = np.array([0.9, 0.0, 0.1])
+    _, gradient = criterion.value_and_gradient(params)
+    assert not criterion.exact_gradient
+    np.testing.assert_allclose(gradient, _central_differences(criterion, params), atol=ABSOLUTE)
+    criterion.value_and_gradient(np.array([0.9, 0.6, 0.1]))
+    assert criterion.exact_gradient

@@ -24,6 +24,11 @@ import scipy.sparse as sp
 DENSE_TAIL = 16
 
 
+class OutsidePattern(LookupError):
+    """An entry asked for lies outside the factor's pattern: A's entries that are exactly zero at this point (a
+    variance component at zero) left the factor, and Takahashi's recurrences do not give it."""
+
+
 class SelectedInverse:
     """A⁻¹ on the pattern of the strictly lower factor ``lower`` (CSC) with pivots ``pivots`` (= D)."""
 
@@ -63,9 +68,9 @@ class SelectedInverse:
         return start
 
     def at(self, rows: np.ndarray, cols: np.ndarray, positions: dict | None = None) -> np.ndarray:
-        """(A⁻¹)_ij for the pairs (rows, cols), each in the pattern of L + L' + I; ``positions`` keeps where each
-        set of pairs lies for later factors of the same pattern."""
-        key = (rows.tobytes(), cols.tobytes())
+        """(A⁻¹)_ij for the pairs (rows, cols), each in the pattern of L + L' + I (else OutsidePattern);
+        ``positions`` keeps where each set of pairs lies for later factors of the same pattern."""
+        key = (self.indptr.tobytes(), self.indices.tobytes(), rows.tobytes(), cols.tobytes())
         found = None if positions is None else positions.get(key)
         if found is None:
             found = self._positions(rows, cols)
@@ -79,9 +84,9 @@ class SelectedInverse:
         found = len(self.values) + low
         off = low != high
         keys = low[off] * self.n + high[off]
-        position = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-        if len(keys) and not np.array_equal(self._keys[position], keys):
-            raise RuntimeError("an entry of A⁻¹ outside the pattern of A's factor was asked for")
+        position = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
+        if len(keys) and not (len(self._keys) and np.array_equal(self._keys[position], keys)):
+            raise OutsidePattern("an entry of A⁻¹ outside the pattern of A's factor was asked for")
         found[off] = position
         return found
 

@@ -80,7 +80,8 @@ class Factoriser:
         return Factor(float(np.log(d).sum()) + rest.logdet, solve, None if rest.inverse_at is None else inverse_at)
 
     def _eliminated_pairs(self, b: sp.csc_matrix, rows: np.ndarray, cols: np.ndarray) -> _EliminatedPairs:
-        key = (rows.tobytes(), cols.tobytes())
+        # B's pattern is part of the key: entries that are exactly zero at a point (a variance at zero) leave it
+        key = (b.indptr.tobytes(), b.indices.tobytes(), rows.tobytes(), cols.tobytes())
         if key not in self._pairs:
             self._pairs[key] = _EliminatedPairs.of(self.lead, b.tocsr(), rows, cols)
         return self._pairs[key]

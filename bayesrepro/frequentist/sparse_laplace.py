@@ -27,6 +27,7 @@ from ..design.random_design import RandomDesign
 from ..errors import NotConvergedError
 from ..links import Link
 from .laplace import FULL_STEPS, MAX_ITERATIONS, halved_step
+from .selected_inverse import OutsidePattern
 from .sparse_factor import Factor, Factoriser
 from .sparse_deviance import diagonal_lead, lead_first
 
@@ -85,11 +86,14 @@ class SparseLaplaceDeviance:
             lam = self._lambda(theta)
             u, terms, factor = self._at_mode(theta, beta, lam)
             value = self._penalized(terms.kernel, u) + factor.logdet
-            self.exact_gradient = factor.inverse_at is not None
-            gradient = (self._gradient(theta, beta, lam, u, terms, factor) if self.exact_gradient
-                        else self._difference_gradient(params))
+            gradient = self._gradient(theta, beta, lam, u, terms, factor) if factor.inverse_at is not None else None
+        except OutsidePattern:   # a component exactly at zero: A's pattern, and its factor's, lost its entries
+            gradient = None
         except (np.linalg.LinAlgError, NotConvergedError):
             return np.inf, np.zeros(len(params))
+        self.exact_gradient = gradient is not None
+        if gradient is None:
+            gradient = self._difference_gradient(params)
         self._last = (params.tobytes(), value, gradient)
         return value, gradient.copy()
 
