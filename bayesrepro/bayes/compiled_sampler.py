@@ -163,7 +163,7 @@ def _note_compiling() -> None:
                                          "loaded from numba's cache)")
 
 
-def compile_cached(compile: Callable[[bool], T]) -> T:
+def compile_cached(compile: Callable[[bool], T], what: str = "the compiled posterior density") -> T:
     """``compile(cache=True)``; where numba's cache cannot be used, ``compile(cache=False)`` and a warning.
 
     numba's cache fails when no location is writable ("no locator available") or a
@@ -177,7 +177,7 @@ def compile_cached(compile: Callable[[bool], T]) -> T:
 
         compiled = compile(False)
         warnings.warn(
-            f"the compiled posterior density is not cached ({error}); every process compiles it again. "
+            f"{what} is not cached ({error}); every process compiles it again. "
             "Set NUMBA_CACHE_DIR to a writable directory to keep it.",
             BayesreproWarning,
         )

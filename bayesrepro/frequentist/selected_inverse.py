@@ -133,4 +133,5 @@ def _compiled_takahashi():
 
     index, vector = types.int64[::1], types.float64[::1]
     signature = types.boolean(index, index, vector, vector, vector, vector, types.int64)
-    return compile_cached(lambda cache: numba.njit(signature, cache=cache, nogil=True)(takahashi))
+    return compile_cached(lambda cache: numba.njit(signature, cache=cache, nogil=True)(takahashi),
+                          "the compiled selected inverse of the Laplace fits")
