@@ -20,6 +20,8 @@ import numpy as np
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
+# Sets of pairs whose positions are kept (the factor's pattern changes only where a variance is exactly zero).
+KEPT_PATTERNS = 8
 # Trailing full columns of at least this many are inverted densely.
 DENSE_TAIL = 16
 
@@ -75,6 +77,8 @@ class SelectedInverse:
         if found is None:
             found = self._positions(rows, cols)
             if positions is not None:
+                if len(positions) >= KEPT_PATTERNS:
+                    positions.clear()
                 positions[key] = found
         return np.concatenate([self.values, self.diagonal])[found]
 

@@ -29,7 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-from .selected_inverse import SelectedInverse
+from .selected_inverse import KEPT_PATTERNS, SelectedInverse
 from .split_factor import SplitPlan
 
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
@@ -83,6 +83,8 @@ class Factoriser:
         # B's pattern is part of the key: entries that are exactly zero at a point (a variance at zero) leave it
         key = (b.indptr.tobytes(), b.indices.tobytes(), rows.tobytes(), cols.tobytes())
         if key not in self._pairs:
+            if len(self._pairs) >= KEPT_PATTERNS:
+                self._pairs.clear()
             self._pairs[key] = _EliminatedPairs.of(self.lead, b.tocsr(), rows, cols)
         return self._pairs[key]
 

@@ -60,7 +60,7 @@ class SparseLaplaceDeviance:
                             np.repeat(np.arange(design.q), np.diff(self._penalized_pattern.indptr)))
         self.factorise = Factoriser(len(head))
         self._u = np.zeros(design.q)
-        self.exact_gradient = True   # False once a factorisation cannot give A⁻¹ on A's pattern (a dense tail)
+        self.exact_gradient = True   # whether the last gradient was (not: a dense tail, a variance exactly zero)
         self._last: tuple[bytes, float, np.ndarray] | None = None   # the search, its test and the Hessian repeat it
         self._sensitivity: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # see _keep_sensitivity
 
