@@ -4,7 +4,9 @@ items × thousands of raters), on the same sparse core.
 
 The criterion (``sparse_laplace.py``) is minimised over (θ, β) jointly, as
 glmer's second stage does, by the bounded search of the Gaussian slopes core
-(``bounded_search.py``), in coordinates that make the problem well scaled for
+(``bounded_search.py``: quasi-Newton steps with the exact gradient until its
+largest component is below the convergence test's tolerance, L-BFGS-B where
+they head for a bound or stall), in coordinates that make the problem well scaled for
 its quasi-Newton steps: every row of a term's block of Λθ is multiplied by
 the root mean square of its model-matrix column (a slope on a covariate
 measured in tens moves η as much as an intercept), and β is whitened by the
@@ -60,7 +62,7 @@ def fit_binary_slopes(frame: ModelFrame, family: Family, nagq: int, notes: list[
         coordinates = ScaledCoordinates(design, laplace, LaplaceDeviance(fixed_cells, link).glm_start())
         start = np.concatenate([design.start(), np.zeros(frame.n_fixed)])
         scaled, converged, message = bounded_minimum(coordinates, start, laplace.bounded, SEARCH_CHANGE,
-                                                     GRADIENT_TOLERANCE)
+                                                     GRADIENT_TOLERANCE, quasi_newton=True)
         params = coordinates.unscaled(scaled)
         deviance, fixed_precision = laplace.evaluate(params)
         theta, beta = params[:design.n_theta], params[design.n_theta:]
