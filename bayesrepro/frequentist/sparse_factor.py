@@ -29,6 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
+from .schur_plan import SchurPlan
 from .selected_inverse import KEPT_PATTERNS, SelectedInverse
 from .split_factor import SplitPlan
 
@@ -57,20 +58,28 @@ class Factoriser:
         self._split: SplitPlan | None = None     # where that order ends in a dense block
         self._positions: dict = {}               # where asked entries of A⁻¹ lie in the factor's pattern
         self._pairs: dict = {}                   # and, with a diagonal lead, which entries of S⁻¹ make them
+        self._schur: SchurPlan | None = None     # with a diagonal lead factorised by SuperLU: S built by a map
 
     def __call__(self, a: sp.csc_matrix) -> Factor:
         """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
         if not self.lead:
             return self._factorise(a)
         n1 = self.lead
-        d = a.diagonal()[:n1]
         b = a[:n1, n1:]
-        scaled = sp.diags(1.0 / d) @ b
-        rest = self._factorise((a[n1:, n1:] - b.T @ scaled).tocsc())
+        rest = None
+        if self._schur is not None and self._schur.fits(a, self._order):
+            d, schur = self._schur.schur(a)
+            rest = self._ordered(schur)
+        if rest is None:
+            d = a.diagonal()[:n1]
+            schur = (a[n1:, n1:] - b.T @ (sp.diags(1.0 / d) @ b)).tocsc()
+            rest = self._factorise(schur)
+            self._schur = None if self._order is None or _dense(schur) else SchurPlan.of(a, n1, self._order)
 
         def solve(rhs: np.ndarray) -> np.ndarray:
             first, second = rhs[:n1], rhs[n1:]
-            x2 = rest.solve(second - scaled.T @ first)
+            scaled = first / (d[:, None] if rhs.ndim == 2 else d)
+            x2 = rest.solve(second - b.T @ scaled)
             return np.concatenate([(first - b @ x2) / (d[:, None] if rhs.ndim == 2 else d), x2])
 
         def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -92,7 +101,7 @@ class Factoriser:
         q = a.shape[0]
         if q == 0:
             return Factor(0.0, lambda rhs: np.zeros_like(rhs), lambda rows, cols: np.zeros(len(rows)))
-        if q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q):
+        if _dense(a):
             try:
                 lower = scipy.linalg.cholesky(a.toarray(), lower=True, check_finite=False)
             except scipy.linalg.LinAlgError as exc:
@@ -108,16 +117,24 @@ class Factoriser:
             self._order = np.argsort(first.perm_c)
             self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
                                        DENSE_MAX_ORDER)
+        factor = self._ordered(a[self._order][:, self._order].tocsc())
+        if factor is None:   # A's pattern grew past the split plan's (the first θ had a zero): plan again
+            self._order = self._split = None
+            return self._factorise(a)
+        return factor
+
+    def _ordered(self, permuted: sp.csc_matrix) -> Factor | None:
+        """The factor of A from A[order][:, order] (SuperLU's route), None where the split plan no longer holds."""
         order = self._order
         inverse = np.argsort(order)
-        split = self._split.factorise(a[order][:, order].tocsc()) if self._split is not None else None
+        split = self._split.factorise(permuted) if self._split is not None else None
         if split is not None:
             logdet, ordered_solve = split
             return Factor(logdet, lambda rhs: ordered_solve(rhs[order])[inverse])
-        if self._split is not None:   # A's pattern grew past the plan's (the first θ had a zero): plan again
-            self._order = self._split = None
-            return self._factorise(a)
-        lu = _superlu(a[order][:, order].tocsc(), "NATURAL")
+        if self._split is not None:
+            return None
+        q = permuted.shape[0]
+        lu = _superlu(permuted, "NATURAL")
         pivots = lu.U.diagonal()
         if not np.all(pivots > 0):
             raise np.linalg.LinAlgError("the penalized system is not positive definite")
@@ -194,6 +211,11 @@ def _row_entries(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.n
     owner = np.repeat(np.arange(len(rows)), counts)
     within = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
     return owner, indptr[rows][owner] + within
+
+
+def _dense(a: sp.csc_matrix) -> bool:
+    q = a.shape[0]
+    return q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q)
 
 
 def _superlu(a: sp.csc_matrix, ordering: str):
