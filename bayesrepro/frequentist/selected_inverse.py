@@ -133,7 +133,7 @@ def _compiled_takahashi():
     import numba
     from numba import types
 
-    from ..bayes.compiled_sampler import compile_cached
+    from ..compiled_cache import compile_cached
 
     index, vector = types.int64[::1], types.float64[::1]
     signature = types.boolean(index, index, vector, vector, vector, vector, types.int64)
