@@ -62,6 +62,7 @@ class SparseLaplaceDeviance:
         self._u = np.zeros(design.q)
         self.exact_gradient = True   # whether the last gradient was (not: a dense tail, a variance exactly zero)
         self._last: tuple[bytes, float, np.ndarray] | None = None   # the search, its test and the Hessian repeat it
+        self._last_mode: tuple[bytes, tuple] | None = None   # (θ, β) and ``_at_mode``'s result there
         self._sensitivity: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # see _keep_sensitivity
 
     @property
@@ -156,7 +157,11 @@ class SparseLaplaceDeviance:
         return sp.csc_matrix((theta[self.design.lambda_index], self._lambda_at), shape=(self.design.q,) * 2)
 
     def _at_mode(self, theta: np.ndarray, beta: np.ndarray, lam: sp.csc_matrix):
-        """û (kept for the next start), the rows' terms at η̂ and the factor of A there."""
+        """û (kept for the next start), the rows' terms at η̂ and the factor of A there; kept for the last point,
+        where the search starts after its scaling's evaluation and the fit's end asks for R_X'R_X."""
+        key = np.concatenate([theta, beta]).tobytes()
+        if self._last_mode is not None and self._last_mode[0] == key:
+            return self._last_mode[1]
         offset = self.X @ beta
         start = self._u.copy()
         if self._sensitivity is not None:
@@ -166,6 +171,7 @@ class SparseLaplaceDeviance:
         terms = self.link.terms(self.y, self.n, offset + self.Z @ (lam @ u))
         factor = self.factorise(self._penalized_matrix(theta, terms.weight))
         self._u = u
+        self._last_mode = (key, (u, terms, factor))
         return u, terms, factor
 
     def _penalized_matrix(self, theta: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
