@@ -246,7 +246,8 @@ def level_labels(values: pd.Series) -> pd.Series:
     integral values without a decimal point (``3``), others as Python writes
     them (``0.001``, ``1e-05``).
     """
-    if values.dtype.kind in "biuf":   # numbers of one type: each distinct value labelled once
+    if values.dtype.kind in "biuf" or isinstance(values.dtype, pd.StringDtype):
+        # numbers of one type, or text: each distinct value labelled once
         codes, distinct = pd.factorize(values)
         labels = np.array([_label(v) for v in distinct] + [None], dtype=object)   # code −1: missing
         return pd.Series(labels[codes], index=values.index, name=values.name)
