@@ -55,6 +55,7 @@ class Factoriser:
     def __init__(self, diagonal_lead: int = 0):
         self.lead = diagonal_lead
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
+        self._inverse: np.ndarray | None = None  # and its inverse
         self._split: SplitPlan | None = None     # where that order ends in a dense block
         self._positions: dict = {}               # where asked entries of A⁻¹ lie in the factor's pattern
         self._pairs: dict = {}                   # and, with a diagonal lead, which entries of S⁻¹ make them
@@ -114,7 +115,7 @@ class Factoriser:
         if self._order is None:
             self._positions = {}
             first = _superlu(a, "MMD_AT_PLUS_A")
-            self._order = np.argsort(first.perm_c)
+            self._order, self._inverse = np.argsort(first.perm_c), first.perm_c
             self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
                                        DENSE_MAX_ORDER)
         factor = self._ordered(a[self._order][:, self._order].tocsc())
@@ -125,8 +126,7 @@ class Factoriser:
 
     def _ordered(self, permuted: sp.csc_matrix) -> Factor | None:
         """The factor of A from A[order][:, order] (SuperLU's route), None where the split plan no longer holds."""
-        order = self._order
-        inverse = np.argsort(order)
+        order, inverse = self._order, self._inverse
         split = self._split.factorise(permuted) if self._split is not None else None
         if split is not None:
             logdet, ordered_solve = split
