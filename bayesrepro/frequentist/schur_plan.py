@@ -54,9 +54,10 @@ class SchurPlan:
         product_keys = _keys(position_in_order[rows[first] - lead], position_in_order[rows[second] - lead], size)
         keys = np.unique(np.concatenate([c_keys, product_keys]))
         indptr = np.searchsorted(keys // size, np.arange(size + 1))
-        return cls((a.indptr.tobytes(), a.indices.tobytes()), order, indptr.astype(np.int32),
-                   (keys % size).astype(np.int32), diagonal, c_source, np.searchsorted(keys, c_keys), first, second,
-                   cols[first], np.searchsorted(keys, product_keys))
+        index = np.int32 if max(a.nnz, len(keys)) < np.iinfo(np.int32).max else np.int64   # halves a large plan
+        return cls((a.indptr.tobytes(), a.indices.tobytes()), order, indptr.astype(index), (keys % size).astype(index),
+                   diagonal, c_source.astype(index), np.searchsorted(keys, c_keys).astype(index), first.astype(index),
+                   second.astype(index), cols[first].astype(index), np.searchsorted(keys, product_keys).astype(index))
 
     def fits(self, a: sp.csc_matrix, order: np.ndarray | None) -> bool:
         """Whether the plan holds for A's pattern and the factorisation's present order."""
