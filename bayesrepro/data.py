@@ -246,6 +246,11 @@ def level_labels(values: pd.Series) -> pd.Series:
     integral values without a decimal point (``3``), others as Python writes
     them (``0.001``, ``1e-05``).
     """
+    if values.dtype.kind in "biuf" or isinstance(values.dtype, pd.StringDtype):
+        # numbers of one type, or text: each distinct value labelled once
+        codes, distinct = pd.factorize(values)
+        labels = np.array([_label(v) for v in distinct] + [None], dtype=object)   # code −1: missing
+        return pd.Series(labels[codes], index=values.index, name=values.name)
     objects = values.astype(object)
     if any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in objects.dropna()):
         raise BayesreproError(f"column '{values.name}' holds lists or objects; a level is one number, text or "

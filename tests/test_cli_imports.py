@@ -75,3 +75,25 @@ def test_the_posterior_of_the_fast_path_needs_numba_and_nutpies_core_alone():
     assert {"numba", "nutpie._lib"} <= modules
     assert "nutpie" not in modules  # nutpie's package imports ArviZ and matplotlib
     assert not top_level(modules) & (BAYESIAN | ENGINES)
+
+
+def test_the_sparse_laplace_fit_of_a_binary_crowd_imports_neither_scipy_optimize_nor_the_bayesian_engine(tmp_path):
+    """Its quasi-Newton search needs no L-BFGS-B where it ends inside the bounds, and its compiled selected
+    inverse needs numba alone."""
+    from bayesrepro.simulate import simulate_crowd
+
+    scores, _ = simulate_crowd(5000, 2500, 1200, binary=True, random_state=5)   # raters beyond a dense factor
+    scores.to_csv(tmp_path / "crowd.csv", index=False)
+    script = "from bayesrepro.frequentist import cell_products\ncell_products.COUPLING_LIMIT = 1000\n" + SCRIPT
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", script, "vca", str(tmp_path / "crowd.csv"), "--formula",
+                             "score ~ 1 + (1|item) + (1|rater)", "--family", "bernoulli", "--json"],
+                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    payload = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("MODULES "))
+                         .removeprefix("MODULES "))
+    fit = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("{")))
+    assert payload["status"] == 0 and fit["approximation"] == "Laplace"
+    modules = set(payload["modules"])
+    assert "bayesrepro.frequentist.selected_inverse" in modules and "numba" in modules   # the sparse path ran
+    assert not modules & {"scipy.optimize", "bayesrepro.bayes"}
+    assert not top_level(modules) & (BAYESIAN | ENGINES)

@@ -38,12 +38,10 @@ import inspect
 import logging
 import math
 import threading
-import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import FunctionType
-from typing import Callable, TypeVar
 
 import numba
 import numpy as np
@@ -51,10 +49,10 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..compiled_cache import compile_cached
 from .nuts import sample_density
 from .sampling import SamplingSettings
 
-T = TypeVar("T")
 
 COMPILE_NOTE_AFTER = 2.0  # seconds of waiting before the user is told why nothing happens
 
@@ -161,27 +159,6 @@ def compile_notice():
 def _note_compiling() -> None:
     logging.getLogger("bayesrepro").info("loading the compiled posterior density (compiled on its first use, later "
                                          "loaded from numba's cache)")
-
-
-def compile_cached(compile: Callable[[bool], T]) -> T:
-    """``compile(cache=True)``; where numba's cache cannot be used, ``compile(cache=False)`` and a warning.
-
-    numba's cache fails when no location is writable ("no locator available") or a
-    cache file cannot be read or written; an error of the code itself raises again
-    from the second call.
-    """
-    try:
-        return compile(True)
-    except Exception as error:
-        from ..errors import BayesreproWarning
-
-        compiled = compile(False)
-        warnings.warn(
-            f"the compiled posterior density is not cached ({error}); every process compiles it again. "
-            "Set NUMBA_CACHE_DIR to a writable directory to keep it.",
-            BayesreproWarning,
-        )
-        return compiled
 
 
 @intrinsic

@@ -8,7 +8,7 @@ function serves every model structure, data set and prior. ``gaussian_logp`` and
 every kernel they call, the effect draws' included, lives in this one file, whose
 digest keys the cached machine code. Only the wrappers and the effect draws are
 cached (the kernels are compiled into them), so an unusable or broken cache falls
-back to compiling in memory in one place, ``compiled_sampler.compile_cached``.
+back to compiling in memory in one place, ``compiled_cache.compile_cached``.
 
 Unconstrained coordinates x, one per component (factors in formula order, then
 the residual), and their Jacobians:

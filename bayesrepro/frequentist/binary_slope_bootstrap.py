@@ -27,9 +27,8 @@ from ..links import get_link
 from ..reliability import phi_observed
 from ..runtime import numerical_work
 from .binary_bootstrap import draw_successes
-from .binary_slopes import ScaledCoordinates
+from .binary_slopes import ScaledCoordinates, scaled_minimum
 from .bootstrap_test import run_in_chunks
-from .bounded_search import bounded_minimum
 from .covariance_structure import term_variances
 from .glmm import GlmmFit
 from .slope_bootstrap import random_factor, refit_start, simulated_effects
@@ -41,8 +40,8 @@ def laplace_refit(criterion: SparseLaplaceDeviance, beta: np.ndarray,
     """(θ, β) minimising ``criterion`` from (``theta_start``, ``beta``), in the fit's scaled coordinates; and
     whether the search converged."""
     coordinates = ScaledCoordinates(criterion.design, criterion, beta, theta_start)
-    scaled, converged, _ = bounded_minimum(coordinates, coordinates.scaled(theta_start), criterion.bounded)
-    return coordinates.unscaled(scaled), converged
+    params, converged, _ = scaled_minimum(coordinates, coordinates.scaled(theta_start))
+    return params, converged
 
 
 @dataclass(frozen=True)

@@ -146,8 +146,9 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
             covariance = covariance_of_beta(hessian, _free(theta, beta), len(theta), point.fixed_precision)
         else:
             deviance = point.deviance
-            covariance = covariance_of_beta(_gradient_hessian(laplace, theta, beta), _free(theta, beta), len(theta),
-                                            point.fixed_precision)
+            free = _free(theta, beta)
+            covariance = covariance_of_beta(gradient_hessian(laplace, np.concatenate([theta, beta]), free), free,
+                                            len(theta), point.fixed_precision)
     variances = {name: float(t * t) for name, t in zip(cells.group_names, theta)}
     return GlmmFit(
         formula=cells.formula, family=family, link=link, n_obs=cells.n_rows, n_cells=cells.n_cells, nagq=nagq,
@@ -195,22 +196,21 @@ def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta
     return params[:1], params[1:], value, hessian, converged, message
 
 
-def _gradient_hessian(laplace: LaplaceDeviance, theta: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """Hessian of f over (θ, β) by forward differences of its exact gradient (rows/columns of θ = 0 are zero:
-    f is even in each θ_k, so its cross-derivatives vanish there)."""
-    params = np.concatenate([theta, beta])
-    k = len(theta)
-    _, base_gradient = laplace.value_and_gradient(params)
+def gradient_hessian(criterion, params: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Hessian of a criterion (the Laplace one, cell or sparse) by forward differences of its exact gradient
+    (``value_and_gradient``); rows and columns outside ``free`` (parameters at a bound) are left zero."""
+    _, base_gradient = criterion.value_and_gradient(params)
     columns = []
     for j in range(len(params)):
-        if j < k and theta[j] <= 0:
+        if not free[j]:
             columns.append(np.zeros(len(params)))
             continue
         h = GRADIENT_STEP * max(1.0, abs(params[j]))   # the step of the optimiser's own convergence test
         shifted = params.copy()
         shifted[j] += h
-        columns.append((laplace.value_and_gradient(shifted)[1] - base_gradient) / h)
+        columns.append((criterion.value_and_gradient(shifted)[1] - base_gradient) / h)
     hessian = np.array(columns)
+    hessian[:, ~free] = 0.0
     return 0.5 * (hessian + hessian.T)
 
 

@@ -63,7 +63,7 @@ def _optimise(objective: ProfiledDeviance, start: np.ndarray | None, polish: boo
     first = moment_start(objective.cross) if start is None else np.asarray(start, dtype=float)
     bounded = _bounded(objective, k)
     decrement = None if polish else CRITERION_PRECISION
-    found = _newton_search(objective, first, decrement)
+    found = newton_search(objective, first, decrement)
     if found is None:
         found = _symmetric_search(objective, first, decrement)
     if found is not None:
@@ -129,7 +129,8 @@ def one_way_theta(parts, n: int, yty: float, y_sum: float) -> np.ndarray:
     return np.sqrt(np.maximum(variances / residual, 1e-4))
 
 
-def _newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: float | None = None) -> np.ndarray | None:
+def newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: float | None = None,
+                  bounded: np.ndarray | None = None, tolerance: float = POLISHED_GRADIENT) -> np.ndarray | None:
     """θ where the gradient vanishes, reached from an interior start by Newton steps with BFGS updates.
 
     The search runs in u = log θ, where the criterion is closer to quadratic
@@ -137,9 +138,11 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: fl
     bound (a GLMM's fixed effects) stay as they are. It returns None as soon
     as a component heads for zero, a step stops lowering the criterion or the
     iterations run out: the other searches take over there. With ``decrement``
-    it also stops once a Newton step would lower the criterion by less than that.
+    it also stops once a Newton step would lower the criterion by less than that. ``bounded`` marks the
+    coordinates ≥ 0 where the objective does not (``_bounded``); the search ends where the gradient's largest
+    component is below ``tolerance``.
     """
-    bounded = _bounded(objective, len(start))
+    bounded = _bounded(objective, len(start)) if bounded is None else bounded
     if np.any(start[bounded] <= 0):
         return None
 
@@ -166,7 +169,7 @@ def _newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: fl
 
     noise = 1e-13 * abs(value) + 1e-9   # the criterion's rounding error near the optimum
     for _ in range(NEWTON_ITERATIONS):
-        if size(u, gradient) < POLISHED_GRADIENT:
+        if size(u, gradient) < tolerance:
             return theta_of(u)
         try:
             step = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(hessian), gradient)

@@ -20,6 +20,7 @@ Where that order ends in a nearly full block of a thousand columns or more
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,6 +29,8 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
+from .schur_plan import SchurPlan
+from .selected_inverse import KEPT_PATTERNS, SelectedInverse
 from .split_factor import SplitPlan
 
 # Up to this order a dense Cholesky factor is cheaper than SuperLU's symbolic analysis.
@@ -42,6 +45,8 @@ DENSE_MAX_ORDER = 6000
 class Factor:
     logdet: float                                  # log|A|
     solve: Callable[[np.ndarray], np.ndarray]      # A⁻¹ R for a (q, k) array R
+    # (A⁻¹)_ij at pairs (rows, cols) of A's pattern; None where the factorisation does not give it (a dense tail)
+    inverse_at: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 class Factoriser:
@@ -50,51 +55,86 @@ class Factoriser:
     def __init__(self, diagonal_lead: int = 0):
         self.lead = diagonal_lead
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
+        self._inverse: np.ndarray | None = None  # and its inverse
         self._split: SplitPlan | None = None     # where that order ends in a dense block
+        self._positions: dict = {}               # where asked entries of A⁻¹ lie in the factor's pattern
+        self._pairs: dict = {}                   # and, with a diagonal lead, which entries of S⁻¹ make them
+        self._schur: SchurPlan | None = None     # with a diagonal lead factorised by SuperLU: S built by a map
 
     def __call__(self, a: sp.csc_matrix) -> Factor:
         """log|A| and solves with A; np.linalg.LinAlgError where A is not positive definite."""
         if not self.lead:
             return self._factorise(a)
         n1 = self.lead
-        d = a.diagonal()[:n1]
         b = a[:n1, n1:]
-        scaled = sp.diags(1.0 / d) @ b
-        rest = self._factorise((a[n1:, n1:] - b.T @ scaled).tocsc())
+        rest = None
+        if self._schur is not None and self._schur.fits(a, self._order):
+            d, schur = self._schur.schur(a)
+            rest = self._ordered(schur)
+        if rest is None:
+            d = a.diagonal()[:n1]
+            schur = (a[n1:, n1:] - b.T @ (sp.diags(1.0 / d) @ b)).tocsc()
+            rest = self._factorise(schur)
+            self._schur = None if self._order is None or _dense(schur) else SchurPlan.of(a, n1, self._order)
 
         def solve(rhs: np.ndarray) -> np.ndarray:
             first, second = rhs[:n1], rhs[n1:]
-            x2 = rest.solve(second - scaled.T @ first)
+            scaled = first / (d[:, None] if rhs.ndim == 2 else d)
+            x2 = rest.solve(second - b.T @ scaled)
             return np.concatenate([(first - b @ x2) / (d[:, None] if rhs.ndim == 2 else d), x2])
 
-        return Factor(float(np.log(d).sum()) + rest.logdet, solve)
+        def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            return _eliminated_inverse_at(self._eliminated_pairs(b, rows, cols), d, b.tocsr(), rest.inverse_at, rows,
+                                          cols)
+
+        return Factor(float(np.log(d).sum()) + rest.logdet, solve, None if rest.inverse_at is None else inverse_at)
+
+    def _eliminated_pairs(self, b: sp.csc_matrix, rows: np.ndarray, cols: np.ndarray) -> _EliminatedPairs:
+        # B's pattern is part of the key: entries that are exactly zero at a point (a variance at zero) leave it
+        key = (b.indptr.tobytes(), b.indices.tobytes(), rows.tobytes(), cols.tobytes())
+        if key not in self._pairs:
+            if len(self._pairs) >= KEPT_PATTERNS:
+                self._pairs.clear()
+            self._pairs[key] = _EliminatedPairs.of(self.lead, b.tocsr(), rows, cols)
+        return self._pairs[key]
 
     def _factorise(self, a: sp.csc_matrix) -> Factor:
         q = a.shape[0]
         if q == 0:
-            return Factor(0.0, lambda rhs: np.zeros_like(rhs))
-        if q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q):
+            return Factor(0.0, lambda rhs: np.zeros_like(rhs), lambda rows, cols: np.zeros(len(rows)))
+        if _dense(a):
             try:
                 lower = scipy.linalg.cholesky(a.toarray(), lower=True, check_finite=False)
             except scipy.linalg.LinAlgError as exc:
                 raise np.linalg.LinAlgError(str(exc)) from None
+            dense_inverse = functools.cache(
+                lambda: scipy.linalg.cho_solve((lower, True), np.eye(q), check_finite=False))
             return Factor(float(2.0 * np.log(np.diag(lower)).sum()),
-                          lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False))
+                          lambda rhs: scipy.linalg.cho_solve((lower, True), rhs, check_finite=False),
+                          lambda rows, cols: dense_inverse()[rows, cols])
         if self._order is None:
+            self._positions = {}
             first = _superlu(a, "MMD_AT_PLUS_A")
-            self._order = np.argsort(first.perm_c)
+            self._order, self._inverse = np.argsort(first.perm_c), first.perm_c
             self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
                                        DENSE_MAX_ORDER)
-        order = self._order
-        inverse = np.argsort(order)
-        split = self._split.factorise(a[order][:, order].tocsc()) if self._split is not None else None
+        factor = self._ordered(a[self._order][:, self._order].tocsc())
+        if factor is None:   # A's pattern grew past the split plan's (the first θ had a zero): plan again
+            self._order = self._split = None
+            return self._factorise(a)
+        return factor
+
+    def _ordered(self, permuted: sp.csc_matrix) -> Factor | None:
+        """The factor of A from A[order][:, order] (SuperLU's route), None where the split plan no longer holds."""
+        order, inverse = self._order, self._inverse
+        split = self._split.factorise(permuted) if self._split is not None else None
         if split is not None:
             logdet, ordered_solve = split
             return Factor(logdet, lambda rhs: ordered_solve(rhs[order])[inverse])
-        if self._split is not None:   # A's pattern grew past the plan's (the first θ had a zero): plan again
-            self._order = self._split = None
-            return self._factorise(a)
-        lu = _superlu(a[order][:, order].tocsc(), "NATURAL")
+        if self._split is not None:
+            return None
+        q = permuted.shape[0]
+        lu = _superlu(permuted, "NATURAL")
         pivots = lu.U.diagonal()
         if not np.all(pivots > 0):
             raise np.linalg.LinAlgError("the penalized system is not positive definite")
@@ -102,7 +142,80 @@ class Factoriser:
         def solve(rhs: np.ndarray) -> np.ndarray:
             return lu.solve(rhs[order])[inverse]
 
-        return Factor(float(np.log(pivots).sum()), solve)
+        def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            # with no pivoting (SymmetricMode, diagonal pivots of a positive definite A) U = DL'
+            return selected().at(inverse[rows], inverse[cols], positions)
+
+        @functools.cache
+        def selected() -> SelectedInverse:
+            return SelectedInverse(sp.tril(lu.L, k=-1), pivots)
+
+        positions = self._positions
+        natural = np.array_equal(lu.perm_r, np.arange(q)) and np.array_equal(lu.perm_c, np.arange(q))
+        return Factor(float(np.log(pivots).sum()), solve, inverse_at if natural else None)
+
+
+@dataclass(frozen=True)
+class _EliminatedPairs:
+    """Which entries of S⁻¹ and B make asked entries of A⁻¹ (see ``_eliminated_inverse_at``), for one pattern."""
+    rest: np.ndarray                     # asked entries in S's block and where they are in S
+    rest_at: tuple[np.ndarray, np.ndarray]
+    mixed: np.ndarray                    # asked entries (i, r) with i a lead level: B's row i against S⁻¹'s column r
+    mixed_owner: np.ndarray
+    mixed_b: np.ndarray
+    mixed_at: tuple[np.ndarray, np.ndarray]
+    lead: np.ndarray                     # asked entries (i, i): pairs of B's row i
+    lead_owner: np.ndarray
+    lead_b: tuple[np.ndarray, np.ndarray]
+    lead_at: tuple[np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, n1: int, b: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> "_EliminatedPairs":
+        low, high = np.minimum(rows, cols), np.maximum(rows, cols)
+        rest = np.flatnonzero(low >= n1)
+        mixed = np.flatnonzero((low < n1) & (high >= n1))
+        owner, position = _row_entries(b.indptr, low[mixed])
+        lead = np.flatnonzero(high < n1)
+        lead_owner, first = _row_entries(b.indptr, low[lead])
+        pair_owner, second = _row_entries(b.indptr, low[lead][lead_owner])
+        first = first[pair_owner]
+        return cls(rest, (low[rest] - n1, high[rest] - n1),
+                   mixed, owner, position, (b.indices[position], high[mixed][owner] - n1),
+                   lead, lead_owner[pair_owner], (first, second), (b.indices[first], b.indices[second]))
+
+
+def _eliminated_inverse_at(pairs: _EliminatedPairs, d: np.ndarray, b: sp.csr_matrix, rest_inverse_at,
+                           rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(A⁻¹)_ij on A's pattern from the Schur complement's S⁻¹ on its own, A = [D B; B' C] with D diagonal:
+
+        A⁻¹ = [D⁻¹ + D⁻¹B S⁻¹B'D⁻¹   −D⁻¹B S⁻¹]
+              [−S⁻¹B'D⁻¹             S⁻¹      ]
+
+    so a lead entry (i, i) or (i, r) needs S⁻¹ only at pairs of B's row i (in S's pattern), as ``pairs`` says."""
+    out = np.empty(len(rows))
+    out[pairs.rest] = rest_inverse_at(*pairs.rest_at)
+    products = b.data[pairs.mixed_b] * rest_inverse_at(*pairs.mixed_at)
+    d_mixed = d[np.minimum(rows, cols)[pairs.mixed]]
+    out[pairs.mixed] = -np.bincount(pairs.mixed_owner, weights=products, minlength=len(pairs.mixed)) / d_mixed
+    first, second = pairs.lead_b
+    products = b.data[first] * b.data[second] * rest_inverse_at(*pairs.lead_at)
+    d_lead = d[rows[pairs.lead]]
+    out[pairs.lead] = 1.0 / d_lead + np.bincount(pairs.lead_owner, weights=products,
+                                                 minlength=len(pairs.lead)) / d_lead ** 2
+    return out
+
+
+def _row_entries(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each entry of the CSR rows ``rows`` (repeats allowed): which of ``rows`` it belongs to, and its position."""
+    counts = indptr[rows + 1] - indptr[rows]
+    owner = np.repeat(np.arange(len(rows)), counts)
+    within = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, indptr[rows][owner] + within
+
+
+def _dense(a: sp.csc_matrix) -> bool:
+    q = a.shape[0]
+    return q <= DENSE_ORDER or (q <= DENSE_MAX_ORDER and a.nnz > DENSE_FRACTION * q * q)
 
 
 def _superlu(a: sp.csc_matrix, ordering: str):

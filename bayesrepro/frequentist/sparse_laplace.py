@@ -28,9 +28,16 @@ import scipy.sparse as sp
 from ..design.random_design import RandomDesign
 from ..errors import NotConvergedError
 from ..links import Link, log_binomial_coefficient
-from .laplace import FULL_STEPS, MAX_ITERATIONS, MODE_TOLERANCE, halved_step
-from .sparse_factor import Factoriser
+from .laplace import FULL_STEPS, MAX_ITERATIONS, halved_step
+from .selected_inverse import OutsidePattern
+from .sparse_factor import Factor, Factoriser
 from .sparse_deviance import diagonal_lead, lead_first
+
+# Penalized IRLS stops once a Newton step's decrement (twice the penalized deviance it removes) is below this and
+# takes that step: Newton's quadratic convergence leaves a decrement of order 1e-14 after it, below f's rounding.
+MODE_TOLERANCE = 1e-7
+# Relative step of the central differences of f where no selected inverse gives its gradient.
+DIFFERENCE_STEP = 1e-6
 
 
 class SparseLaplaceDeviance:
@@ -51,15 +58,25 @@ class SparseLaplaceDeviance:
         cross, self._weights_to_cross = _weighted_cross_product(self.Z)
         self._penalized_pattern, self._products, self._diagonal = _penalized_product(
             cross, *self._lambda_at, design.lambda_index)
+        self._pattern_at = (self._penalized_pattern.indices,
+                            np.repeat(np.arange(design.q), np.diff(self._penalized_pattern.indptr)))
         self.factorise = Factoriser(len(head))
-        self._u = np.zeros(design.q)
+        self._forget_response()
+
+    def _forget_response(self) -> None:
+        """Start afresh the state that depends on the response: the last mode and what is kept of it."""
+        self._u = np.zeros(self.design.q)
+        self.exact_gradient = True   # whether the last gradient was (not: a dense tail, a variance exactly zero)
+        self._last: tuple[bytes, float, np.ndarray] | None = None   # the search, its test and the Hessian repeat it
+        self._last_mode: tuple[bytes, tuple] | None = None   # (θ, β) and ``_at_mode``'s result there
+        self._sensitivity: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # see _keep_sensitivity
 
     def with_response(self, successes: np.ndarray) -> "SparseLaplaceDeviance":
         """The criterion of other successes out of the same trials (the design's maps are shared, not rebuilt)."""
         other = copy.copy(self)
         other.y = successes
         other.constant = -2.0 * float(log_binomial_coefficient(successes, self.n).sum())
-        other._u = np.zeros(self.design.q)
+        other._forget_response()
         return other
 
     @property
@@ -73,19 +90,103 @@ class SparseLaplaceDeviance:
         except (np.linalg.LinAlgError, NotConvergedError):
             return np.inf
 
+    def value_and_gradient(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        """f and its gradient over (θ, β) (see ``_gradient``; central differences of f where the factorisation
+        gives no selected inverse); infinite where penalized IRLS fails."""
+        params = np.asarray(params, dtype=float)
+        if self._last is not None and self._last[0] == params.tobytes():
+            return self._last[1], self._last[2].copy()
+        try:
+            theta, beta = params[:self.n_theta], params[self.n_theta:]
+            lam = self._lambda(theta)
+            u, terms, factor = self._at_mode(theta, beta, lam)
+            value = self._penalized(terms.kernel, u) + factor.logdet
+            gradient = self._gradient(theta, beta, lam, u, terms, factor) if factor.inverse_at is not None else None
+        except OutsidePattern:   # a component exactly at zero: A's pattern, and its factor's, lost its entries
+            gradient = None
+        except (np.linalg.LinAlgError, NotConvergedError):
+            return np.inf, np.zeros(len(params))
+        self.exact_gradient = gradient is not None
+        if gradient is None:
+            gradient = self._difference_gradient(params)
+        self._last = (params.tobytes(), value, gradient)
+        return value, gradient.copy()
+
+    def _gradient(self, theta: np.ndarray, beta: np.ndarray, lam: sp.csc_matrix, u: np.ndarray, terms,
+                  factor: Factor) -> np.ndarray:
+        """∂f/∂(θ, β) at the mode û.
+
+        The derivatives of −2ℓ + ‖u‖² through û vanish there (û minimises them), so those terms give −2 s'∂η/∂p
+        (s the rows' scores). d log|A|/dp = tr(A⁻¹ dA/dp), A⁻¹ needed on A's pattern only: A's non-zeros depend on
+        θ directly (the products map) and on the rows' weights W(η̂), η̂ moving with p and with û: dû/dp = A_o⁻¹
+        ∂F/∂p for F = Λ'Z's − u (A_o: A at the observed information), taken by one adjoint solve for all p."""
+        target, first, second, entry = self._products
+        inverse = factor.inverse_at(*self._pattern_at)[target]
+        cross = self._weights_to_cross @ terms.weight
+        explicit = (np.bincount(first, weights=inverse * cross[entry] * theta[second], minlength=self.n_theta)
+                    + np.bincount(second, weights=inverse * cross[entry] * theta[first], minlength=self.n_theta))
+        by_weight = self._weights_to_cross.T @ np.bincount(entry, weights=inverse * theta[first] * theta[second],
+                                                          minlength=len(cross))
+        slope = by_weight * terms.weight_slope
+        observed = factor if terms.observed_weight is terms.weight else \
+            self.factorise(self._penalized_matrix(theta, terms.observed_weight))
+        scores = self.Zt @ terms.score
+        adjoint = observed.solve(lam.T @ (self.Zt @ slope))
+        adjusted = slope - terms.observed_weight * (self.Z @ (lam @ adjoint))
+        moved = self.Zt @ adjusted
+        rows, cols = self._lambda_at
+        self._keep_sensitivity(theta, beta, lam, u, terms, scores, observed)
+        through_entries = (moved[rows] - 2.0 * scores[rows]) * u[cols] + scores[rows] * adjoint[cols]
+        gradient_theta = explicit + np.bincount(self.design.lambda_index, weights=through_entries,
+                                                minlength=self.n_theta)
+        return np.concatenate([gradient_theta, self.X.T @ (adjusted - 2.0 * terms.score)])
+
+    def _keep_sensitivity(self, theta, beta, lam, u, terms, scores, observed: Factor) -> None:
+        """dû/d(θ, β) = A_o⁻¹ ∂F/∂(θ, β), kept with (θ, β, û): the next mode search starts from û moved along it."""
+        rows, cols, index = *self._lambda_at, self.design.lambda_index
+        shape = (self.design.q, self.n_theta)
+        lambda_scores = sp.csr_matrix((scores[rows], (cols, index)), shape=shape)       # dΛ_k'Z's
+        lambda_mode = sp.csr_matrix((u[cols], (rows, index)), shape=shape)              # dΛ_k û
+        moved = np.hstack([(self.Z @ lambda_mode).toarray(), self.X]) * terms.observed_weight[:, None]
+        derivative = -(lam.T @ (self.Zt @ moved))
+        derivative[:, :self.n_theta] += lambda_scores.toarray()
+        self._sensitivity = (np.concatenate([theta, beta]), u, observed.solve(derivative))
+
+    def _difference_gradient(self, params: np.ndarray) -> np.ndarray:
+        steps = DIFFERENCE_STEP * np.maximum(1.0, np.abs(params))
+        return np.array([(self(params + h * e) - self(params - h * e)) / (2.0 * h)
+                         for h, e in zip(steps, np.eye(len(params)))])
+
     def evaluate(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         """f and R_X'R_X, the fixed effects' block of the penalized precision at û (û kept for the next start)."""
         params = np.asarray(params, dtype=float)
         theta, beta = params[:self.n_theta], params[self.n_theta:]
-        lam = sp.csc_matrix((theta[self.design.lambda_index], self._lambda_at), shape=(self.design.q,) * 2)
-        offset = self.X @ beta
-        u = self._mode(theta, lam, offset, self._u.copy())
-        terms = self.link.terms(self.y, self.n, offset + self.Z @ (lam @ u))
-        factor = self.factorise(self._penalized_matrix(theta, terms.weight))
-        self._u = u
+        lam = self._lambda(theta)
+        u, terms, factor = self._at_mode(theta, beta, lam)
         weighted = lam.T @ (self.Zt @ (self.X * terms.weight[:, None]))
         fixed_precision = self.X.T @ (self.X * terms.weight[:, None]) - weighted.T @ factor.solve(weighted)
         return self._penalized(terms.kernel, u) + factor.logdet, fixed_precision
+
+    def _lambda(self, theta: np.ndarray) -> sp.csc_matrix:
+        return sp.csc_matrix((theta[self.design.lambda_index], self._lambda_at), shape=(self.design.q,) * 2)
+
+    def _at_mode(self, theta: np.ndarray, beta: np.ndarray, lam: sp.csc_matrix):
+        """û (kept for the next start), the rows' terms at η̂ and the factor of A there; kept for the last point,
+        where the search starts after its scaling's evaluation and the fit's end asks for R_X'R_X."""
+        key = np.concatenate([theta, beta]).tobytes()
+        if self._last_mode is not None and self._last_mode[0] == key:
+            return self._last_mode[1]
+        offset = self.X @ beta
+        start = self._u.copy()
+        if self._sensitivity is not None:
+            base, mode, sensitivity = self._sensitivity
+            start = mode + sensitivity @ (np.concatenate([theta, beta]) - base)
+        u = self._mode(theta, lam, offset, start)
+        terms = self.link.terms(self.y, self.n, offset + self.Z @ (lam @ u))
+        factor = self.factorise(self._penalized_matrix(theta, terms.weight))
+        self._u = u
+        self._last_mode = (key, (u, terms, factor))
+        return u, terms, factor
 
     def _penalized_matrix(self, theta: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
         """Λ'Z'WZΛ + I."""

@@ -1,0 +1,33 @@
+"""Compiling a numba function with numba's on-disk cache, and without it where the cache cannot be used.
+
+Kept apart from the sampler's modules, so that the frequentist fits that compile a kernel of their own do not
+import the Bayesian engine.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def compile_cached(compile: Callable[[bool], T], what: str = "the compiled posterior density") -> T:
+    """``compile(cache=True)``; where numba's cache cannot be used, ``compile(cache=False)`` and a warning.
+
+    numba's cache fails when no location is writable ("no locator available") or a
+    cache file cannot be read or written; an error of the code itself raises again
+    from the second call.
+    """
+    try:
+        return compile(True)
+    except Exception as error:
+        from .errors import BayesreproWarning
+
+        compiled = compile(False)
+        warnings.warn(
+            f"{what} is not cached ({error}); every process compiles it again. "
+            "Set NUMBA_CACHE_DIR to a writable directory to keep it.",
+            BayesreproWarning,
+        )
+        return compiled
