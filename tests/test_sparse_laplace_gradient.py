@@ -106,3 +106,19 @@ def test_a_component_at_zero_takes_differences_where_the_factor_lost_its_entries
     np.testing.assert_allclose(gradient, _central_differences(criterion, params), atol=ABSOLUTE)
     criterion.value_and_gradient(np.array([0.9, 0.6, 0.1]))
     assert criterion.exact_gradient
+
+
+def test_another_response_forgets_the_kept_mode_and_gradient(crowd):
+    """The criterion of other scores (a bootstrap replicate) equals one built afresh on them, at the very point
+    the first criterion last evaluated (where it keeps its mode, value and gradient)."""
+    criterion = _criterion(CROWD, crowd)
+    params = np.array([0.9, 0.6, 0.1])
+    criterion.value_and_gradient(params)
+    other = crowd.assign(score=1 - crowd["score"])
+    fresh = _criterion(CROWD, other)
+    replicate = criterion.with_response(fresh.y)
+    value, gradient = replicate.value_and_gradient(params)
+    expected_value, expected_gradient = fresh.value_and_gradient(params)
+    assert value == pytest.approx(expected_value, rel=1e-12)
+    assert gradient == pytest.approx(expected_gradient, rel=1e-8, abs=1e-8)
+    assert criterion.value_and_gradient(params)[0] != pytest.approx(value)
