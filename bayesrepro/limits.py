@@ -87,7 +87,6 @@ def check_product(total: int, limit: int, what: str, advice: str, bound: str = "
         raise BayesreproError(f"{what} come to {total:,}, more than the {limit:,} {bound}; {advice}")
 
 
-
 def number(text, option, low=-math.inf, high=math.inf, open_interval=False) -> float:
     """``text`` as a finite float within the bounds, or one error line naming ``option``."""
     try:

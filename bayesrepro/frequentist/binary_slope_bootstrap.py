@@ -53,9 +53,15 @@ class SparseRefitModel:
     beta: np.ndarray
     theta_start: np.ndarray
 
-    def deviance(self, successes: np.ndarray, link) -> tuple[float, bool]:
+    def refit(self, successes: np.ndarray) -> tuple[SparseLaplaceDeviance, np.ndarray, bool]:
+        """The criterion of ``successes``, the (θ, β) minimising it from the fit's estimates, and whether the
+        search converged."""
         criterion = self.criterion.with_response(successes)
         params, converged = laplace_refit(criterion, self.beta, self.theta_start)
+        return criterion, params, converged
+
+    def deviance(self, successes: np.ndarray, link) -> tuple[float, bool]:
+        criterion, params, converged = self.refit(successes)
         return criterion(params), converged
 
 
@@ -85,14 +91,13 @@ class BinarySlopeBootstrapJob:
         """One row per replicate: the term variances, the latent residual and (with an object) φ observed."""
         rng = np.random.default_rng(seed)
         link = get_link(self.link)
+        design = self.model.criterion.design
         rows, unconverged = [], 0
         with numerical_work():
             for _ in range(size):
                 eta = self.fixed_part + simulated_effects(self.random_factor, rng)
-                criterion = self.model.criterion.with_response(draw_successes(link.inverse(eta), self.trials, rng))
-                params, converged = laplace_refit(criterion, self.model.beta, self.model.theta_start)
+                _, params, converged = self.model.refit(draw_successes(link.inverse(eta), self.trials, rng))
                 unconverged += not converged
-                design = self.model.criterion.design
                 variances = term_variances(design, params[:design.n_theta], 1.0)
                 row = [*variances.values(), link.latent_residual]
                 if self.object is not None:

@@ -50,9 +50,11 @@ def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray, relative
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if quasi_newton and getattr(objective, "has_exact_gradient", False):
             found = newton_search(objective, start, bounded=diagonal, tolerance=settled_gradient)
-            tested = found is not None and _tested(found, objective(found), _projected_gradient(objective, found, diagonal))
-            if tested and tested[1]:
-                return tested
+            if found is not None:
+                theta, converged, message = _tested(found, objective(found),
+                                                    _projected_gradient(objective, found, diagonal))
+                if converged:
+                    return theta, converged, message
         bounds = [(0.0, None) if d else (None, None) for d in diagonal]
         search = functools.partial(_search, objective, bounds=bounds, diagonal=diagonal,
                                    relative_change=relative_change, settled_gradient=settled_gradient)

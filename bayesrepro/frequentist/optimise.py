@@ -167,7 +167,7 @@ def newton_search(objective: ProfiledDeviance, start: np.ndarray, decrement: flo
     def settled(u, gradient):
         return theta_of(u) if size(u, gradient) < SEARCH_GRADIENT else None
 
-    noise = 1e-13 * abs(value) + 1e-9   # the criterion's rounding error near the optimum
+    noise = _rounding(value)
     for _ in range(NEWTON_ITERATIONS):
         if size(u, gradient) < tolerance:
             return theta_of(u)
@@ -219,7 +219,7 @@ def _symmetric_search(objective: ProfiledDeviance, start: np.ndarray, decrement:
     if not np.isfinite(value):
         return None
     hessian = _hessian(objective, theta, np.ones(len(theta), dtype=bool), gradient)
-    noise = 1e-13 * abs(value) + 1e-9   # the criterion's rounding error near the optimum
+    noise = _rounding(value)
 
     def settled(theta, gradient):
         if np.abs(gradient).max() < SEARCH_GRADIENT:
@@ -247,6 +247,12 @@ def _symmetric_search(objective: ProfiledDeviance, start: np.ndarray, decrement:
             hessian = hessian - np.outer(hs, hs) / (s @ hs) + np.outer(y, y) / (s @ y)
         theta, value, gradient = trial, trial_value, trial_gradient
     return settled(theta, gradient)
+
+
+def _rounding(value: float) -> float:
+    """The criterion's rounding error near an optimum where it is ``value``: below it, a search lets the gradient
+    decide whether a step is better."""
+    return 1e-13 * abs(value) + 1e-9
 
 
 def _descent_solve(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray:
@@ -367,7 +373,7 @@ def _newton_polish(objective, theta, value, gradient, free, hessian, steps: int 
             break
         trial_value, trial_gradient = objective.value_and_gradient(trial)
         # near the optimum the criterion changes below its rounding error: the gradient decides
-        noise = 1e-13 * abs(value) + 1e-9
+        noise = _rounding(value)
         if not (trial_value <= value + noise and np.abs(trial_gradient[free]).max() < np.abs(gradient[free]).max()):
             break
         theta, value, gradient = trial, trial_value, trial_gradient

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .index_ranges import expand_ranges
+
 
 @dataclass(frozen=True)
 class SchurPlan:
@@ -46,10 +48,7 @@ class SchurPlan:
         # B's row i is A's lead column i below the diagonal (A is stored in full): its entries, column by column
         b_entries = np.flatnonzero(in_lead & (rows >= lead))
         counts = np.bincount(cols[b_entries], minlength=lead)[cols[b_entries]]
-        starts = np.searchsorted(cols[b_entries], cols[b_entries])
-        first = np.repeat(np.arange(len(b_entries)), counts)
-        within = np.arange(len(first)) - np.repeat(np.cumsum(counts) - counts, counts)
-        second = starts[first] + within
+        first, second = expand_ranges(np.searchsorted(cols[b_entries], cols[b_entries]), counts)
         first, second = b_entries[first], b_entries[second]
         product_keys = _keys(position_in_order[rows[first] - lead], position_in_order[rows[second] - lead], size)
         keys = np.unique(np.concatenate([c_keys, product_keys]))

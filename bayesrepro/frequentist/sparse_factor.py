@@ -29,6 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
+from .index_ranges import expand_ranges
 from .schur_plan import SchurPlan
 from .selected_inverse import KEPT_PATTERNS, SelectedInverse
 from .split_factor import SplitPlan
@@ -79,9 +80,9 @@ class Factoriser:
 
         def solve(rhs: np.ndarray) -> np.ndarray:
             first, second = rhs[:n1], rhs[n1:]
-            scaled = first / (d[:, None] if rhs.ndim == 2 else d)
-            x2 = rest.solve(second - b.T @ scaled)
-            return np.concatenate([(first - b @ x2) / (d[:, None] if rhs.ndim == 2 else d), x2])
+            pivots = d[:, None] if rhs.ndim == 2 else d
+            x2 = rest.solve(second - b.T @ (first / pivots))
+            return np.concatenate([(first - b @ x2) / pivots, x2])
 
         def inverse_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
             return _eliminated_inverse_at(self._eliminated_pairs(b, rows, cols), d, b.tocsr(), rest.inverse_at, rows,
@@ -207,10 +208,7 @@ def _eliminated_inverse_at(pairs: _EliminatedPairs, d: np.ndarray, b: sp.csr_mat
 
 def _row_entries(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each entry of the CSR rows ``rows`` (repeats allowed): which of ``rows`` it belongs to, and its position."""
-    counts = indptr[rows + 1] - indptr[rows]
-    owner = np.repeat(np.arange(len(rows)), counts)
-    within = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
-    return owner, indptr[rows][owner] + within
+    return expand_ranges(indptr[rows], indptr[rows + 1] - indptr[rows])
 
 
 def _dense(a: sp.csc_matrix) -> bool:

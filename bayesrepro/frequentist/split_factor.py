@@ -28,6 +28,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..runtime import idle_core_threads
 from .deviance import MAX_BLAS_THREADS
+from .index_ranges import expand_ranges
 
 # Largest group of leading columns inverted as one small dense block.
 GROUP_LIMIT = 64
@@ -142,8 +143,5 @@ class SplitPlan:
 
 def _pairs(members: np.ndarray, group_size: np.ndarray, local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (row, column) pair of columns in one group; ``members`` sorted by group."""
-    repeats = group_size[members]
-    rows = np.repeat(members, repeats)
-    group_start = np.repeat(np.arange(len(members)) - local[members], repeats)
-    within = np.arange(len(rows)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
-    return rows, members[group_start + within]
+    owner, partner = expand_ranges(np.arange(len(members)) - local[members], group_size[members])
+    return members[owner], members[partner]
