@@ -154,8 +154,8 @@ class Fit(Result):
             One row per level and term (a slope term: one row per level for each of its columns): ``group``,
             ``term`` (lme4's name, "(Intercept)" or the slope's), ``level``, ``estimate`` (the conditional mode:
             the BLUP of a Gaussian fit, with the fixed effects at their estimates, the Laplace mode of a binary one,
-            latent scale), ``sd`` (the conditional SD, lme4's ``condsd``; NaN for moment estimates, which say so
-            in ``notes``), ``low`` and ``high``.
+            latent scale), ``sd`` (the conditional SD, lme4's ``condsd``; NaN for moment estimates), ``low`` and
+            ``high``. ``attrs["notes"]`` holds what qualifies them (why ``sd`` is NaN).
         """
         from ..bayes.posterior import check_probability
         from ..frequentist.level_effects import chosen_groups, effects_table
@@ -163,10 +163,9 @@ class Fit(Result):
         check_probability(prob)
         groups = chosen_groups(self._require_frame("level effects").spec, group)
         effects = self._fitted_effects()
-        for note in effects.notes:
-            if note not in self.notes:
-                self.notes.append(note)
-        return effects_table(effects, groups, prob)
+        table = effects_table(effects, groups, prob)
+        table.attrs["notes"] = list(effects.notes)
+        return table
 
     @public
     def predict(self, data: pd.DataFrame | None = None, random_effects: bool = True) -> np.ndarray:
