@@ -1,7 +1,7 @@
 """Level effects and predictions against lme4 (run through Rscript; skipped without R and lme4).
 
-lme4 writes its own data (sleepstudy, Penicillin, VerbAgg) and fits them and two simulated designs (a leaderboard
-of systems × items, a crossed design with a random slope); ``ranef(condVar = TRUE)`` gives the conditional modes and
+lme4 writes its own data (sleepstudy, Penicillin, VerbAgg) and fits them and three simulated designs (a
+leaderboard of systems × items, seeds nested in systems, a crossed design with a random slope); ``ranef(condVar = TRUE)`` gives the conditional modes and
 SDs, ``fitted``/``predict`` the predictions (new levels with ``allow.new.levels = TRUE``, the fixed part with
 ``re.form = NA``). glmer is converged tightly (tolPwrss = 1e-12: its default leaves the criterion uncertain in the
 third decimal, see test_glmm_lme4.py), lmer by BOBYQA with rhoend = 1e-12 (its default nloptwrap stops 2e-11
@@ -50,6 +50,9 @@ if (which == "gaussian") {
   board <- read.csv(file.path(out, "leaderboard_input.csv"), colClasses = c(system = "character", item = "character"))
   save("leaderboard", lmer(acc ~ 1 + (1 | system) + (1 | item), board, control = tight), board,
        data.frame(system = c("s1", "new"), item = c("new", "i2")))
+  nested <- read.csv(file.path(out, "nested_input.csv"), colClasses = c(system = "character", seed = "character"))
+  save("nested", lmer(score ~ 1 + (1 | system) + (1 | system:seed), nested, control = tight), nested,
+       data.frame(system = c("a1", "a2", "new"), seed = c("1", "new", "2")))
   slopes <- read.csv(file.path(out, "slopes_input.csv"), colClasses = c(subj = "character", item = "character"))
   save("slopes", lmer(y ~ x + (x | subj) + (1 | item), slopes, control = tight), slopes,
        data.frame(x = c(-1, 0.5), subj = c("u1", "new"), item = c("new", "w3")))
@@ -65,9 +68,9 @@ if (which == "gaussian") {
 
 CASES = {"sleepstudy": "Reaction ~ Days + (Days|Subject)", "penicillin": "diameter ~ 1 + (1|plate) + (1|sample)",
          "leaderboard": "acc ~ 1 + (1|system) + (1|item)", "slopes": "y ~ x + (x|subj) + (1|item)",
-         "verbagg": "r2 ~ btype + (1|item) + (1|id)"}
-OBJECTS = {"leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
-TEXT = {"Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str, "id": str,
+         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "nested": "score ~ 1 + (1|system) + (1|system:seed)"}
+OBJECTS = {"nested": "system", "leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
+TEXT = {"seed": str, "Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str, "id": str,
         "btype": str}
 
 
@@ -91,6 +94,12 @@ def simulated_inputs(directory: Path) -> None:
     item_effect = dict(zip([f"i{i}" for i in range(items)], rng.normal(0, 0.15, items)))
     board["acc"] = 0.6 + board.system.map(system_effect) + board.item.map(item_effect) + rng.normal(0, 0.1, len(board))
     board.to_csv(directory / "leaderboard_input.csv", index=False)
+    nested = pd.DataFrame([(f"a{s}", str(k), i) for s in range(12) for k in range(5) for i in range(8)],
+                          columns=["system", "seed", "item"])
+    nested["score"] = (rng.normal(0, 1.0, 12)[nested.system.str[1:].astype(int)]
+                       + rng.normal(0, 0.4, 60)[nested.system.str[1:].astype(int) * 5 + nested.seed.astype(int)]
+                       + rng.normal(0, 1, len(nested)))
+    nested.to_csv(directory / "nested_input.csv", index=False)
     subjects, words = 30, 20
     slopes = pd.DataFrame([(f"u{s}", f"w{w}") for s in range(subjects) for w in range(words)], columns=["subj", "item"])
     slopes["x"] = rng.normal(0, 1, len(slopes))
@@ -141,7 +150,7 @@ def compare_predictions(directory: Path, name: str, fit, data: pd.DataFrame):
     assert np.max(np.abs(fit.predict(new, random_effects=False) - predicted["fixed"])) <= 1e-6 * scale
 
 
-@pytest.mark.parametrize("name", ["sleepstudy", "penicillin", "leaderboard", "slopes"])
+@pytest.mark.parametrize("name", ["sleepstudy", "penicillin", "leaderboard", "nested", "slopes"])
 def test_gaussian_level_effects_and_predictions_match_lme4(gaussian_reference, name):
     fit, data = compare(gaussian_reference, name, 1e-4)
     compare_predictions(gaussian_reference, name, fit, data)

@@ -102,3 +102,6 @@ def test_rows_needed_from_grouped_sums(tmp_path):
     memory = br.Model("acc ~ mode + (1|system) + (1|item)", str(path), engine="memory").fit()
     new = pd.DataFrame({"mode": ["a", "b"], "system": ["s1", "s2"], "item": ["i1", "x"]})
     assert fit.predict(new) == pytest.approx(memory.predict(new), rel=1e-6)
+    from_sums, from_rows = fit.level_effects(), memory.level_effects()
+    assert from_sums.estimate.to_numpy() == pytest.approx(from_rows.estimate.to_numpy(), abs=1e-6)
+    assert from_sums.sd.to_numpy() == pytest.approx(from_rows.sd.to_numpy(), rel=1e-6)
