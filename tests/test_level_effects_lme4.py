@@ -1,7 +1,8 @@
 """Level effects and predictions against lme4 (run through Rscript; skipped without R and lme4).
 
-lme4 writes its own data (sleepstudy, Penicillin, VerbAgg) and fits them and three simulated designs (a
-leaderboard of systems × items, seeds nested in systems, a crossed design with a random slope); ``ranef(condVar = TRUE)`` gives the conditional modes and
+lme4 writes its own data (sleepstudy, Penicillin, VerbAgg) and fits them and four simulated designs (a
+leaderboard of systems × items, seeds nested in systems, a crossed design with a random slope, 0/1 scores with a
+random slope); ``ranef(condVar = TRUE)`` gives the conditional modes and
 SDs, ``fitted``/``predict`` the predictions (new levels with ``allow.new.levels = TRUE``, the fixed part with
 ``re.form = NA``). glmer is converged tightly (tolPwrss = 1e-12: its default leaves the criterion uncertain in the
 third decimal, see test_glmm_lme4.py), lmer by BOBYQA with rhoend = 1e-12 (its default nloptwrap stops 2e-11
@@ -63,13 +64,16 @@ if (which == "gaussian") {
   m <- glmer(r2 ~ btype + (1 | item) + (1 | id), v, family = binomial,
              control = glmerControl(tolPwrss = 1e-12))
   save("verbagg", m, v, data.frame(btype = c("curse", "shout"), item = c("S1WantCurse", "new"), id = c("new", "5")))
+  b <- read.csv(file.path(out, "binary_slopes_input.csv"), colClasses = c(subj = "character"))
+  m <- glmer(y ~ x + (x | subj), b, family = binomial, control = glmerControl(tolPwrss = 1e-12))
+  save("binary_slopes", m, b, data.frame(x = c(-1, 0.5, 2), subj = c("u1", "new", "u7")))
 }
 """
 
 CASES = {"sleepstudy": "Reaction ~ Days + (Days|Subject)", "penicillin": "diameter ~ 1 + (1|plate) + (1|sample)",
          "leaderboard": "acc ~ 1 + (1|system) + (1|item)", "slopes": "y ~ x + (x|subj) + (1|item)",
-         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "nested": "score ~ 1 + (1|system) + (1|system:seed)"}
-OBJECTS = {"nested": "system", "leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
+         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "binary_slopes": "y ~ x + (x|subj)", "nested": "score ~ 1 + (1|system) + (1|system:seed)"}
+OBJECTS = {"binary_slopes": "subj", "nested": "system", "leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
 TEXT = {"seed": str, "Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str, "id": str,
         "btype": str}
 
@@ -119,7 +123,14 @@ def gaussian_reference(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def binary_reference(tmp_path_factory):
-    return run_lme4(tmp_path_factory.mktemp("glmer_effects"), "binary")
+    directory = tmp_path_factory.mktemp("glmer_effects")
+    rng = np.random.default_rng(31)
+    table = pd.DataFrame({"subj": np.repeat([f"u{s}" for s in range(40)], 30), "x": rng.normal(0, 1, 1200)})
+    intercept, slope = rng.multivariate_normal([0, 0], [[1.0, 0.2], [0.2, 0.4]], 40).T
+    subject = table.subj.str[1:].astype(int)
+    table["y"] = rng.binomial(1, 1 / (1 + np.exp(-(0.3 + intercept[subject] + (0.8 + slope[subject]) * table.x))))
+    table.to_csv(directory / "binary_slopes_input.csv", index=False)
+    return run_lme4(directory, "binary")
 
 
 def compare(directory: Path, name: str, tolerance: float):
@@ -156,11 +167,12 @@ def test_gaussian_level_effects_and_predictions_match_lme4(gaussian_reference, n
     compare_predictions(gaussian_reference, name, fit, data)
 
 
-def test_binary_level_effects_and_predictions_match_glmer(binary_reference):
-    fit, data = compare(binary_reference, "verbagg", 2e-3)
-    new = pd.read_csv(binary_reference / "verbagg_new.csv", dtype=TEXT)
-    predicted = pd.read_csv(binary_reference / "verbagg_predict.csv")
-    fitted = pd.read_csv(binary_reference / "verbagg_fitted.csv")["fitted"].to_numpy()
+@pytest.mark.parametrize("name", ["verbagg", "binary_slopes"])
+def test_binary_level_effects_and_predictions_match_glmer(binary_reference, name):
+    fit, data = compare(binary_reference, name, 2e-3)
+    new = pd.read_csv(binary_reference / f"{name}_new.csv", dtype=TEXT)
+    predicted = pd.read_csv(binary_reference / f"{name}_predict.csv")
+    fitted = pd.read_csv(binary_reference / f"{name}_fitted.csv")["fitted"].to_numpy()
     assert np.max(np.abs(fit.predict() - fitted)) <= 2e-3
     assert np.max(np.abs(fit.predict(new) - predicted["new"])) <= 2e-3
     assert np.max(np.abs(fit.predict(new, random_effects=False) - predicted["fixed"])) <= 2e-3
