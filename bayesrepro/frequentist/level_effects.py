@@ -161,7 +161,7 @@ def _row_effects(frame, fit) -> FittedEffects:
     """Gaussian random slopes (or any structure) on the rows' sparse design."""
     from .sparse_deviance import diagonal_lead
 
-    frame = frame.require_rows("the level effects of a model with random slopes")
+    frame = frame.require_rows("computing the level effects of a model with random slopes")
     sigma2 = fit.residual_variance
     design, lam, layouts, covariances = _design_parts(frame, fit, sigma2)
     z = design.Z
