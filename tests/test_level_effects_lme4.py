@@ -1,8 +1,8 @@
 """Level effects and predictions against lme4 (run through Rscript; skipped without R and lme4).
 
-lme4 writes its own data (sleepstudy, Penicillin, VerbAgg) and fits them and four simulated designs (a
-leaderboard of systems × items, seeds nested in systems, a crossed design with a random slope, 0/1 scores with a
-random slope); ``ranef(condVar = TRUE)`` gives the conditional modes and
+lme4 writes its own data (sleepstudy, Penicillin, VerbAgg) and fits them and five simulated designs (a
+leaderboard of systems × items, seeds nested in systems, a crossed design with a random slope, a factor's random
+slope, 0/1 scores with a random slope); ``ranef(condVar = TRUE)`` gives the conditional modes and
 SDs, ``fitted``/``predict`` the predictions (new levels with ``allow.new.levels = TRUE``, the fixed part with
 ``re.form = NA``). glmer is converged tightly (tolPwrss = 1e-12: its default leaves the criterion uncertain in the
 third decimal, see test_glmm_lme4.py), lmer by BOBYQA with rhoend = 1e-12 (its default nloptwrap stops 2e-11
@@ -54,6 +54,9 @@ if (which == "gaussian") {
   nested <- read.csv(file.path(out, "nested_input.csv"), colClasses = c(system = "character", seed = "character"))
   save("nested", lmer(score ~ 1 + (1 | system) + (1 | system:seed), nested, control = tight), nested,
        data.frame(system = c("a1", "a2", "new"), seed = c("1", "new", "2")))
+  factor_slopes <- read.csv(file.path(out, "factor_slopes_input.csv"), colClasses = c(subj = "character"))
+  save("factor_slopes", lmer(y ~ cond + (cond | subj), factor_slopes, control = tight), factor_slopes,
+       data.frame(cond = c("a", "b", "c"), subj = c("u1", "new", "u4")))
   slopes <- read.csv(file.path(out, "slopes_input.csv"), colClasses = c(subj = "character", item = "character"))
   save("slopes", lmer(y ~ x + (x | subj) + (1 | item), slopes, control = tight), slopes,
        data.frame(x = c(-1, 0.5), subj = c("u1", "new"), item = c("new", "w3")))
@@ -72,9 +75,10 @@ if (which == "gaussian") {
 
 CASES = {"sleepstudy": "Reaction ~ Days + (Days|Subject)", "penicillin": "diameter ~ 1 + (1|plate) + (1|sample)",
          "leaderboard": "acc ~ 1 + (1|system) + (1|item)", "slopes": "y ~ x + (x|subj) + (1|item)",
-         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "binary_slopes": "y ~ x + (x|subj)", "nested": "score ~ 1 + (1|system) + (1|system:seed)"}
-OBJECTS = {"binary_slopes": "subj", "nested": "system", "leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
-TEXT = {"seed": str, "Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str, "id": str,
+         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "binary_slopes": "y ~ x + (x|subj)", "nested": "score ~ 1 + (1|system) + (1|system:seed)",
+         "factor_slopes": "y ~ cond + (cond|subj)"}
+OBJECTS = {"factor_slopes": "subj", "binary_slopes": "subj", "nested": "system", "leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
+TEXT = {"cond": str, "seed": str, "Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str, "id": str,
         "btype": str}
 
 
@@ -104,6 +108,14 @@ def simulated_inputs(directory: Path) -> None:
                        + rng.normal(0, 0.4, 60)[nested.system.str[1:].astype(int) * 5 + nested.seed.astype(int)]
                        + rng.normal(0, 1, len(nested)))
     nested.to_csv(directory / "nested_input.csv", index=False)
+    factor_slopes = pd.DataFrame([(f"u{s}", c) for s in range(25) for c in "abc" for _ in range(6)],
+                                 columns=["subj", "cond"])
+    effects = rng.normal(0, [1.0, 0.5, 0.7], (25, 3))
+    subject = factor_slopes.subj.str[1:].astype(int)
+    column = factor_slopes.cond.map({"a": 0, "b": 1, "c": 2})
+    factor_slopes["y"] = (1 + 0.5 * (column == 1) - 0.3 * (column == 2) + effects[subject, 0]
+                          + np.where(column > 0, effects[subject, column], 0.0) + rng.normal(0, 0.8, len(factor_slopes)))
+    factor_slopes.to_csv(directory / "factor_slopes_input.csv", index=False)
     subjects, words = 30, 20
     slopes = pd.DataFrame([(f"u{s}", f"w{w}") for s in range(subjects) for w in range(words)], columns=["subj", "item"])
     slopes["x"] = rng.normal(0, 1, len(slopes))
@@ -161,7 +173,7 @@ def compare_predictions(directory: Path, name: str, fit, data: pd.DataFrame):
     assert np.max(np.abs(fit.predict(new, random_effects=False) - predicted["fixed"])) <= 1e-6 * scale
 
 
-@pytest.mark.parametrize("name", ["sleepstudy", "penicillin", "leaderboard", "nested", "slopes"])
+@pytest.mark.parametrize("name", ["sleepstudy", "penicillin", "leaderboard", "nested", "slopes", "factor_slopes"])
 def test_gaussian_level_effects_and_predictions_match_lme4(gaussian_reference, name):
     fit, data = compare(gaussian_reference, name, 1e-4)
     compare_predictions(gaussian_reference, name, fit, data)

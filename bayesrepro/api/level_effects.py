@@ -60,7 +60,7 @@ class LevelEffects(Result):
         return shown
 
     def _text(self) -> str:
-        what = "conditional modes and SDs" if self.engine == "frequentist" else "posterior medians and SDs"
+        what = "conditional modes and SDs" if self.engine == "frequentist" else "posterior estimates and SDs"
         lines = [f"Level effects ({what}, {100 * self.prob:g} % intervals)"]
         for (group, term), rows, total in self._shown():
             cut = "" if len(rows) == total else f"; the {SHOWN_LEVELS} lowest and highest of {total:,}"

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +87,9 @@ def chosen_groups(spec, group) -> list[str]:
 
 
 def lme4_name(column: str) -> str:
-    return "(Intercept)" if column == "Intercept" else column
+    """A random term's column as lme4 names it: "(Intercept)", a slope "x", a factor's contrast "condb"
+    (formulae's "cond[b]")."""
+    return "(Intercept)" if column == "Intercept" else re.sub(r"\[([^\]]*)\]", r"\1", column)
 
 
 def _intercept_terms(frame) -> list[RandomTerm]:
