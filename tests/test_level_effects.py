@@ -147,3 +147,21 @@ def test_slope_terms_give_one_row_per_level_and_column():
     table = fit.level_effects()
     assert list(table.term.unique()) == ["(Intercept)", "x"] and len(table) == 40
     assert np.all(table.sd > 0)
+
+
+def test_entries_of_the_inverse_by_solves_where_the_factor_has_no_selected_inverse(monkeypatch):
+    import dataclasses
+
+    import scipy.sparse as sp
+
+    from bayesrepro.frequentist import conditional_modes
+    from bayesrepro.frequentist.conditional_modes import PenalisedFactor
+
+    rng = np.random.default_rng(0)
+    z = sp.random(300, 40, density=0.05, random_state=1, format="csc")
+    a = (z.T @ z + sp.identity(40)).tocsc()
+    factor = PenalisedFactor(a, np.zeros(0, dtype=int))
+    factor.factor = dataclasses.replace(factor.factor, inverse_at=None)
+    rows, cols = rng.integers(0, 40, 50), rng.integers(0, 40, 50)
+    monkeypatch.setattr(conditional_modes, "SOLVE_BATCH", 7)   # several batches
+    assert factor.inverse_at(rows, cols) == pytest.approx(np.linalg.inv(a.toarray())[rows, cols], abs=1e-12)
