@@ -70,3 +70,20 @@ def test_a_tie_for_phis_object_does_not_stop_level_effects():
     with pytest.raises(BayesreproError, match="object"):
         model.fit()
     assert len(model.effects().table) == 20
+
+
+@pytest.mark.slow
+def test_bayes_json_of_the_command_is_the_results_to_dict(scores, capsys):
+    table, path = scores
+    options = ["--draws", "500", "--tune", "500", "--chains", "2", "--seed", "3"]
+    assert main(["effects", path, "--formula", FORMULA, "--object", "item", "--group", "system", "--bayes",
+                 "--prob", "0.9", *options, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    model = br.Model(FORMULA, table, object="item")
+    effects = model.effects("system", prob=0.9, bayes=True, draws=500, tune=500, chains=2, seed=3)
+    assert printed == effects.to_dict()
+    assert printed["engine"] == "bayes" and len(printed["effects"]) == 8
+    assert {"r_hat", "ess_bulk"} <= set(printed["effects"][0])
+    # with 60 items per system the posterior medians lie near the conditional modes
+    frequentist = model.effects("system").table
+    assert np.corrcoef(effects.table.estimate, frequentist.estimate)[0, 1] > 0.99
