@@ -14,7 +14,8 @@ from bayesrepro.simulate import simulate_crowd
 def one_way(seed=0, groups=12, n=7):
     rng = np.random.default_rng(seed)
     g = np.repeat(np.arange(groups), n)
-    return pd.DataFrame({"g": [f"g{k}" for k in g], "y": 3.0 + rng.normal(0, 1.0, groups)[g] + rng.normal(0, 2.0, len(g))})
+    y = 3.0 + rng.normal(0, 1.0, groups)[g] + rng.normal(0, 2.0, len(g))
+    return pd.DataFrame({"g": [f"g{k}" for k in g], "y": y})
 
 
 def crossed(seed=1, systems=15, items=40, binary=False):
@@ -83,7 +84,8 @@ def test_selected_inverse_of_a_crowd_equals_the_dense_inverse():
     lam = np.repeat(np.sqrt([fit.variances[g.name] / sigma2 for g in frame.groups]), sizes)
     a = (z @ sp.diags(lam)).T @ (z @ sp.diags(lam)) + sp.identity(sum(sizes))
     dense_sd = np.sqrt(sigma2 * lam ** 2 * np.diag(np.linalg.inv(a.toarray())))
-    ours = np.concatenate([effects[effects.group == g.name].set_index("level").loc[g.levels, "sd"] for g in frame.groups])
+    ours = np.concatenate([effects[effects.group == g.name].set_index("level").loc[g.levels, "sd"]
+                           for g in frame.groups])
     assert ours == pytest.approx(dense_sd, rel=1e-9)
     assert PenalisedFactor(a.tocsc(), np.arange(sizes[0])).factor.inverse_at is not None
 

@@ -75,11 +75,12 @@ if (which == "gaussian") {
 
 CASES = {"sleepstudy": "Reaction ~ Days + (Days|Subject)", "penicillin": "diameter ~ 1 + (1|plate) + (1|sample)",
          "leaderboard": "acc ~ 1 + (1|system) + (1|item)", "slopes": "y ~ x + (x|subj) + (1|item)",
-         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "binary_slopes": "y ~ x + (x|subj)", "nested": "score ~ 1 + (1|system) + (1|system:seed)",
-         "factor_slopes": "y ~ cond + (cond|subj)"}
-OBJECTS = {"factor_slopes": "subj", "binary_slopes": "subj", "nested": "system", "leaderboard": "system", "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
-TEXT = {"cond": str, "seed": str, "Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str, "id": str,
-        "btype": str}
+         "verbagg": "r2 ~ btype + (1|item) + (1|id)", "binary_slopes": "y ~ x + (x|subj)",
+         "nested": "score ~ 1 + (1|system) + (1|system:seed)", "factor_slopes": "y ~ cond + (cond|subj)"}
+OBJECTS = {"factor_slopes": "subj", "binary_slopes": "subj", "nested": "system", "leaderboard": "system",
+           "slopes": "subj", "penicillin": "plate", "verbagg": "id"}
+TEXT = {"cond": str, "seed": str, "Subject": str, "plate": str, "sample": str, "system": str, "item": str, "subj": str,
+        "id": str, "btype": str}
 
 
 def run_lme4(directory: Path, which: str) -> Path:
@@ -114,7 +115,8 @@ def simulated_inputs(directory: Path) -> None:
     subject = factor_slopes.subj.str[1:].astype(int)
     column = factor_slopes.cond.map({"a": 0, "b": 1, "c": 2})
     factor_slopes["y"] = (1 + 0.5 * (column == 1) - 0.3 * (column == 2) + effects[subject, 0]
-                          + np.where(column > 0, effects[subject, column], 0.0) + rng.normal(0, 0.8, len(factor_slopes)))
+                          + np.where(column > 0, effects[subject, column], 0.0)
+                          + rng.normal(0, 0.8, len(factor_slopes)))
     factor_slopes.to_csv(directory / "factor_slopes_input.csv", index=False)
     subjects, words = 30, 20
     slopes = pd.DataFrame([(f"u{s}", f"w{w}") for s in range(subjects) for w in range(words)], columns=["subj", "item"])

@@ -41,8 +41,8 @@ def test_fitted_values_add_each_rows_modes(gaussian_fit):
     expected = (fit.predict(random_effects=False) + effects.loc["system"].loc[data.system].to_numpy()
                 + effects.loc["item"].loc[data.item].to_numpy())
     assert np.allclose(fit.predict(), expected, rtol=0, atol=1e-10)
-    assert np.allclose(fit.predict(data.sample(frac=1.0, random_state=1)), expected[data.sample(frac=1.0, random_state=1).index],
-                       rtol=0, atol=1e-10)
+    shuffled = data.sample(frac=1.0, random_state=1)
+    assert np.allclose(fit.predict(shuffled), expected[shuffled.index], rtol=0, atol=1e-10)
 
 
 def test_unseen_levels_predict_population_values(gaussian_fit):

@@ -29,7 +29,8 @@ def register(subparsers) -> None:
     add_count(sampler, limits.CHAINS, None, "NUTS chains", default_text="4")
     add_count(sampler, limits.SEED, None, "seed of the sampler", default_text="1", metavar="S")
     sampler.add_argument("--prior", choices=PRIOR_CHOICES, help="family of priors, as for phi (default scaled)")
-    sampler.add_argument("--target-accept", type=float, help="NUTS's target acceptance rate, in [0.5, 1) (default 0.95)")
+    sampler.add_argument("--target-accept", type=float,
+                         help="NUTS's target acceptance rate, in [0.5, 1) (default 0.95)")
     sampler.add_argument("--allow-unconverged", action="store_true",
                          help="report the draws even if the sampler did not converge (the exit status is still 3)")
     parser.set_defaults(func=run)
