@@ -28,6 +28,17 @@ from .conjugate_gradients import solve_many
 BYTES_PER_NUMBER = 8
 
 
+def iterative_bytes(n_obs: int, sizes: list[int], n_fixed: int, columns: int) -> int:
+    """The peak memory of a solve with ``columns`` right-hand sides, estimated from the counts before anything is
+    built: the rows' codes and work vectors (about 10 numbers a row and factor), W and its transposed and
+    squared copies (at most one non-zero a row, 5 numbers each with their indices), the blocks of conjugate
+    gradients over the other factors' levels (8 copies) and the lead factor's blocks (3 copies)."""
+    lead = max(sizes)
+    rest = sum(sizes) - lead
+    numbers = n_obs * (10 * len(sizes) + n_fixed) + 5 * n_obs + columns * (8 * rest + 3 * lead)
+    return BYTES_PER_NUMBER * int(numbers)
+
+
 class CrossedSystem:
     """C = Z'Z + Γ⁻¹ of crossed random-intercept factors, given each row's level codes.
 
@@ -134,14 +145,6 @@ class CrossedSystem:
         if self.rest_cross is not None:
             rest_out += self.rest_cross @ rest
         return self.join(lead_out, rest_out)
-
-    def bytes_per_column(self) -> int:
-        """Memory of one right-hand side through a solve: the block's copies in conjugate gradients and around."""
-        return BYTES_PER_NUMBER * (8 * self.n_rest + 4 * self.sizes[self.lead])
-
-    def fixed_bytes(self) -> int:
-        """Memory of the system itself (W twice, the squared counts, the row-space matrices while building)."""
-        return BYTES_PER_NUMBER * 2 * (3 * self.w.nnz + 4 * self.n_obs * len(self.sizes))
 
 
 def schur_product(indptr, indices, counts, inverse_lead, diagonal, v, out):

@@ -32,6 +32,7 @@ estimates are those of AI⁻¹ (as for an exact AI-REML fit).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,12 +40,12 @@ from ..design import ModelFrame
 from ..errors import BayesreproError
 from ..reliability import RESIDUAL
 from .conjugate_gradients import NotConverged
-from .crossed_system import CrossedSystem
+from .crossed_system import CrossedSystem, iterative_bytes
 from .fit_result import indented
 from .lmm import LmmFit
 
-PATH = "Monte Carlo {method}"
-DEFAULT_PROBES = 40
+PATH = "monte-carlo"
+DEFAULT_PROBES = 16
 # Steps stop when every variance moves by less than this share of its standard error.
 STEP_TOLERANCE = 1e-2
 MAX_STEPS = 50
@@ -63,18 +64,20 @@ class MonteCarloFit(LmmFit):
     probes: int = 0
     steps: int = 0
 
+    exact: ClassVar[bool] = False
+
     @property
     def title(self) -> str:
         return (f"Linear mixed model fit by {self.method.upper()} with Monte Carlo traces (conjugate gradients): "
                 f"{self.formula}")
 
-    def uncertainty(self) -> dict:
-        """The standard errors of the variances, their Monte Carlo errors and the vectors of the traces."""
-        return {"variance_se": dict(self.variance_se), "monte_carlo_se": dict(self.monte_carlo_se),
+    def path_fields(self) -> dict:
+        """The path, the standard errors of the variances, their Monte Carlo errors and the vectors of the traces."""
+        return {"path": PATH, "variance_se": dict(self.variance_se), "monte_carlo_se": dict(self.monte_carlo_se),
                 "probes": self.probes}
 
     def to_dict(self) -> dict:
-        return {**super().to_dict(), **self.uncertainty(), "path": "monte-carlo"}
+        return {**super().to_dict(), **self.path_fields()}
 
     def __str__(self) -> str:
         table = self.vca().assign(std_error=[self.variance_se.get(name, np.nan) for name in self.variances],
@@ -270,7 +273,8 @@ def fit_monte_carlo(frame: ModelFrame, method: str = "reml", probes: int = DEFAU
         for steps in range(1, MAX_STEPS + 1):
             evaluation = score.evaluate(sigma2)
             step = evaluation.step()
-            sigma2 = _within_bounds(sigma2, step, floor)
+            moved = _within_bounds(sigma2, step, floor)
+            step, sigma2 = moved - sigma2, moved
             if np.all(np.abs(step) <= STEP_TOLERANCE * evaluation.standard_errors()):
                 converged, message = True, f"{steps} average-information steps"
                 break
@@ -312,8 +316,19 @@ def _within_bounds(sigma2: np.ndarray, step: np.ndarray, floor: float) -> np.nda
     return np.maximum(sigma2 + step, floor)
 
 
+def monte_carlo_model(frame: ModelFrame) -> bool:
+    """Can this path fit the frame: random intercepts of two factors or more, the rows in memory?"""
+    return frame.has_rows and not frame.spec.has_slopes and len(frame.groups) >= 2
+
+
+def monte_carlo_bytes(frame: ModelFrame, probes: int = DEFAULT_PROBES) -> int:
+    """The peak memory of this path's solves for the frame (``crossed_system.iterative_bytes``)."""
+    sizes = [g.n_levels for g in frame.groups]
+    return iterative_bytes(frame.n_obs, sizes, frame.n_fixed, 1 + frame.n_fixed + len(sizes) * probes)
+
+
 def _require_model(frame: ModelFrame) -> None:
-    if frame.spec.has_slopes:
-        raise BayesreproError(f"the Monte Carlo REML path covers random intercepts, not the slopes of "
-                              f"{frame.formula!r}")
+    if frame.spec.has_slopes or len(frame.groups) < 2:
+        raise BayesreproError(f"the Monte Carlo REML path covers random intercepts of two grouping factors or more, "
+                              f"not {frame.formula!r}")
     frame.require_rows("the Monte Carlo REML path")
