@@ -272,11 +272,11 @@ def fit_monte_carlo(frame: ModelFrame, method: str = "reml", probes: int = DEFAU
     try:
         for steps in range(1, MAX_STEPS + 1):
             evaluation = score.evaluate(sigma2)
-            step = evaluation.step()
-            moved = _within_bounds(sigma2, step, floor)
+            moved, held = _bounded_step(evaluation, sigma2, floor)
             step, sigma2 = moved - sigma2, moved
             if np.all(np.abs(step) <= STEP_TOLERANCE * evaluation.standard_errors()):
                 converged, message = True, f"{steps} average-information steps"
+                sigma2[held] = 0.0     # on the boundary: the score still points below zero
                 break
     except (NotConverged, np.linalg.LinAlgError) as error:
         raise BayesreproError(f"the Monte Carlo {method.upper()} fit of {frame.formula!r} failed ({error}); fit "
@@ -306,14 +306,23 @@ def start_values(frame: ModelFrame) -> np.ndarray:
     return np.maximum(estimate, share)
 
 
-def _within_bounds(sigma2: np.ndarray, step: np.ndarray, floor: float) -> np.ndarray:
-    """σ² + step, the step halved until every variance stays above a tenth of its value (and the floor)."""
-    for _ in range(60):
-        proposed = sigma2 + step
-        if np.all(proposed >= 0.1 * sigma2):
-            return np.maximum(proposed, floor)
-        step = step / 2.0
-    return np.maximum(sigma2 + step, floor)
+def _bounded_step(evaluation: Evaluation, sigma2: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """σ² after the average-information step, every variance the step would take below a tenth of its value held
+    there and the others stepping given that move; also which were held (they approach the boundary tenfold a
+    step)."""
+    information, score = evaluation.information, evaluation.score
+    held = np.zeros(len(sigma2), dtype=bool)
+    move = np.zeros(len(sigma2))
+    for _ in range(len(sigma2)):
+        move[held] = np.maximum(0.1 * sigma2[held], floor) - sigma2[held]
+        free = ~held
+        move[free] = np.linalg.solve(information[np.ix_(free, free)],
+                                     score[free] - information[np.ix_(free, held)] @ move[held])
+        low = free & (sigma2 + move < 0.1 * sigma2)
+        if not low.any() or low.sum() == free.sum():
+            break
+        held |= low
+    return np.maximum(sigma2 + move, floor), held
 
 
 def monte_carlo_model(frame: ModelFrame) -> bool:
