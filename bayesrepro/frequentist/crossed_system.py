@@ -18,8 +18,6 @@ conjugate gradients with S's diagonal as the preconditioner
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -93,10 +91,11 @@ class CrossedSystem:
 
     def schur_product(self, v: np.ndarray) -> np.ndarray:
         """S v for a block of rest-level vectors."""
+        from .schur_kernel import schur_product
+
         v = np.ascontiguousarray(v)
         out = np.empty_like(v)
-        _compiled_schur_product()(self._indptr, self._indices, self.w.data, self._inverse_lead, self._rest_diagonal,
-                                  v, out)
+        schur_product(self._indptr, self._indices, self.w.data, self._inverse_lead, self._rest_diagonal, v, out)
         if self.rest_cross is not None:
             out += self.rest_cross @ v
         return out
@@ -145,38 +144,3 @@ class CrossedSystem:
         if self.rest_cross is not None:
             rest_out += self.rest_cross @ rest
         return self.join(lead_out, rest_out)
-
-
-def schur_product(indptr, indices, counts, inverse_lead, diagonal, v, out):
-    """out = diag(diagonal) v − W'D⁻¹W v in one pass over W's rows (the lead levels), W in CSR form: for each
-    lead level its row of W gathers t = W_i v, and t / D_i is scattered back to the same columns."""
-    n_rest, m = v.shape
-    for j in range(n_rest):
-        for c in range(m):
-            out[j, c] = diagonal[j] * v[j, c]
-    t = np.empty(m)
-    for i in range(len(indptr) - 1):
-        t[:] = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            j, w = indices[p], counts[p]
-            for c in range(m):
-                t[c] += w * v[j, c]
-        scale = inverse_lead[i]
-        for p in range(indptr[i], indptr[i + 1]):
-            j, w = indices[p], counts[p] * scale
-            for c in range(m):
-                out[j, c] -= w * t[c]
-
-
-@functools.cache
-def _compiled_schur_product():
-    """``schur_product`` compiled, or loaded from numba's cache, once per process."""
-    import numba
-    from numba import types
-
-    from ..compiled_cache import compile_cached
-
-    index, vector, block = types.int64[::1], types.float64[::1], types.float64[:, ::1]
-    signature = types.void(index, index, vector, vector, vector, block, block)
-    return compile_cached(lambda cache: numba.njit(signature, cache=cache, nogil=True)(schur_product),
-                          "the compiled Schur product of the crossed Monte Carlo fit")
