@@ -1,5 +1,7 @@
 """REML/ML with Monte Carlo traces against the exact fits: estimates, their errors, the Monte Carlo error, seeds."""
 
+import tracemalloc
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +11,7 @@ from bayesrepro.errors import BayesreproError
 from bayesrepro.frequentist.conjugate_gradients import solve_many
 from bayesrepro.frequentist.crossed_system import CrossedSystem
 from bayesrepro.frequentist.lmm import fit_model_frame
-from bayesrepro.frequentist.monte_carlo_reml import fit_monte_carlo
+from bayesrepro.frequentist.monte_carlo_reml import fit_monte_carlo, monte_carlo_bytes
 from bayesrepro.simulate import simulate_crowd
 
 CROWD = "score ~ 1 + (1|item) + (1|rater)"
@@ -117,6 +119,21 @@ def test_the_printed_fit_and_its_dict_state_the_path_and_its_errors(crowd):
     payload = fit.to_dict()
     assert payload["path"] == "monte-carlo" and payload["probes"] == 8 and payload["loglik"] != payload["loglik"]
     assert set(payload["variance_se"]) == set(payload["monte_carlo_se"]) == {"item", "rater", "Residual"}
+
+
+def test_the_memory_estimate_bounds_what_the_fit_allocates():
+    """tracemalloc's peak over a fit (frame built before) stays below ``monte_carlo_bytes``, which is not wildly
+    above it (within a factor of 4)."""
+    table, _ = simulate_crowd(60_000, 20_000, 3_000, skew=1.0, random_state=3)
+    frame = model_frame(CROWD, table)
+    estimate = monte_carlo_bytes(frame)
+    tracemalloc.start()
+    try:
+        fit_monte_carlo(frame)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= estimate <= 4 * peak, (peak, estimate)
 
 
 def test_slopes_one_factor_and_too_few_probes_are_refused_in_one_line(crowd):

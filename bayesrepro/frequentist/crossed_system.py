@@ -23,20 +23,6 @@ import scipy.sparse as sp
 
 from .conjugate_gradients import solve_many
 
-BYTES_PER_NUMBER = 8
-
-
-def iterative_bytes(n_obs: int, sizes: list[int], n_fixed: int, columns: int) -> int:
-    """The peak memory of a solve with ``columns`` right-hand sides, estimated from the counts before anything is
-    built: the rows' codes and work vectors (about 10 numbers a row and factor), W and its transposed and
-    squared copies (at most one non-zero a row, 5 numbers each with their indices), the blocks of conjugate
-    gradients over the other factors' levels (8 copies) and the lead factor's blocks (3 copies)."""
-    lead = max(sizes)
-    rest = sum(sizes) - lead
-    numbers = n_obs * (10 * len(sizes) + n_fixed) + 5 * n_obs + columns * (8 * rest + 3 * lead)
-    return BYTES_PER_NUMBER * int(numbers)
-
-
 class CrossedSystem:
     """C = Z'Z + Γ⁻¹ of crossed random-intercept factors, given each row's level codes.
 

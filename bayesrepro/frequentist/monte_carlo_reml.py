@@ -37,10 +37,10 @@ from typing import ClassVar
 import numpy as np
 
 from ..design import ModelFrame
+from ..design.memory_estimate import BYTES_PER_NUMBER
 from ..errors import BayesreproError
 from ..reliability import RESIDUAL
 from .conjugate_gradients import NotConverged
-from .crossed_system import CrossedSystem, iterative_bytes
 from .fit_result import indented
 from .lmm import LmmFit
 
@@ -137,6 +137,8 @@ class MonteCarloScore:
 
     def __init__(self, codes: list[np.ndarray], sizes: list[int], X: np.ndarray, y: np.ndarray, reml: bool,
                  probes: int, seed: int):
+        from .crossed_system import CrossedSystem
+
         self.system = CrossedSystem(codes, sizes)
         self.codes, self.sizes, self.X, self.y, self.reml = codes, list(sizes), X, y, reml
         self.n_obs, self.n_fixed = X.shape
@@ -334,6 +336,17 @@ def monte_carlo_bytes(frame: ModelFrame, probes: int = DEFAULT_PROBES) -> int:
     """The peak memory of this path's solves for the frame (``crossed_system.iterative_bytes``)."""
     sizes = [g.n_levels for g in frame.groups]
     return iterative_bytes(frame.n_obs, sizes, frame.n_fixed, 1 + frame.n_fixed + len(sizes) * probes)
+
+
+def iterative_bytes(n_obs: int, sizes: list[int], n_fixed: int, columns: int) -> int:
+    """The peak memory of a fit with ``columns`` right-hand sides, estimated from the counts before anything is
+    built: the rows' codes, work vectors and sparse matrices while W is built (about 20 numbers a row and factor),
+    W and its transposed and squared copies (at most one non-zero a row, 5 numbers each with their indices), the
+    blocks of conjugate gradients over the other factors' levels (8 copies) and the lead factor's blocks (4)."""
+    lead = max(sizes)
+    rest = sum(sizes) - lead
+    numbers = n_obs * (20 * len(sizes) + n_fixed) + 5 * n_obs + columns * (8 * rest + 4 * lead)
+    return BYTES_PER_NUMBER * int(numbers)
 
 
 def _require_model(frame: ModelFrame) -> None:
