@@ -57,6 +57,18 @@ def test_the_same_design_in_vca_takes_the_monte_carlo_path_instead(capsys):
     assert any("a sparse factor of 49," in note and "memory limit 8.0 GB" in note for note in fit.notes)
 
 
+def test_a_factor_that_fits_memory_but_would_take_long_to_factorise_goes_to_the_monte_carlo_path(capsys):
+    """About 6,900 levels left after the largest factor: 760 MB of worst-case factor (within a quarter of 8 GB) but
+    ~11 s a factorisation (a uniform crowd of 7,960 raters took 134 s exactly)."""
+    rng = np.random.default_rng(2)
+    table = pd.DataFrame({"a": rng.integers(0, 20_000, 30_000).astype(str),
+                          "b": rng.integers(0, 7_000, 30_000).astype(str), "y": rng.normal(size=30_000)})
+    fit = choose_fit(model_frame("y ~ 1 + (1|a) + (1|b)", table, max_memory="8G"), "reml", progress=True)
+    assert fit.method == "reml" and not fit.exact
+    err = capsys.readouterr().err
+    assert "path: REML with Monte Carlo traces" in err and "~11 s a factorisation" in err
+
+
 def test_the_moments_are_left_where_the_monte_carlo_path_would_pass_the_limit_too(capsys):
     rng = np.random.default_rng(1)
     rows = 100_000
