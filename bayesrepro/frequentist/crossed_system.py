@@ -41,22 +41,27 @@ class CrossedSystem:
         self.rest = [k for k in range(len(sizes)) if k != self.lead]
         self.offsets = dict(zip(self.rest, np.cumsum([0] + [self.sizes[k] for k in self.rest[:-1]])))
         self.n_rest = sum(self.sizes[k] for k in self.rest)
-        self.lead_counts = np.bincount(codes[self.lead], minlength=self.sizes[self.lead]).astype(float)
         rows = np.arange(self.n_obs)
         rest_codes = [codes[k] + self.offsets[k] for k in self.rest]
-        z_rest = sp.csr_matrix((np.ones(self.n_obs * len(self.rest)),
-                                (np.tile(rows, len(self.rest)), np.concatenate(rest_codes))),
-                               shape=(self.n_obs, self.n_rest))
-        z_lead = sp.csr_matrix((np.ones(self.n_obs), (rows, codes[self.lead])),
-                               shape=(self.n_obs, self.sizes[self.lead]))
-        self.w = (z_lead.T @ z_rest).tocsr()             # items × raters counts
+        self._z_rest = sp.csr_matrix((np.ones(self.n_obs * len(self.rest)),
+                                      (np.tile(rows, len(self.rest)), np.concatenate(rest_codes))),
+                                     shape=(self.n_obs, self.n_rest))
+        self._z_lead = sp.csr_matrix((np.ones(self.n_obs), (rows, codes[self.lead])),
+                                     shape=(self.n_obs, self.sizes[self.lead]))
+        self.reweight(np.ones(self.n_obs))
+
+    def reweight(self, weights: np.ndarray) -> None:
+        """Z'WZ in place of Z'Z, W = diag(``weights``) (the working weights of a binary model; ones at first)."""
+        weighted = sp.diags(weights) @ self._z_rest
+        self.lead_counts = np.asarray(self._z_lead.T @ weights).ravel()
+        self.w = (self._z_lead.T @ weighted).tocsr()      # items × raters (weighted) counts
         self.wt = self.w.T.tocsr()
         self._indptr, self._indices = self.w.indptr.astype(np.int64), self.w.indices.astype(np.int64)
-        gram = (z_rest.T @ z_rest).tocsr()               # Z_r'Z_r: diagonal for two factors
+        gram = (self._z_rest.T @ weighted).tocsr()        # Z_r'WZ_r: diagonal for two factors
         self.rest_counts = gram.diagonal()
         off = gram - sp.diags(self.rest_counts)
         off.eliminate_zeros()
-        self.rest_cross = off if off.nnz else None       # rater × other-factor counts (three factors or more)
+        self.rest_cross = off if off.nnz else None        # rater × other-factor counts (three factors or more)
         self._squared_w = self.w.copy()
         self._squared_w.data **= 2
 

@@ -274,7 +274,7 @@ def fit_monte_carlo(frame: ModelFrame, method: str = "reml", probes: int = DEFAU
     try:
         for steps in range(1, MAX_STEPS + 1):
             evaluation = score.evaluate(sigma2)
-            moved, held = _bounded_step(evaluation, sigma2, floor)
+            moved, held = held_step(evaluation.information, evaluation.score, sigma2, floor)
             step, sigma2 = moved - sigma2, moved
             if np.all(np.abs(step) <= STEP_TOLERANCE * evaluation.standard_errors()):
                 converged, message = True, f"{steps} average-information steps"
@@ -308,11 +308,11 @@ def start_values(frame: ModelFrame) -> np.ndarray:
     return np.maximum(estimate, share)
 
 
-def _bounded_step(evaluation: Evaluation, sigma2: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+def held_step(information: np.ndarray, score: np.ndarray, sigma2: np.ndarray,
+              floor: float) -> tuple[np.ndarray, np.ndarray]:
     """σ² after the average-information step, every variance the step would take below a tenth of its value held
     there and the others stepping given that move; also which were held (they approach the boundary tenfold a
     step)."""
-    information, score = evaluation.information, evaluation.score
     held = np.zeros(len(sigma2), dtype=bool)
     move = np.zeros(len(sigma2))
     for _ in range(len(sigma2)):
