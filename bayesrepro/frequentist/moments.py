@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..design import ModelFrame
-from ..design.memory_estimate import ASSUMED_FLOPS_PER_SECOND, beyond_dense_path, format_bytes, resolve_limit
+from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
 from ..errors import BayesreproError
 from ..progress import announce_path
 from .fit_result import indented
@@ -43,11 +43,6 @@ from .lmm import LmmFit
 
 METHOD = "moments"
 DEFAULT_REPLICATES = 40
-# Seconds of one factorisation of the sparse core's worst case (a dense factor of the levels left after the
-# largest factor, m³/3 flops at the assumed rate) above which the exact fit is not worth waiting for where the
-# Monte Carlo path can run: 5,489 raters of a skewed crowd (5.5 s) stay exact (3.5 s measured), 7,960 of a uniform
-# one (17 s; 134 s measured for the fit) do not.
-SPARSE_FACTOR_SECONDS = 10.0
 
 
 @dataclass(kw_only=True)
@@ -171,12 +166,11 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     Random slopes go to the sparse core. Two large crossed factors with the rows in memory go there too, whose factor
     is bounded by a dense factor of the levels left after the largest factor is eliminated: the sparse path is taken
     while that bound fits a quarter of the limit and its factorisation would take seconds
-    (``SPARSE_FACTOR_SECONDS``). Otherwise the dense path's block decides (its memory and estimated time).
+    (``monte_carlo_reml.exact_factor_quick``). Otherwise the dense path's block decides (its memory and estimated time).
     """
-    from .core_memory import SPARSE_FACTOR_COPIES
     from .general_lmm import dense_schur_levels, needs_general_core
     from .lmm import fit_model_frame
-    from .monte_carlo_reml import fit_monte_carlo, monte_carlo_bytes, monte_carlo_model
+    from .monte_carlo_reml import exact_factor_quick, fit_monte_carlo, monte_carlo_bytes, monte_carlo_model
 
     limit = resolve_limit(frame.max_memory)
     if frame.spec.has_slopes:   # no moments for slopes; the exact fit refuses past the limit (core_memory)
@@ -185,9 +179,8 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     iterative = monte_carlo_model(frame)
     if needs_general_core(frame):
         levels = dense_schur_levels(frame)
-        bound = SPARSE_FACTOR_COPIES * 8 * levels * levels
-        seconds = float(levels) ** 3 / 3.0 / ASSUMED_FLOPS_PER_SECOND
-        if (bound <= limit / 4 and seconds <= SPARSE_FACTOR_SECONDS) or not (iterative or _moment_model(frame)):
+        quick, bound, seconds = exact_factor_quick(levels, limit)
+        if quick or not (iterative or _moment_model(frame)):
             announce_path(f"exact {method.upper()} on the sparse core ({levels:,} levels after eliminating the "
                           f"largest factor; at most {format_bytes(bound)} of factor)", progress)
             return fit_model_frame(frame, method)

@@ -21,25 +21,40 @@ z'C⁻¹z for the traces, and (ZC⁻¹z) ⊙ (Zz) summed over the factors for h
 (E zz' is the identity on the factor's block). The steps use the average
 information of the working linear model (V = W⁻¹ + ZGZ'), the
 variances' block ½ u_k'V⁻¹u_l with u_k = Z_k b̂_k / v_k and β's X'V⁻¹X; they
-converge to the root of the estimated score, whose Monte Carlo error is
-linearised as in ``monte_carlo_reml``.
+converge to the root of the estimated score. That information is not the
+Laplace score's slope, so the slope is taken by forward differences at the
+root (the same vectors: a smooth function): its inverse gives the standard
+errors, and the Monte Carlo error is linearised with it as in
+``monte_carlo_reml``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from scipy.special import expit
 
+from ..design import Family, ModelFrame
+from ..design.binomial import binomial_cells
 from ..errors import BayesreproError
+from ..links import get_link
+from ..runtime import numerical_work
 from .conjugate_gradients import NotConverged
+from .fit_result import indented
+from .glmm import GlmmFit, fixed_rows
+from .laplace import LaplaceDeviance
+from .monte_carlo_reml import DEFAULT_PROBES, FLOOR, PATH
 
 MODE_TOLERANCE = 1e-9
 MAX_NEWTON = 50
 MAX_STEPS = 60
 STEP_TOLERANCE = 1e-2
 SOLVE_RTOL = 1e-9
+# The variances' start on the latent scale (the logit's residual is π²/3 ≈ 3.3): the steps take it from there.
+START_VARIANCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -55,10 +70,12 @@ class LaplaceEvaluation:
     def standard_errors(self) -> np.ndarray:
         return np.sqrt(np.diag(np.linalg.inv(self.information)))
 
-    def monte_carlo_errors(self) -> np.ndarray:
-        inverse = np.linalg.inv(self.information)
+    def monte_carlo_errors(self, curvature: np.ndarray) -> np.ndarray:
+        """The Monte Carlo standard error of the root, with ``curvature`` = −∂score/∂(v, β) there:
+        the root moves by curvature⁻¹ (s̄ − s_j) for probe j alone."""
+        inverse = np.linalg.inv(curvature)
         spread = np.atleast_2d(np.cov(self.probe_scores, rowvar=False)) / len(self.probe_scores)
-        return np.sqrt(np.maximum(np.diag(inverse @ spread @ inverse), 0.0))
+        return np.sqrt(np.maximum(np.diag(inverse @ spread @ inverse.T), 0.0))
 
 
 class MonteCarloLaplace:
@@ -215,6 +232,111 @@ def solve_laplace(score: MonteCarloLaplace, variances: np.ndarray, beta: np.ndar
     return evaluation, variances, beta, False, MAX_STEPS
 
 
-def require_bernoulli_logit(y: np.ndarray, link: str) -> None:
-    if link != "logit" or not np.all((y == 0) | (y == 1)):
-        raise BayesreproError("the Monte Carlo Laplace path covers 0/1 scores with the logit link")
+def score_curvature(score: MonteCarloLaplace, evaluation: LaplaceEvaluation) -> np.ndarray:
+    """−∂score/∂(v, β) of the estimated score (the same vectors) by forward differences of a twentieth of each
+    standard error: the average information of the working model is not the Laplace score's slope, and the Monte
+    Carlo error of the root needs the slope."""
+    k_factors = len(evaluation.variances)
+    point = np.concatenate([evaluation.variances, evaluation.beta])
+    steps = 0.05 * evaluation.standard_errors()
+    curvature = np.empty((len(point), len(point)))
+    for index, h in enumerate(steps):
+        moved = point.copy()
+        moved[index] += h
+        shifted = score.evaluate(moved[:k_factors], moved[k_factors:])
+        curvature[:, index] = -(shifted.score - evaluation.score) / h
+    return curvature
+
+
+def monte_carlo_binary_model(frame: ModelFrame, family: Family, nagq: int) -> bool:
+    """Can this path fit the frame: 0/1 scores with the logit link, Laplace's approximation, random intercepts of
+    two factors or more, the rows in memory?"""
+    return (frame.has_rows and nagq == 1 and family.link == "logit" and not frame.spec.has_slopes
+            and len(frame.groups) >= 2 and frame.trials is None and frame.is_binary())
+
+
+@dataclass(kw_only=True)
+class MonteCarloGlmmFit(GlmmFit):
+    """A ``GlmmFit`` whose variances and β solve the Laplace score equations with Monte Carlo traces: their standard
+    errors from the slope of the estimated score and the Monte Carlo error of each estimate."""
+
+    variance_se: dict[str, float] = field(default_factory=dict)
+    monte_carlo_se: dict[str, float] = field(default_factory=dict)
+    probes: int = 0
+
+    @property
+    def approximation(self) -> str:
+        return "Laplace, Monte Carlo traces"
+
+    def path_fields(self) -> dict:
+        """The path, the standard errors of the variances, their Monte Carlo errors and the vectors of the traces."""
+        return {"path": PATH, "variance_se": dict(self.variance_se), "monte_carlo_se": dict(self.monte_carlo_se),
+                "probes": self.probes}
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), **self.path_fields()}
+
+    def __str__(self) -> str:
+        table = pd.DataFrame({"variance": self.variances, "std_error": self.variance_se,
+                              "monte_carlo_error": self.monte_carlo_se})
+        return "\n".join([super().__str__(), "Variances (standard errors from the slope of the estimated score; Monte "
+                           "Carlo error of each estimate):", indented(table)])
+
+
+def fit_monte_carlo_laplace(frame: ModelFrame, family: Family, notes: list[str], probes: int = DEFAULT_PROBES,
+                            seed: int = 0, reason: str = "") -> MonteCarloGlmmFit:
+    """The Laplace ML fit of 0/1 scores with crossed random intercepts, by its score with Monte Carlo traces.
+
+    Parameters
+    ----------
+    frame : ModelFrame
+        A frame with its rows in memory, 0/1 scores and random intercepts of two factors or more.
+    family : Family
+        The resolved family (logit link).
+    notes : list of str
+        The notes of the frame and the family.
+    probes : int, default 16
+        The ±1 vectors per grouping factor.
+    seed : int, default 0
+        Seed of the vectors.
+    reason : str, default ""
+        Why this path was taken, added to the note.
+
+    Returns
+    -------
+    MonteCarloGlmmFit
+        The estimates with their standard errors and Monte Carlo errors.
+    """
+    if not monte_carlo_binary_model(frame, family, 1):
+        raise BayesreproError(f"the Monte Carlo Laplace path covers 0/1 scores with the logit link and random "
+                              f"intercepts of two grouping factors or more, not {frame.formula!r}")
+    fixed_cells = binomial_cells(dataclasses.replace(frame, groups=[]))
+    beta = LaplaceDeviance(fixed_cells, get_link("logit")).glm_start()
+    score = MonteCarloLaplace([g.codes for g in frame.groups], [g.n_levels for g in frame.groups], frame.X,
+                              frame.y, probes, seed)
+    start = np.full(len(frame.groups), START_VARIANCE)
+    try:
+        with numerical_work():
+            evaluation, variances, beta, converged, steps = solve_laplace(score, start, beta, FLOOR)
+            curvature = score_curvature(score, evaluation)
+    except (NotConverged, np.linalg.LinAlgError) as error:
+        raise BayesreproError(f"the Monte Carlo Laplace fit of {frame.formula!r} failed ({error}); fit fewer levels "
+                              "(--where a subset)") from None
+    names = [g.name for g in frame.groups]
+    k_factors = len(names)
+    # the observed information of the estimated score: its slope, symmetrised
+    covariance = np.linalg.inv(0.5 * (curvature + curvature.T))
+    errors, monte_carlo = np.sqrt(np.diag(covariance)), evaluation.monte_carlo_errors(curvature)
+    note = (f"method: ML by Laplace's approximation with Monte Carlo traces ({probes} ±1 vectors per factor, seed "
+            f"{seed}; conjugate gradients on the Schur complement of the largest factor){'; ' + reason if reason else ''}"
+            "; standard errors from the slope of the estimated score (forward differences); no likelihood "
+            "is computed")
+    return MonteCarloGlmmFit(
+        formula=frame.formula, family=family.name, link=family.link, n_obs=frame.n_obs, n_cells=frame.n_obs, nagq=1,
+        variances=dict(zip(names, map(float, variances))), fixed_names=list(frame.fixed_names), beta=beta,
+        covariance=covariance[k_factors:, k_factors:], loglik=float("nan"), converged=converged,
+        message=f"{steps} average-information steps" if converged else f"no convergence in {steps} steps",
+        theta=np.sqrt(variances), n_levels={g.name: g.n_levels for g in frame.groups},
+        **fixed_rows(fixed_cells, beta), notes=list(notes) + [note],
+        variance_se=dict(zip(names, map(float, errors[:k_factors]))),
+        monte_carlo_se=dict(zip(names, map(float, monte_carlo[:k_factors]))), probes=probes)
