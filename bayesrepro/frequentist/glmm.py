@@ -137,6 +137,8 @@ def _monte_carlo_reason(frame: ModelFrame, family: Family, nagq: int) -> str:
     """Why the Laplace fit of 0/1 scores takes Monte Carlo traces (``monte_carlo_laplace``): two large crossed
     factors whose exact sparse factor would be large or slow (``monte_carlo_reml.exact_factor_quick``), the path's
     own memory within the limit; "" where the exact fit is taken."""
+    if not (frame.has_rows and nagq == 1 and len(frame.groups) >= 2):
+        return ""
     from ..design.memory_estimate import format_bytes, resolve_limit
     from ..progress import announce_path
     from .general_lmm import dense_schur_levels, needs_general_core
