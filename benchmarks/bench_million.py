@@ -143,7 +143,8 @@ def show(name: str, rows: dict) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--designs", default="skewed,uniform,million", help="comma-separated, from skewed, uniform, million")
+    parser.add_argument("--designs", default="skewed,uniform,million",
+                        help="comma-separated, from skewed, uniform, million")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each command; the best wall time is kept")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before a command is killed")
     parser.add_argument("--exact", action="store_true", help="also the exact sparse REML and ML fits")

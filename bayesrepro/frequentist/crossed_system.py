@@ -95,7 +95,8 @@ class CrossedSystem:
         """W'D⁻¹ b_1: what eliminating the lead factor subtracts from the rest part of a right-hand side."""
         return self.wt @ (lead_rhs / self.lead_diagonal[:, None])
 
-    def solve_schur(self, rhs: np.ndarray, start: np.ndarray | None = None, rtol: float = 1e-8) -> tuple[np.ndarray, int]:
+    def solve_schur(self, rhs: np.ndarray, start: np.ndarray | None = None,
+                    rtol: float = 1e-8) -> tuple[np.ndarray, int]:
         """S x = rhs by conjugate gradients (Jacobi-preconditioned); the solution and the iterations."""
         return solve_many(self.schur_product, rhs, self.inverse_schur_diagonal, start, rtol)
 
@@ -103,7 +104,8 @@ class CrossedSystem:
         """The lead part of C⁻¹b from b's lead part and the rest part of the solution."""
         return (lead_rhs - self.w @ rest) / self.lead_diagonal[:, None]
 
-    def solve(self, levels: np.ndarray, start: np.ndarray | None = None, rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray, int]:
+    def solve(self, levels: np.ndarray, start: np.ndarray | None = None,
+              rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray, int]:
         """C⁻¹b for a block b over all levels (factors in their order), by eliminating the lead factor; also the
         solution's rest part (the start of a later solve of a nearby system) and the iterations."""
         lead_rhs, rest_rhs = self.split(levels)

@@ -4,7 +4,7 @@ Carlo traces, solved by average-information steps.
 For η = Xβ + Zb, b ~ N(0, G) (G = diag(v_k) on factor k's levels), logit link,
 the Laplace log-likelihood (glmer's, nAGQ = 1) is
 
-    ℓ_L = f(b̂) − ½ log|G| − ½ log|C|,   f(b) = Σ[yη − log(1 + e^η)] − ½ b'G⁻¹b,   C = Z'WZ + G⁻¹,
+    ℓ_L = f(b̂) − ½ log|G| − ½ log|C|,  f(b) = Σ[yη − log(1 + e^η)] − ½ b'G⁻¹b,  C = Z'WZ + G⁻¹,
 
 b̂ the mode of f and W = diag(μ(1 − μ)) there. Its exact score (the mode
 moves with the parameters, and W with it: db̂/dv_k = C⁻¹E_k b̂ / v_k²,
@@ -68,6 +68,7 @@ class LaplaceEvaluation:
     information: np.ndarray        # block-diagonal: the variances' AI and X'V⁻¹X
 
     def standard_errors(self) -> np.ndarray:
+        """The standard errors by the average information of the working model (the scale of the steps)."""
         return np.sqrt(np.diag(np.linalg.inv(self.information)))
 
     def monte_carlo_errors(self, curvature: np.ndarray) -> np.ndarray:
@@ -164,6 +165,8 @@ class MonteCarloLaplace:
         return b
 
     def evaluate(self, variances: np.ndarray, beta: np.ndarray) -> LaplaceEvaluation:
+        """The estimated score (variances' then β's), its per-probe parts and the average information at the mode
+        for (``variances``, ``beta``)."""
         variances, beta = np.asarray(variances, float), np.asarray(beta, float)
         b = self.mode(variances, beta)
         k_factors, p, m = len(self.sizes), len(beta), self.n_probes
@@ -328,7 +331,8 @@ def fit_monte_carlo_laplace(frame: ModelFrame, family: Family, notes: list[str],
     covariance = np.linalg.inv(0.5 * (curvature + curvature.T))
     errors, monte_carlo = np.sqrt(np.diag(covariance)), evaluation.monte_carlo_errors(curvature)
     note = (f"method: ML by Laplace's approximation with Monte Carlo traces ({probes} ±1 vectors per factor, seed "
-            f"{seed}; conjugate gradients on the Schur complement of the largest factor){'; ' + reason if reason else ''}"
+            f"{seed}; conjugate gradients on the Schur complement of the largest factor)"
+            f"{'; ' + reason if reason else ''}"
             "; standard errors from the slope of the estimated score (forward differences); no likelihood "
             "is computed")
     return MonteCarloGlmmFit(

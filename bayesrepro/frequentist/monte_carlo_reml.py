@@ -104,10 +104,8 @@ class Evaluation:
     beta_covariance: np.ndarray
     iterations: int                # conjugate-gradient iterations, the slowest column of either solve
 
-    def step(self) -> np.ndarray:
-        return np.linalg.solve(self.information, self.score)
-
     def standard_errors(self) -> np.ndarray:
+        """The standard errors of the variances: the square roots of AI⁻¹'s diagonal."""
         return np.sqrt(np.diag(np.linalg.inv(self.information)))
 
     def monte_carlo_errors(self) -> np.ndarray:
@@ -220,8 +218,8 @@ class MonteCarloScore:
                           residual_variance * xhx_inverse, max(first, second))
 
     def _average_information(self, effect_blocks, residual, sigma2, xhx_inverse) -> tuple[np.ndarray, int]:
-        """AI_kl = ½ u_k'P u_l with u_k = V_k P y: Z_k û_k / σ_k² for a factor, the residual H⁻¹(y − Xβ)/σ² for the
-        residual's variance (``P_H = σ²P``)."""
+        """AI_kl = ½ u_k'P u_l with u_k = V_k P y: Z_k û_k / σ_k² for a factor, the residual H⁻¹(y − Xβ)/σ² for
+        the residual's variance (``P_H = σ²P``)."""
         residual_variance = sigma2[-1]
         k_factors = len(self.sizes)
         n_levels = self.system.n_levels
@@ -255,7 +253,7 @@ def fit_monte_carlo(frame: ModelFrame, method: str = "reml", probes: int = DEFAU
         A frame with its rows in memory and random intercepts only.
     method : {"reml", "ml"}, default "reml"
         The criterion whose score equations are solved.
-    probes : int, default 40
+    probes : int, default 16
         The ±1 vectors per grouping factor that estimate the traces.
     seed : int, default 0
         Seed of the vectors.
@@ -275,19 +273,22 @@ def fit_monte_carlo(frame: ModelFrame, method: str = "reml", probes: int = DEFAU
     score = MonteCarloScore(codes, sizes, frame.X, frame.y, method == "reml", probes, seed)
     sigma2 = start_values(frame)
     floor = FLOOR * max(float(np.var(frame.y)), np.finfo(float).tiny)
-    converged, message, steps = False, f"no convergence in {MAX_STEPS} average-information steps", 0
+    converged, steps, iterations = False, 0, 0
     try:
         for steps in range(1, MAX_STEPS + 1):
             evaluation = score.evaluate(sigma2)
+            iterations = max(iterations, evaluation.iterations)
             moved, held = held_step(evaluation.information, evaluation.score, sigma2, floor)
             step, sigma2 = moved - sigma2, moved
             if np.all(np.abs(step) <= STEP_TOLERANCE * evaluation.standard_errors()):
-                converged, message = True, f"{steps} average-information steps"
+                converged = True
                 sigma2[held] = 0.0     # on the boundary: the score still points below zero
                 break
     except (NotConverged, np.linalg.LinAlgError) as error:
         raise BayesreproError(f"the Monte Carlo {method.upper()} fit of {frame.formula!r} failed ({error}); fit "
                               "fewer levels (--where a subset)") from None
+    message = (f"{steps} average-information steps{'' if converged else ' without convergence'}; at most "
+               f"{iterations} conjugate-gradient iterations a solve")
     names = [g.name for g in frame.groups] + [RESIDUAL]
     notes = list(frame.notes) + [
         f"method: {method.upper()} with Monte Carlo traces ({probes} ±1 vectors per factor, seed {seed}; conjugate "
