@@ -47,6 +47,23 @@ def test_the_laplace_fit_of_a_binary_crowd_is_the_exact_one_within_its_monte_car
     assert fit.se[0] == pytest.approx(exact.se[0], rel=0.01)
 
 
+def test_a_covariate_and_three_crossed_factors():
+    rng = np.random.default_rng(7)
+    rows = 4_000
+    codes = {"a": rng.integers(0, 800, rows), "b": rng.integers(0, 300, rows), "c": rng.integers(0, 40, rows)}
+    x = rng.normal(size=rows)
+    eta = (0.4 * x + rng.normal(0, 0.9, 800)[codes["a"]] + rng.normal(0, 0.6, 300)[codes["b"]]
+           + rng.normal(0, 0.5, 40)[codes["c"]])
+    table = pd.DataFrame({**{k: v.astype(str) for k, v in codes.items()}, "x": x,
+                          "y": (rng.random(rows) < 1 / (1 + np.exp(-eta))).astype(int)})
+    frame = model_frame("y ~ x + (1|a) + (1|b) + (1|c)", table)
+    family = resolve_family(frame, "auto", None)
+    exact = fit_glmm_frame(frame, family)
+    fit = fit_monte_carlo_laplace(frame, family, [], seed=3)
+    _agrees(fit, exact.variances, exact.beta)
+    np.testing.assert_allclose(fit.se, exact.se, rtol=0.01)
+
+
 def test_seeds_agree_within_the_monte_carlo_error_they_report(crowd):
     frame, family = crowd
     fits = [fit_monte_carlo_laplace(frame, family, [], seed=seed) for seed in range(8)]
