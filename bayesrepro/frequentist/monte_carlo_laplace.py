@@ -53,6 +53,7 @@ MAX_NEWTON = 50
 MAX_STEPS = 60
 STEP_TOLERANCE = 1e-2
 SOLVE_RTOL = 1e-9
+ROW_CHUNK = 1 << 16
 # The variances' start on the latent scale (the logit's residual is π²/3 ≈ 3.3): the steps take it from there.
 START_VARIANCE = 0.5
 
@@ -195,13 +196,20 @@ class MonteCarloLaplace:
         probe_blocks = self.system.factor_blocks(self.probes)
         solved_blocks = self.system.factor_blocks(x_probes)
         traces = np.empty((m, k_factors))
-        leverage = np.zeros((len(self.y), m))
         for k in range(k_factors):
             columns = slice(k * m, (k + 1) * m)
             traces[:, k] = np.einsum("ij,ij->j", probe_blocks[k][:, columns], solved_blocks[k][:, columns])
-            leverage += self._rows(x_probes[:, columns]) * probe_blocks[k][:, columns][self.codes[k]]
         moved_eta = np.column_stack([self._rows(d_variance), self.X + self._rows(d_beta)]) * slope[:, None]
-        log_det_terms = leverage.T @ moved_eta                           # (m, K + p): Σ_i h_i w'_i dη_i
+        log_det_terms = np.zeros((m, k_factors + p))                     # Σ_i h_i w'_i dη_i, each probe's h
+        for first in range(0, len(self.y), ROW_CHUNK):                   # h in chunks of rows: n × m at once is large
+            rows = slice(first, first + ROW_CHUNK)
+            leverage = np.zeros((min(ROW_CHUNK, len(self.y) - first), m))
+            for k in range(k_factors):
+                columns = slice(k * m, (k + 1) * m)
+                gathered = sum(block[c[rows]] for block, c in zip(self.system.factor_blocks(x_probes[:, columns]),
+                                                                  self.codes))
+                leverage += gathered * probe_blocks[k][:, columns][self.codes[k][rows]]
+            log_det_terms += leverage.T @ moved_eta[rows]
         sizes = np.asarray(self.sizes, float)
         data = np.concatenate([0.5 * np.array([blk @ blk for blk in blocks]) / variances ** 2 - 0.5 * sizes / variances,
                                self.X.T @ (self.y - mu)])
