@@ -41,29 +41,41 @@ class CrossedSystem:
         self.rest = [k for k in range(len(sizes)) if k != self.lead]
         self.offsets = dict(zip(self.rest, np.cumsum([0] + [self.sizes[k] for k in self.rest[:-1]])))
         self.n_rest = sum(self.sizes[k] for k in self.rest)
-        rows = np.arange(self.n_obs)
-        rest_codes = [codes[k] + self.offsets[k] for k in self.rest]
-        self._z_rest = sp.csr_matrix((np.ones(self.n_obs * len(self.rest)),
-                                      (np.tile(rows, len(self.rest)), np.concatenate(rest_codes))),
-                                     shape=(self.n_obs, self.n_rest))
-        self._z_lead = sp.csr_matrix((np.ones(self.n_obs), (rows, codes[self.lead])),
-                                     shape=(self.n_obs, self.sizes[self.lead]))
+        self._lead_codes = codes[self.lead]
+        self._rest_codes = np.concatenate([codes[k] + self.offsets[k] for k in self.rest])
+        # W's non-zeros are the distinct (lead level, rest level) pairs of the rows: each row's place among them, and
+        # the order of W' (CSR) in terms of W's, so that reweighting is a weighted count and a permutation
+        keys = np.tile(self._lead_codes.astype(np.int64), len(self.rest)) * self.n_rest + self._rest_codes
+        pairs, self._pair_of_row = np.unique(keys, return_inverse=True)
+        lead_of_pair, rest_of_pair = pairs // self.n_rest, pairs % self.n_rest
+        self._w_pattern = (_pointers(lead_of_pair, self.sizes[self.lead]), rest_of_pair)
+        self._transposed_order = np.lexsort((lead_of_pair, rest_of_pair))
+        self._wt_pattern = (_pointers(rest_of_pair, self.n_rest), lead_of_pair[self._transposed_order])
+        self._indptr, self._indices = self._w_pattern[0].astype(np.int64), rest_of_pair.astype(np.int64)
+        if len(self.rest) > 1:
+            rows = np.arange(self.n_obs)
+            self._z_rest = sp.csr_matrix((np.ones(len(self._rest_codes)), (np.tile(rows, len(self.rest)),
+                                                                             self._rest_codes)),
+                                         shape=(self.n_obs, self.n_rest))
         self.reweight(np.ones(self.n_obs))
 
     def reweight(self, weights: np.ndarray) -> None:
         """Z'WZ in place of Z'Z, W = diag(``weights``) (the working weights of a binary model; ones at first)."""
-        weighted = sp.diags(weights) @ self._z_rest
-        self.lead_counts = np.asarray(self._z_lead.T @ weights).ravel()
-        self.w = (self._z_lead.T @ weighted).tocsr()      # items × raters (weighted) counts
-        self.wt = self.w.T.tocsr()
-        self._indptr, self._indices = self.w.indptr.astype(np.int64), self.w.indices.astype(np.int64)
-        gram = (self._z_rest.T @ weighted).tocsr()        # Z_r'WZ_r: diagonal for two factors
-        self.rest_counts = gram.diagonal()
-        off = gram - sp.diags(self.rest_counts)
-        off.eliminate_zeros()
-        self.rest_cross = off if off.nnz else None        # rater × other-factor counts (three factors or more)
-        self._squared_w = self.w.copy()
-        self._squared_w.data **= 2
+        tiled = np.tile(weights, len(self.rest))
+        counts = np.bincount(self._pair_of_row, weights=tiled, minlength=len(self._indices))
+        shape = (self.sizes[self.lead], self.n_rest)
+        self.w = sp.csr_matrix((counts, self._w_pattern[1], self._w_pattern[0]), shape=shape)   # items × raters
+        self.wt = sp.csr_matrix((counts[self._transposed_order], self._wt_pattern[1], self._wt_pattern[0]),
+                                shape=shape[::-1])
+        self.lead_counts = np.bincount(self._lead_codes, weights=weights, minlength=self.sizes[self.lead])
+        self.rest_counts = np.bincount(self._rest_codes, weights=tiled, minlength=self.n_rest)
+        self.rest_cross = None                            # rater × other-factor counts (three factors or more)
+        if len(self.rest) > 1:
+            gram = (self._z_rest.T @ (sp.diags(weights) @ self._z_rest)).tocsr()
+            off = gram - sp.diags(gram.diagonal())
+            off.eliminate_zeros()
+            self.rest_cross = off if off.nnz else None
+        self._squared_w = sp.csr_matrix((counts ** 2, self._w_pattern[1], self._w_pattern[0]), shape=shape)
 
     @property
     def n_levels(self) -> int:
@@ -137,3 +149,8 @@ class CrossedSystem:
         if self.rest_cross is not None:
             rest_out += self.rest_cross @ rest
         return self.join(lead_out, rest_out)
+
+
+def _pointers(rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """CSR row pointers of non-zeros sorted by row."""
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_rows))])
