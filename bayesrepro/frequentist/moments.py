@@ -198,7 +198,7 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
         announce_path(f"{method.upper()} with Monte Carlo traces (about {format_bytes(needed)}): {reason}", progress)
         return fit_monte_carlo(frame, method, reason=reason)
     if not _moment_model(frame):
-        return fit_model_frame(frame, method)    # refused past the limit, in one line
+        return fit_model_frame(frame, method)    # exact however long, refused in one line past the limit
     if iterative:
         reason += f"; the Monte Carlo {method.upper()} path would need about {format_bytes(needed)}"
     announce_path(f"{METHOD}: {reason}", progress)
