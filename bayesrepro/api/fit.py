@@ -255,8 +255,8 @@ class Fit(Result):
             "link": family.link,
             "scale": family.scale,
         }
-        if hasattr(fit, "variance_se"):   # the method of moments: no likelihood, simulated standard errors
-            payload.update(variance_se=fit.variance_se, replicates=fit.replicates)
+        if hasattr(fit, "path_fields"):   # moments or Monte Carlo traces: no likelihood, the estimates' own errors
+            payload.update(fit.path_fields())
         if family.binary:
             payload.update(phi_observed=self.phi_observed, approximation=fit.approximation, n_cells=fit.n_cells)
         payload["random_effects"] = fit.varcorr()
