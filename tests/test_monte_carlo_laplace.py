@@ -106,3 +106,17 @@ def test_the_binary_crowd_of_forty_thousand_scores_matches_glmer(tmp_path):
     frame = model_frame(CROWD, table)
     fit = fit_monte_carlo_laplace(frame, resolve_family(frame, "auto", None), [], seed=5)
     _agrees(fit, glmer["variances"], [glmer["fixed_effects"]["(Intercept)"]])
+
+
+def test_level_effects_of_a_monte_carlo_fit_are_the_exact_modes_at_its_estimates_without_sds(crowd):
+    from bayesrepro.frequentist.level_effects import MOMENTS_NOTE, _binary_effects, fitted_effects
+
+    frame, family = crowd
+    fit = fit_monte_carlo_laplace(frame, family, [], seed=1)
+    effects = fitted_effects(frame, family, fit)
+    exact = _binary_effects(frame, family, fit)   # penalized IRLS with the sparse factor at the same estimates
+    assert effects.notes == (MOMENTS_NOTE,)
+    for term, reference in zip(effects.terms, exact.terms):
+        scale = np.sqrt(fit.variances[term.term.group])
+        np.testing.assert_allclose(term.estimate, reference.estimate, atol=1e-5 * scale)
+        assert np.isnan(term.sd).all() and np.isfinite(reference.sd).all()

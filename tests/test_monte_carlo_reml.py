@@ -166,3 +166,16 @@ def test_the_standard_errors_match_the_spread_of_the_estimates_over_simulations(
         errors.append(list(fit.variance_se.values()))
     ratio = np.std(estimates, axis=0, ddof=1) / np.mean(errors, axis=0)
     assert np.all(np.abs(ratio - 1.0) < 0.3), ratio
+
+
+def test_level_effects_of_a_monte_carlo_fit_are_the_exact_modes_at_its_estimates_without_sds(crowd):
+    from bayesrepro.design import resolve_family
+    from bayesrepro.frequentist.level_effects import MOMENTS_NOTE, _sums_effects, fitted_effects
+
+    fit = fit_monte_carlo(crowd, "reml", seed=1)
+    effects = fitted_effects(crowd, resolve_family(crowd, "auto", None), fit)
+    exact = _sums_effects(crowd, fit, iterative=False)   # the sparse factor at the same estimates
+    assert effects.notes == (MOMENTS_NOTE,)
+    for term, reference in zip(effects.terms, exact.terms):
+        np.testing.assert_allclose(term.estimate, reference.estimate, atol=1e-6 * np.sqrt(fit.variances[term.term.group]))
+        assert np.isnan(term.sd).all() and np.isfinite(reference.sd).all()

@@ -55,6 +55,7 @@ class GlmmFit(MixedFit):
     method: str = "ml"
 
     residual_parameters: ClassVar[int] = 0
+    exact: ClassVar[bool] = True         # the criterion's optimum, computed (not with Monte Carlo traces)
 
     @property
     def title(self) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -274,6 +275,8 @@ class MonteCarloGlmmFit(GlmmFit):
     variance_se: dict[str, float] = field(default_factory=dict)
     monte_carlo_se: dict[str, float] = field(default_factory=dict)
     probes: int = 0
+
+    exact: ClassVar[bool] = False
 
     @property
     def approximation(self) -> str:
