@@ -18,7 +18,7 @@ _NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d+\(([^()]*)\)|\bnp\.(True
 COMMAND_LINE = contextvars.ContextVar("bayesrepro_command_line", default=False)
 # an option, with its value when quoted or when it is a choice (--engine memory)
 # (not another program's option such as lm-eval's --log_samples, which a message may quote)
-_OPTION = re.compile(r"--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
+_OPTION = re.compile(r"(?<![\w-])--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
                      r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?![\w])(?: ('[^']*'))?)")
 # --column PARAMETER=COLUMN: a spec's column parameters are keyword arguments of load_spec
 _COLUMN_OPTION = re.compile(r"--column (?=[A-Za-z_]\w*=)")
@@ -118,12 +118,12 @@ def warn_unconverged(problems: list[str]) -> None:
     import warnings
 
     if problems and not COMMAND_LINE.get():
-        warnings.warn(f"{'; '.join(problems)}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
+        warnings.warn(f"{'; '.join(map(python_names, problems))}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
 
 
 def warn_note(text: str) -> None:
-    """A note on the input (a run skipped): a ``BayesreproWarning`` to Python callers, a ``bayesrepro: ...`` line,
-    through the package's logger, on the command line."""
+    """A note on the input (a run skipped): a ``BayesreproWarning`` to Python callers, naming their keyword
+    arguments, a ``bayesrepro: ...`` line, through the package's logger, on the command line."""
     if COMMAND_LINE.get():
         import logging
 
@@ -131,4 +131,4 @@ def warn_note(text: str) -> None:
     else:
         import warnings
 
-        warnings.warn(text, BayesreproWarning, stacklevel=2)
+        warnings.warn(python_names(text), BayesreproWarning, stacklevel=2)

@@ -41,13 +41,13 @@ def read_columns(source, columns, where=None, categorical=None, drop_missing: bo
     import warnings
 
     from ..data import read_table, remove_missing, require_columns
-    from ..errors import BayesreproWarning
+    from ..errors import BayesreproWarning, python_names
 
     frame = read_table(source, where=where, categorical=column_list(categorical))
     require_columns(frame, columns, "column")
     frame, note = remove_missing(frame, list(columns), drop_missing)
     if note:
-        warnings.warn(note, BayesreproWarning, stacklevel=2)
+        warnings.warn(python_names(note), BayesreproWarning, stacklevel=2)
     return frame
 
 
