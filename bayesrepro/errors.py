@@ -3,7 +3,7 @@
 import contextvars
 import re
 
-# Exit statuses of the command line (documented in the README).
+# Exit statuses of the command line (the user guide's "Exit statuses, bad input and safety" documents them).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2        # bad data, option or formula: nothing was computed
 EXIT_NOT_CONVERGED = 3    # the analysis ran but its fit or sampler did not converge
@@ -118,12 +118,13 @@ def warn_unconverged(problems: list[str]) -> None:
     import warnings
 
     if problems and not COMMAND_LINE.get():
-        warnings.warn(f"{'; '.join(map(python_names, problems))}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
+        said = "; ".join(python_names(problem) for problem in problems)
+        warnings.warn(f"{said}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
 
 
 def warn_note(text: str) -> None:
-    """A note on the input (a run skipped): a ``BayesreproWarning`` to Python callers, naming their keyword
-    arguments, a ``bayesrepro: ...`` line, through the package's logger, on the command line."""
+    """A note on the input (a run skipped): a ``BayesreproWarning`` naming the keyword arguments to Python callers,
+    a ``bayesrepro: ...`` line, through the package's logger, on the command line."""
     if COMMAND_LINE.get():
         import logging
 

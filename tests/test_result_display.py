@@ -76,7 +76,8 @@ def results():
 
 
 def test_every_public_result_is_covered(results):
-    public = {name for name in br.__all__ if inspect.isclass(getattr(br, name)) and issubclass(getattr(br, name), Result)}
+    public = {name for name in br.__all__
+              if inspect.isclass(getattr(br, name)) and issubclass(getattr(br, name), Result)}
     assert public == set(results[0]), "add an example of each public result to the fixture"
 
 
@@ -135,3 +136,35 @@ def test_chromium_renders_each_result_as_tables_and_the_labels_as_text(results, 
         assert not re.search(r"<(script|img|b|i)[\s>]", html), f"{name}: a label became an element"
     # and the systems' labels are there, as text (tables of contrasts, fixed effects and pairs name them)
     assert "&lt;b&gt;A&lt;/b&gt;" in dom and "&lt;i&gt;B&lt;/i&gt; &amp; co" in dom
+
+
+def _python_examples() -> list:
+    """The README's Python examples and those of the documentation's pages, as (where, source) pairs; an example
+    that reads files of the reader's own (``runs/*.parquet``) is left out."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    return [(f"{page.relative_to(root)}[{k}]", source) for page in pages
+            for k, source in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))
+            if "runs/*.parquet" not in source]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where, source", _python_examples(), ids=[where for where, _ in _python_examples()])
+def test_the_examples_results_name_no_command_line_option(where, source, monkeypatch, tmp_path):
+    """Every result the README's and the documentation's examples reach, and every warning they raise, reads in
+    Python's words (the notebooks are scanned the same way by tests/test_notebooks.py)."""
+    import matplotlib
+
+    from python_wording import Tracking
+
+    matplotlib.use("Agg")
+    monkeypatch.chdir(tmp_path)   # an example that writes a file writes it here
+    tracking = Tracking().start()
+    try:
+        exec(compile(source, where, "exec"), {"__name__": "__example__"})
+    finally:
+        tracking.stop()
+    assert tracking.results, f"{where} reached no result"
+    assert tracking.options_named() == []

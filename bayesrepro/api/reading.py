@@ -15,8 +15,8 @@ def read(source, where: str | None = None, categorical=None):
         A DataFrame, a CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs (``"lm-eval:PATH"``,
         ``"inspect:PATH"``) or a bundled dataset name.
     where : str, optional
-        A condition selecting rows, e.g. ``"task == 'qa'"`` (the README describes the language; it is parsed,
-        never evaluated as Python).
+        A condition selecting rows, e.g. ``"task == 'qa'"`` (the user guide's page "Your data" describes the
+        language; it is parsed, never evaluated as Python).
     categorical : list of str, optional
         Columns read as categories of their text whatever they hold.
 

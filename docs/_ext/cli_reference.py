@@ -83,7 +83,8 @@ def setup(app):
                     nodes.paragraph(text=" ".join((parser.epilog or "").split()))]
             for command in command_references(parser):
                 section_id = nodes.make_id(f"command {command.name}")
-                section = nodes.section(ids=[section_id], names=[nodes.fully_normalize_name(f"bayesrepro {command.name}")])
+                name = nodes.fully_normalize_name(f"bayesrepro {command.name}")
+                section = nodes.section(ids=[section_id], names=[name])
                 section += nodes.title(text=f"bayesrepro {command.name}")
                 section += nodes.paragraph(text=command.description)
                 section += nodes.literal_block(text=command.usage)
