@@ -18,8 +18,8 @@ import math
 # keys of a result's JSON whose texts are notes to its reader: shown as a list under the tables, and rewritten with
 # Python's argument names for a Python caller
 NOTE_KEYS = ("notes", "flags", "note", "not_converged")
-# keys holding further prose, rewritten for a Python caller like the notes (a test's "reason")
-PROSE_KEYS = (*NOTE_KEYS, "reason")
+# keys holding further prose, rewritten for a Python caller like the notes (a test's "reason", a plan's "search")
+PROSE_KEYS = (*NOTE_KEYS, "reason", "search")
 
 
 def json_ready(value):
@@ -216,7 +216,7 @@ def table_html(caption: str, table) -> str:
     for label, values in zip(table.index, table.itertuples(index=False, name=None)):
         cells = [*([label] if index else []), *values]
         rows.append("<tr>" + "".join(f"<td>{html.escape(cell_text(v))}</td>" for v in cells) + "</tr>")
-    return (f"<table class='bayesrepro-table'><caption>{html.escape(caption)}</caption>"
+    return (f"<table class='bayesrepro-table'><caption style='text-align: left'>{html.escape(caption)}</caption>"
             f"<thead><tr>{''.join(f'<th>{html.escape(h)}</th>' for h in head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
