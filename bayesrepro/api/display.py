@@ -18,8 +18,9 @@ import math
 # keys of a result's JSON whose texts are notes to its reader: shown as a list under the tables, and rewritten with
 # Python's argument names for a Python caller
 NOTE_KEYS = ("notes", "flags", "note", "not_converged")
-# keys holding further prose, rewritten for a Python caller like the notes (a test's "reason", a plan's "search")
-PROSE_KEYS = (*NOTE_KEYS, "reason", "search")
+# keys holding further prose, rewritten for a Python caller like the notes (a test's "reason", a plan's "method"
+# and "search")
+PROSE_KEYS = (*NOTE_KEYS, "reason", "method", "search")
 
 
 def json_ready(value):
