@@ -517,7 +517,7 @@ def test_circularity_equals_the_command_on_simulated_liver_data(capsys, tmp_path
     assert result.candidate == ("bilirubin",) and result.circular
     assert br.circularity(liver, "without_bilirubin", ["bilirubin", "inr", "age"], defining=["bilirubin"],
                           df=6).circular is False
-    with pytest.raises(br.BayesreproError, match=r"^max_size= 3 is more than the 2 features= given"):
+    with pytest.raises(br.BayesreproError, match=r"^max_size=3 is more than the 2 features= given"):
         br.circularity(liver, "with_bilirubin", ["bilirubin", "age"], max_size=3)
     with pytest.raises(br.BayesreproError, match=r"^patients= must be a whole number"):
         br.simulate_liver_sofa(10)
