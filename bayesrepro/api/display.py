@@ -217,7 +217,8 @@ def table_html(caption: str, table) -> str:
     for label, values in zip(table.index, table.itertuples(index=False, name=None)):
         cells = [*([label] if index else []), *values]
         rows.append("<tr>" + "".join(f"<td>{html.escape(cell_text(v))}</td>" for v in cells) + "</tr>")
-    return (f"<table class='bayesrepro-table'><caption style='text-align: left'>{html.escape(caption)}</caption>"
+    return (f"<table class='bayesrepro-table' style='margin: 0.5em 0'>"
+            f"<caption style='text-align: left'>{html.escape(caption)}</caption>"
             f"<thead><tr>{''.join(f'<th>{html.escape(h)}</th>' for h in head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
