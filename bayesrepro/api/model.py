@@ -33,8 +33,8 @@ class Model:
     categorical : list of str, optional
         Columns read as categories of their text whatever they hold.
     where : str, optional
-        A condition selecting rows, e.g. ``"mode == 'Marking'"`` (the README describes the language; it is
-        parsed, never evaluated as Python).
+        A condition selecting rows, e.g. ``"mode == 'Marking'"`` (the user guide's page "Your data" describes the
+        language; it is parsed, never evaluated as Python).
     drop_missing : bool, default False
         Drop rows with a missing value in a column of the formula instead of refusing them.
     link : {"logit", "probit"}, optional
@@ -47,7 +47,7 @@ class Model:
     max_memory : int or str, optional
         Largest dense block a fit may build, in bytes or as a size such as ``"4G"`` (default: half the machine's
         memory); a design that needs more is refused before the memory is spent, or fitted by a path that
-        needs less (see the README's large crossed designs).
+        needs less (see the user guide's "Crowd-scale designs").
 
     Raises
     ------
