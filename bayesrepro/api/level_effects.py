@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 
 from .display import Result, public
@@ -70,14 +68,13 @@ class LevelEffects(Result):
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        parts = [f"<p>Level effects ({html.escape(self.engine)}, {100 * self.prob:g} % intervals)</p>"]
+    def _html_tables(self) -> list:
+        tables = []
         for (group, term), rows, total in self._shown():
-            parts.append(f"<p>{html.escape(str(group))}: {html.escape(str(term))} ({total:,} levels)</p>")
-            parts.append(rows.drop(columns=["group", "term"]).to_html(index=False, escape=True, na_rep="",
-                                                                      float_format=lambda v: f"{v:.6g}"))
-        parts += [f"<p>note: {html.escape(note)}</p>" for note in self.notes]
-        return "\n".join(parts)
+            cut = "" if len(rows) == total else f"; the {SHOWN_LEVELS} lowest and highest of {total:,}"
+            tables.append((f"{group}: {term} ({total:,} levels{cut})",
+                           rows.drop(columns=["group", "term"]).reset_index(drop=True)))
+        return tables
 
     @public
     def plot(self, group: str | None = None, title: str | None = None):
