@@ -114,3 +114,41 @@ def _alive(pid: int) -> bool:
         except ProcessLookupError:
             return False
         return True
+
+
+COUNT_INTERRUPTS = """import signal, time
+    got = []
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    print('ready', flush=True)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        time.sleep(0.02)
+    print('interrupts', len(got), flush=True)"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux tells a terminal's signal from a process's")
+@pytest.mark.parametrize("sender", ["terminal", "process"])
+def test_a_ctrl_c_reaches_the_work_once(sender):
+    import pty
+
+    pid, terminal = pty.fork()
+    if pid == 0:   # the command, in a new session whose controlling terminal is the pseudo-terminal
+        os.execv(sys.executable, command_line(COUNT_INTERRUPTS))
+    shown = b""
+    while b"ready" not in shown:
+        shown += os.read(terminal, 1024)
+    if sender == "terminal":
+        os.write(terminal, b"\x03")   # Ctrl-C typed there: the kernel signals the whole foreground group
+    else:
+        os.kill(pid, signal.SIGINT)   # to the command's process alone
+    while True:
+        try:
+            data = os.read(terminal, 1024)
+        except OSError:   # the terminal's other end closed
+            break
+        if not data:
+            break
+        shown += data
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"interrupts 1" in shown, shown

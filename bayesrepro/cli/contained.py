@@ -16,7 +16,8 @@ partial file.
 The fork costs about a millisecond: at that point the process holds little
 more than the interpreter and argparse. Signals sent to the parent alone
 (``kill``, ``timeout``, a test harness) are forwarded to the child; a Ctrl-C
-typed at a terminal reaches both, so the parent does not forward it again.
+typed at a terminal reaches both, so the parent does not forward it again
+(Linux tells the two apart; elsewhere every signal is forwarded).
 If the parent is killed outright the child is ended too (Linux's
 parent-death signal). Where ``os.fork`` is missing (Windows) the command runs
 in the process itself.
@@ -35,8 +36,10 @@ from ..errors import EXIT_NATIVE_CRASH
 # Signals the parent passes on to the child; a child they end ends the parent the same way.
 FORWARDED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
                   if hasattr(signal, name))
-# Signals a terminal sends to its whole foreground process group (the child has them already).
-FROM_TERMINAL = tuple(getattr(signal, name) for name in ("SIGINT", "SIGQUIT") if hasattr(signal, name))
+# Where blocked signals can be read with their sender (Linux): also the child's end (SIGCHLD).
+_SIGNAL_QUEUE = hasattr(signal, "sigwaitinfo") and hasattr(signal, "SIGCHLD")
+WATCHED = set(FORWARDED) | ({signal.SIGCHLD} if _SIGNAL_QUEUE else set())
+_SI_KERNEL = 0x80   # si_code of a signal the kernel sent: a terminal's to its foreground process group
 DEBUG_VARIABLE = "BAYESREPRO_DEBUG"
 _PR_SET_PDEATHSIG = 1
 
@@ -65,40 +68,78 @@ def run_contained(command: Callable[[], int]) -> int:
     for stream in (sys.stdout, sys.stderr):   # what is buffered now would otherwise be written twice
         stream.flush()
     parent = os.getpid()
+    if _SIGNAL_QUEUE and signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)   # ignored, it would never be queued (nor the child waited for)
+    # blocked before the fork, so that the parent misses neither the child's end nor a signal sent meanwhile
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED) if _SIGNAL_QUEUE else None
     child = os.fork()
     if child == 0:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _end_with(parent)
         if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
             import faulthandler
 
             faulthandler.enable(all_threads=True)   # the Python stacks at a crash, on request
         return command()
-    os._exit(_supervise(child))
+    status, received = _wait_queued(child) if mask is not None else _wait_handled(child)
+    os._exit(_exit_status(status, received))
 
 
-def _supervise(child: int) -> int:
-    """The exit status that reports how the child ended (after ending this process by its signal, where forwarded)."""
+def _wait_queued(child: int) -> tuple[int, set[int]]:
+    """The child's wait status and the signals this process was sent, read from its queue of blocked signals.
+
+    A signal another process sent (``kill``, ``timeout``) is forwarded to the
+    child. One the kernel sent to the whole process group (Ctrl-C or a hang-up
+    at the terminal: si_code SI_KERNEL) has reached the child already and is
+    not sent twice.
+    """
+    received: set[int] = set()
+    while True:
+        ended, status = os.waitpid(child, os.WNOHANG)
+        if ended:
+            return status, received
+        info = signal.sigwaitinfo(WATCHED)
+        if info.si_signo == signal.SIGCHLD:
+            continue
+        received.add(info.si_signo)
+        if info.si_code != _SI_KERNEL:
+            _send(child, info.si_signo)
+
+
+def _wait_handled(child: int) -> tuple[int, set[int]]:
+    """The child's wait status and the signals this process was sent, each forwarded (where signals cannot be
+    read from a queue: a Ctrl-C may then reach the child twice)."""
     received: set[int] = set()
 
     def forward(signum, frame):
         received.add(signum)
-        if signum in FROM_TERMINAL and _terminal_sent_it():
-            return
-        try:
-            os.kill(child, signum)
-        except ProcessLookupError:   # it has just ended; its status says how
-            pass
+        _send(child, signum)
 
-    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}
+    for signum in FORWARDED:
+        signal.signal(signum, forward)
     _, status = os.waitpid(child, 0)   # retried by Python when a handler interrupts it (PEP 475)
-    for signum, handler in previous.items():
-        signal.signal(signum, handler)
+    return status, received
+
+
+def _send(child: int, signum: int) -> None:
+    try:
+        os.kill(child, signum)
+    except ProcessLookupError:   # it has just ended; its status says how
+        pass
+
+
+def _exit_status(status: int, received: set[int]) -> int:
+    """The exit status that reports how the child ended (after ending this process by its signal, where
+    forwarded)."""
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     signum = os.WTERMSIG(status)
     if signum in received:
         # ended by what it was sent: end this process the same way, as if there had been one process
         signal.signal(signum, signal.SIG_DFL)
+        if _SIGNAL_QUEUE:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
         return 128 + signum
     with contextlib.suppress(OSError, ValueError):   # stderr closed: the status still says it
@@ -123,17 +164,6 @@ def crash_message(signum: int) -> str:
              else f"rerun with {DEBUG_VARIABLE}=1 to see where")
     return (f"the computation crashed inside a compiled library ({name}: {description}); no partial output was "
             f"written; {where}, and please report it")
-
-
-def _terminal_sent_it() -> bool:
-    """Is this process in its terminal's foreground group (so a Ctrl-C typed there reached the child too)?"""
-    for stream in (sys.stdin, sys.stderr, sys.stdout):
-        try:
-            if stream is not None and stream.isatty():
-                return os.tcgetpgrp(stream.fileno()) == os.getpgrp()
-        except (OSError, ValueError):
-            continue
-    return False
 
 
 def _end_with(parent: int) -> None:
