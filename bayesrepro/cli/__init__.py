@@ -20,13 +20,12 @@ import re
 import sys
 
 from ..errors import COMMAND_LINE, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, BayesreproError, first_line
-from .contained import run_contained
+from .contained import DEBUG_VARIABLE, run_contained
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
             "circularity", "baselines", "import_logs", "plan")
 EXIT_INTERNAL = 1
-DEBUG_VARIABLE = "BAYESREPRO_DEBUG"
 
 
 class Parser(argparse.ArgumentParser):

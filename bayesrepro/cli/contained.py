@@ -13,8 +13,9 @@ for) is reported as one ``bayesrepro: error:`` line and ``EXIT_NATIVE_CRASH``.
 Files are written whole or not at all (``output.py``), so a crash leaves no
 partial file.
 
-The fork costs about a millisecond: at that point the process holds little
-more than the interpreter and argparse. Signals sent to the parent alone
+The fork costs about 5 ms of CPU per command (measured: 44 against 49 ms
+for starting the command line and exiting), since at that point the process
+holds little more than the interpreter and argparse. Signals sent to the parent alone
 (``kill``, ``timeout``, a test harness) are forwarded to the child; a Ctrl-C
 typed at a terminal reaches both, so the parent does not forward it again
 (Linux tells the two apart; elsewhere every signal is forwarded).
@@ -37,7 +38,7 @@ from ..errors import EXIT_NATIVE_CRASH
 FORWARDED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
                   if hasattr(signal, name))
 # Where blocked signals can be read with their sender (Linux): also the child's end (SIGCHLD).
-_SIGNAL_QUEUE = hasattr(signal, "sigwaitinfo") and hasattr(signal, "SIGCHLD")
+_SIGNAL_QUEUE = all(hasattr(signal, name) for name in ("sigwaitinfo", "pthread_sigmask", "SIGCHLD"))
 WATCHED = set(FORWARDED) | ({signal.SIGCHLD} if _SIGNAL_QUEUE else set())
 _SI_KERNEL = 0x80   # si_code of a signal the kernel sent: a terminal's to its foreground process group
 DEBUG_VARIABLE = "BAYESREPRO_DEBUG"
