@@ -7,6 +7,7 @@ import re
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2        # bad data, option or formula: nothing was computed
 EXIT_NOT_CONVERGED = 3    # the analysis ran but its fit or sampler did not converge
+EXIT_NATIVE_CRASH = 4     # a compiled library crashed (a signal such as SIGSEGV) or the system killed the work
 EXIT_INTERRUPTED = 130    # Ctrl-C: nothing was written
 EXIT_BROKEN_PIPE = 141    # the reader of stdout went away (| head): as a shell reports SIGPIPE
 

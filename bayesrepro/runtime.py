@@ -83,6 +83,14 @@ def idle_core_threads(limit: int):
         yield
 
 
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS limited to one thread for the block, whatever limit the caller set (or none: a Python caller's own
+    default of one thread per core)."""
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        yield
+
+
 # threadpoolctl's view of the process's BLAS libraries, and len(sys.modules) when it was taken
 _controller = None
 _controller_modules = -1

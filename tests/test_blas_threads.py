@@ -86,3 +86,18 @@ def test_only_a_large_dense_system_asks_for_more_than_one_thread():
                          "y": rng.normal(size=6000)})
     large = build_model_frame("y ~ 1 + (1|a) + (1|b)", data)
     assert deviance.ProfiledDeviance(large.stats(), reml=True).blas_threads == deviance.MAX_BLAS_THREADS
+
+
+def test_a_dense_system_past_the_threaded_factors_limit_takes_one_thread(monkeypatch):
+    # OpenBLAS's threaded Cholesky factor crashes the process on large orders (docs/guide/native_crashes.md)
+    monkeypatch.setattr(runtime, "_idle_cores", lambda: 7)
+    limit = deviance.THREADED_ORDER_LIMIT
+    assert deviance.dense_threads(deviance.PARALLEL_BLAS_SIZE - 1) == 1
+    assert deviance.dense_threads(deviance.PARALLEL_BLAS_SIZE) == deviance.dense_threads(limit - 1) == 4
+    assert deviance.dense_threads(limit) == deviance.dense_threads(10 * limit) == 1
+    with runtime.idle_core_threads(4):   # a Python caller's own threads, no numerical_work around the criterion
+        with deviance.dense_blas(limit - 1):
+            assert blas_threads() == 4
+        with deviance.dense_blas(limit):
+            assert blas_threads() == 1
+        assert blas_threads() == 4

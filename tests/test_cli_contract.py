@@ -1,6 +1,7 @@
 """What the command line promises whatever it is given: exit statuses, one-line errors, options checked first.
 
-Exit statuses: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130 interrupted.
+Exit statuses: 0 success, 1 internal error, 2 bad input, 3 did not converge, 4 a native crash (test_native_crash.py),
+130 interrupted.
 """
 
 import argparse

@@ -2,8 +2,11 @@
 
 Exit statuses (the table is in the user guide, "Exit statuses, bad input and
 safety"): 0 success; 1 an internal error (a bug: one line, the traceback with
-BAYESREPRO_DEBUG=1); 2 bad input or options, nothing computed; 3 the analysis ran but a fit or the sampler did not
-converge; 130 interrupted (Ctrl-C), nothing written.
+BAYESREPRO_DEBUG=1); 2 bad input or options, nothing computed; 3 the analysis
+ran but a fit or the sampler did not converge; 4 the computation crashed inside
+a compiled library (a segmentation fault, an abort) or was killed for want of
+memory, one line naming the signal, no partial output (``contained.py``); 130
+interrupted (Ctrl-C), nothing written; 141 output closed by its reader.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ import re
 import sys
 
 from ..errors import COMMAND_LINE, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, BayesreproError, first_line
+from .contained import DEBUG_VARIABLE, run_contained
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "effects", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
             "circularity", "baselines", "import_logs", "plan")
 EXIT_INTERNAL = 1
-DEBUG_VARIABLE = "BAYESREPRO_DEBUG"
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bayesrepro",
         description="Inferential reproducibility for ML evaluations: LMMs, GLRTs, variance components, reliability.",
-        epilog="Exit status: 0 success, 1 internal error, 2 bad input, 3 did not converge, 130 interrupted, "
-               "141 output closed by its reader.",
+        epilog="Exit status: 0 success, 1 internal error, 2 bad input, 3 did not converge, 4 crashed in a compiled "
+               "library or killed for want of memory, 130 interrupted, 141 output closed by its reader.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
@@ -102,6 +105,10 @@ def refuse_nul_bytes(argv: list[str]) -> None:
 def console_main() -> int:
     """``main`` as the ``bayesrepro`` script and ``python -m bayesrepro`` run it: the process ends when it returns.
 
+    The command runs in a child process (``contained.run_contained``), so that
+    a crash inside a compiled library ends it with one line and exit status 4
+    instead of a bare signal.
+
     At exit the interpreter collects garbage while it tears the modules down,
     walking every object still alive: 0.1 s of every command once pandas is
     loaded, an eighth of a small model command. Those objects live until the
@@ -109,6 +116,10 @@ def console_main() -> int:
     collector's sight first (``gc.freeze``); exit handlers and the flushing of
     output still run as usual.
     """
+    return run_contained(_main_frozen)
+
+
+def _main_frozen() -> int:
     status = main()
     gc.freeze()
     return status

@@ -24,7 +24,7 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from ..design import GaussianStats
-from ..runtime import idle_core_threads
+from ..runtime import idle_core_threads, one_blas_thread
 
 LOG_2PI = np.log(2.0 * np.pi)
 # Dense systems from this many rows may be factored with several BLAS threads, on
@@ -33,6 +33,12 @@ LOG_2PI = np.log(2.0 * np.pi)
 # hundred rows the threads cost more than they save.
 PARALLEL_BLAS_SIZE = 400
 MAX_BLAS_THREADS = 4
+# From this order a dense system is factored on one thread, wherever cores are idle. OpenBLAS's threaded Cholesky
+# factor crashes the process (SIGSEGV, no error to catch) on large orders: numpy's 0.3.31 and SciPy's 0.3.30
+# (scipy-openblas wheels, SkylakeX kernels, 2 threads) factored order 15,500 and crashed at 15,800 (potrf), measured
+# in child processes on an AMD EPYC (docs/guide/native_crashes.md). The margin covers other kernels' block sizes;
+# below it the threads' gain was measured (1,144 rows: 25 against 35 ms; 5,428 rows: benchmarks/).
+THREADED_ORDER_LIMIT = 12_000
 # The dominant factor's coupling is summed per distinct count when its levels outnumber those counts this often.
 FEW_COUNTS_RATIO = 4
 
@@ -49,6 +55,21 @@ class Solution:
     fixed_precision: np.ndarray  # R_X'R_X, so Var(β̂) = σ² (R_X'R_X)⁻¹
     gradient: np.ndarray | None = None  # of the criterion in θ, when asked for
     spherical: np.ndarray | None = None  # u, the spherical random effects (b = Λθu), where computed
+
+
+def dense_threads(order: int) -> int:
+    """BLAS threads worth asking for (on idle cores) to factor a dense system of ``order`` rows: several only from
+    ``PARALLEL_BLAS_SIZE`` rows, and one again from ``THREADED_ORDER_LIMIT``, where the threaded factor crashes."""
+    return MAX_BLAS_THREADS if PARALLEL_BLAS_SIZE <= order < THREADED_ORDER_LIMIT else 1
+
+
+def dense_blas(order: int):
+    """The BLAS threads to factor a dense system of ``order`` rows with, as a context: ``dense_threads`` on idle
+    cores, and one thread from ``THREADED_ORDER_LIMIT`` even where no limit is in force around it (the package's
+    numerical work sets one thread, a Python caller of a criterion may not)."""
+    if order >= THREADED_ORDER_LIMIT:
+        return one_blas_thread()
+    return idle_core_threads(dense_threads(order))
 
 
 def profiled_criterion(s: Solution, n: int, p: int, reml: bool) -> float:
@@ -102,10 +123,15 @@ class ProfiledDeviance(ProfiledCriterion):
         return other
 
     @property
+    def dense_order(self) -> int:
+        """Rows of the dense system factored at every evaluation."""
+        return len(self.cross.rest_zy) + self.cross.n_fixed
+
+    @property
     def blas_threads(self) -> int:
-        """BLAS threads worth using where cores are idle: more than one only for a dense system big enough to share out."""
-        size = len(self.cross.rest_zy) + self.cross.n_fixed
-        return MAX_BLAS_THREADS if size >= PARALLEL_BLAS_SIZE else 1
+        """BLAS threads worth using where cores are idle: more than one only for a dense system big enough to
+        share out, and small enough for the threaded factor (``dense_threads``)."""
+        return dense_threads(self.dense_order)
 
     @property
     def n_obs(self) -> int:
@@ -120,7 +146,7 @@ class ProfiledDeviance(ProfiledCriterion):
         key = theta.tobytes()
         if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
             return self._last[1]
-        with idle_core_threads(self.blas_threads):
+        with dense_blas(self.dense_order):
             solution = self._solve(theta, with_gradient)
         self._last = (key, solution)
         return solution

@@ -26,8 +26,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..runtime import idle_core_threads
-from .deviance import MAX_BLAS_THREADS
+from .deviance import dense_blas
 from .index_ranges import expand_ranges
 
 # Largest group of leading columns inverted as one small dense block.
@@ -106,7 +105,7 @@ class SplitPlan:
         y = (inverse @ coupling.T).tocsr()
         schur = (a[k:, k:] - coupling @ y).toarray()
         try:
-            with idle_core_threads(MAX_BLAS_THREADS):
+            with dense_blas(len(schur)):
                 lower = scipy.linalg.cholesky(schur, lower=True, check_finite=False)
         except scipy.linalg.LinAlgError as exc:
             raise np.linalg.LinAlgError(str(exc)) from None
