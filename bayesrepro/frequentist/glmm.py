@@ -117,14 +117,20 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
     """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
-    if frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
-                                 coupling_beyond_cells([group.n_levels for group in frame.groups])):
+    if fitted_on_rows(frame, nagq):
         from .binary_slopes import fit_binary_slopes
 
         return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
                             lambda: fit_binary_slopes(frame, family, nagq, notes))
     return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
                         lambda: fit_binomial_cells(frame.binomial(), family.link, nagq, family.name, notes))
+
+
+def fitted_on_rows(frame: ModelFrame, nagq: int = 1) -> bool:
+    """Whether ``fit_glmm_frame`` fits ``frame`` on its rows by the sparse Laplace criterion (random slopes, or
+    crossed factors coupling more levels than the cell engine holds) rather than on its binomial cells."""
+    return frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
+                                     coupling_beyond_cells([group.n_levels for group in frame.groups]))
 
 
 def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",

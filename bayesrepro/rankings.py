@@ -1,0 +1,194 @@
+"""Leaderboards with rank uncertainty: the levels of one factor ranked by both engines.
+
+Each engine gives draws of the levels' values: the posterior draws (Bayesian)
+and the parametric-bootstrap replicates (frequentist) of the same linear
+combinations. Ranks are computed within every draw (rank 1 the best; ties,
+which continuous draws almost never have, broken at random), and summarised
+per level as the probability of being best, of being in the top k, the
+expected rank and a central interval of the rank.
+
+For a categorical fixed effect the values are its estimated marginal means
+(``frequentist.contrasts.averaging_weights``: the reference grid of
+``compare``), w'β: the posterior applies w to its draws of β, the bootstrap to
+the β̂ of data simulated from the fit and refitted
+(``frequentist.fixed_bootstrap``). Binary scores are ranked on the link scale
+and their means shown as probabilities: the inverse link keeps the order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import BayesreproError
+
+FIXED, GROUPING = "fixed", "grouping"
+
+
+@dataclass
+class LevelRanking:
+    """Both engines' ranks of the levels of one factor, one row per level in ``table``."""
+
+    formula: str
+    factor: str
+    kind: str                    # FIXED or GROUPING
+    scale: str                   # what ``estimate`` is: "score" or "probability"
+    top: int
+    lower_is_better: bool
+    prob: float
+    table: pd.DataFrame
+    method: str                  # of the frequentist fit: "REML" or "ML (Laplace)"
+    converged: bool              # the frequentist fit
+    n_boot: int
+    bootstrap_unconverged: int
+    bayes: object                # bayes.BayesFit
+    seed: int | None
+    notes: list[str] = field(default_factory=list)
+
+    def leaders(self) -> dict[str, str]:
+        """The level each answer puts first: the estimate's, the bootstrap's and the posterior's most probable."""
+        table = self.table
+        return {"estimate": str(table.loc[table["rank"].idxmin(), "level"]),
+                "bootstrap": str(table.loc[table["boot_p_best"].idxmax(), "level"]),
+                "bayesian": str(table.loc[table["p_best"].idxmax(), "level"])}
+
+
+def rank_statistics(values: np.ndarray, top: int, prob: float, rng: np.random.Generator) -> pd.DataFrame:
+    """Per column of ``values`` (rows: draws; columns: levels; larger is better): ``p_best``, ``p_top`` (rank at
+    most ``top``), ``expected_rank`` and the central ``prob`` interval of the rank (``rank_low``, ``rank_high``).
+
+    Within a draw, levels are ranked 1 (largest) to L; tied values are ordered at random, so each of them is
+    best with equal probability and the expected ranks always sum to L(L + 1)/2.
+    """
+    values = np.asarray(values, dtype=float)
+    n, levels = values.shape
+    order = np.lexsort((rng.random(values.shape), -values), axis=1)
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, levels + 1)[None, :].repeat(n, axis=0), axis=1)
+    low, high = np.quantile(ranks, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf")
+    return pd.DataFrame({
+        "p_best": (ranks == 1).mean(axis=0),
+        "p_top": (ranks <= top).mean(axis=0),
+        "expected_rank": ranks.mean(axis=0),
+        "rank_low": low.astype(int),
+        "rank_high": high.astype(int),
+    })
+
+
+def factor_kind(spec, factor: str) -> str:
+    """Whether ``factor`` is a fixed effect or a grouping factor of the formula; refused when it is neither."""
+    if factor in spec.fixed_variables:
+        return FIXED
+    if factor in spec.group_names:
+        return GROUPING
+    named = [*spec.fixed_variables, *spec.group_names]
+    raise BayesreproError(f"--factor '{factor}' is not in --formula {spec.formula!r}; name a categorical fixed effect "
+                          f"or a grouping factor of it ({', '.join(named) or 'the formula has none'})")
+
+
+def check_top(top, levels: int, factor: str) -> int:
+    """``top`` as a whole number of levels from 1 to ``levels``, or one line naming ``--top``."""
+    whole = isinstance(top, (int, np.integer)) and not isinstance(top, bool)
+    if not whole or not 1 <= top <= levels:
+        raise BayesreproError(f"--top must be a whole number from 1 to {levels} (the levels of {factor}), not {top!r}")
+    return int(top)
+
+
+def rank_levels(model, factor: str, *, top: int = 1, lower_is_better: bool = False, prob: float = 0.95,
+                n_boot: int, sampling, prior: str | None = None) -> LevelRanking:
+    """Rank the levels of ``factor`` in ``model`` (an ``api.Model``) by both engines.
+
+    ``n_boot`` parametric-bootstrap replicates; ``sampling`` (a ``SamplingSettings``) says how NUTS runs and its
+    seed also seeds the bootstrap; ``prior`` names the family of priors (``Model.sample``'s).
+    """
+    from .bayes.posterior import check_probability
+    from .compare import check_bootstrap
+
+    check_probability(prob)
+    check_bootstrap(n_boot)
+    kind = factor_kind(model.spec, factor)
+    frame = model.frame
+    if kind == GROUPING:
+        raise BayesreproError(
+            f"--factor '{factor}' is a grouping factor of --formula {model.formula!r}: ranking the levels of a "
+            f"grouping factor is not available yet; write {factor} as a fixed effect (e.g. "
+            f"{frame.response} ~ {factor} + ...) to rank its levels")
+    return _rank_fixed(model, factor, top, lower_is_better, prob, n_boot, sampling, prior)
+
+
+def _rank_fixed(model, factor, top, lower_is_better, prob, n_boot, sampling, prior) -> LevelRanking:
+    from .bayes import fit_bayes
+    from .data import is_categorical
+    from .frequentist.contrasts import averaging_weights
+    from .frequentist.fixed_bootstrap import fixed_effect_replicates
+    from .links import get_link
+    from .progress import Progress
+
+    frame = model.frame
+    if not is_categorical(frame.cells[factor]):
+        raise BayesreproError(f"--factor '{factor}' is numeric: ranks order the levels of a categorical column; "
+                              f"add --categorical {factor} to read its values as levels")
+    weights, labels = averaging_weights(frame, factor, None, None)
+    top = check_top(top, len(labels), factor)
+    family = model.family
+    fit = model.engine_fit("ml" if family.binary else "reml")
+    seed = sampling.seed
+    sign = -1.0 if lower_is_better else 1.0
+    with Progress("bootstrap", enabled=sampling.show_progress) as bar:
+        betas, unconverged = fixed_effect_replicates(fit, frame, family.binary, n_boot, _stream(seed, 1), bar.update)
+    bayes = fit_bayes(frame, object=model.object or max(frame.groups, key=lambda g: g.n_levels).name,
+                      family=family.name, link=family.link if family.binary else None, prior=prior,
+                      sampling=sampling)
+    if "fixed" not in bayes.draws:
+        raise BayesreproError("the Bayesian fit has no draws of the fixed effects to rank the levels by")
+    posterior = bayes.draws["fixed"].reshape(-1, len(frame.fixed_names)) @ weights.T
+    replicates = betas @ weights.T
+    estimate = weights @ fit.beta
+    to_scale = get_link(family.link).inverse if family.binary else (lambda v: v)
+    tails = [(1 - prob) / 2, 0.5, (1 + prob) / 2]
+    boot_low, _, boot_high = np.quantile(replicates, tails, axis=0)
+    post_low, post_median, post_high = np.quantile(posterior, tails, axis=0)
+    table = pd.DataFrame({"level": labels[factor].astype(str).to_numpy(),
+                          "rank": _point_ranks(sign * estimate),
+                          "estimate": to_scale(estimate),
+                          "boot_low": to_scale(boot_low), "boot_high": to_scale(boot_high)})
+    boot = rank_statistics(sign * replicates, top, prob, _stream(seed, 2)).add_prefix("boot_")
+    post = rank_statistics(sign * posterior, top, prob, _stream(seed, 3))
+    table = pd.concat([table, boot, pd.DataFrame({"post_median": to_scale(post_median),
+                                                  "post_low": to_scale(post_low),
+                                                  "post_high": to_scale(post_high)}), post], axis=1)
+    notes = list(frame.notes) + [note for note in (family.note,) if note]
+    if unconverged:
+        notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
+    ranking = LevelRanking(
+        formula=model.formula, factor=factor, kind=FIXED, scale="probability" if family.binary else "score", top=top,
+        lower_is_better=lower_is_better, prob=prob, table=table.sort_values("rank", kind="stable").reset_index(drop=True),
+        method="ML (Laplace)" if family.binary else "REML", converged=bool(fit.converged), n_boot=n_boot,
+        bootstrap_unconverged=unconverged, bayes=bayes, seed=seed, notes=notes)
+    ranking.notes += leader_notes(ranking)
+    return ranking
+
+
+def leader_notes(ranking: LevelRanking) -> list[str]:
+    """One sentence where the bootstrap and the posterior put different levels first."""
+    leaders = ranking.leaders()
+    if leaders["bootstrap"] == leaders["bayesian"]:
+        return []
+    rows = ranking.table.set_index("level")
+    boot, post = leaders["bootstrap"], leaders["bayesian"]
+    return [f"the engines disagree about the leader: {boot} is best in {rows.loc[boot, 'boot_p_best']:.0%} of the "
+            f"bootstrap replicates ({post}: {rows.loc[post, 'boot_p_best']:.0%}), but the posterior puts the highest "
+            f"probability of being best on {post} ({rows.loc[post, 'p_best']:.2f}; {boot}: "
+            f"{rows.loc[boot, 'p_best']:.2f})"]
+
+
+def _point_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks of the point estimates, 1 the largest (ties share the better rank)."""
+    return pd.Series(values).rank(ascending=False, method="min").astype(int).to_numpy()
+
+
+def _stream(seed, stream: int) -> np.random.Generator:
+    """An independent random stream of ``seed`` for each use, so that changing one leaves the others."""
+    return np.random.default_rng(None if seed is None else [int(seed), stream])
