@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesreproError
+from .links import get_link
 
 FIXED, GROUPING = "fixed", "grouping"
 
@@ -110,20 +111,62 @@ def rank_levels(model, factor: str, *, top: int = 1, lower_is_better: bool = Fal
     check_bootstrap(n_boot)
     kind = factor_kind(model.spec, factor)
     frame = model.frame
-    if kind == GROUPING:
-        raise BayesreproError(
-            f"--factor '{factor}' is a grouping factor of --formula {model.formula!r}: ranking the levels of a "
-            f"grouping factor is not available yet; write {factor} as a fixed effect (e.g. "
-            f"{frame.response} ~ {factor} + ...) to rank its levels")
-    return _rank_fixed(model, factor, top, lower_is_better, prob, n_boot, sampling, prior)
+    if kind == FIXED:
+        values = _fixed_values(model, factor, top, prob, n_boot, sampling, prior)
+    else:
+        values = _grouping_values(model, factor, top, prob, n_boot, sampling, prior)
+    family = model.family
+    to_scale = get_link(family.link).inverse if family.binary and kind == FIXED else (lambda v: v)
+    sign = -1.0 if lower_is_better else 1.0
+    seed = sampling.seed
+    tails = [(1 - prob) / 2, 0.5, (1 + prob) / 2]
+    post_low, post_median, post_high = np.quantile(values.posterior, tails, axis=0)
+    table = pd.DataFrame({"level": values.labels, "rank": _point_ranks(sign * values.estimate),
+                          "estimate": to_scale(values.estimate),
+                          "boot_low": to_scale(values.low), "boot_high": to_scale(values.high)})
+    boot = rank_statistics(sign * values.replicates, values.top, prob, _stream(seed, 2)).add_prefix("boot_")
+    post = rank_statistics(sign * values.posterior, values.top, prob, _stream(seed, 3))
+    table = pd.concat([table, boot, pd.DataFrame({"post_median": to_scale(post_median),
+                                                  "post_low": to_scale(post_low),
+                                                  "post_high": to_scale(post_high)}), post], axis=1)
+    notes = list(frame.notes) + [note for note in (family.note,) if note] + values.notes
+    if kind == FIXED:
+        scale = "probability" if family.binary else "score"
+    else:
+        scale = "latent effect" if family.binary else "effect"
+    ranking = LevelRanking(
+        formula=model.formula, factor=factor, kind=kind, scale=scale, top=values.top, lower_is_better=lower_is_better,
+        prob=prob, table=table.sort_values("rank", kind="stable").reset_index(drop=True), method=values.method,
+        converged=values.converged, n_boot=len(values.replicates), bootstrap_unconverged=values.unconverged,
+        bayes=values.bayes, seed=seed, notes=notes)
+    ranking.notes += leader_notes(ranking)
+    return ranking
 
 
-def _rank_fixed(model, factor, top, lower_is_better, prob, n_boot, sampling, prior) -> LevelRanking:
-    from .bayes import fit_bayes
+@dataclass
+class LevelValues:
+    """Both engines' values of the levels (larger is better before ``lower_is_better``), on the link scale."""
+
+    labels: np.ndarray           # the levels, as text
+    top: int
+    estimate: np.ndarray         # the frequentist point estimate of each level
+    low: np.ndarray              # its frequentist interval
+    high: np.ndarray
+    replicates: np.ndarray       # frequentist replicates (rows) of every level (columns)
+    posterior: np.ndarray        # posterior draws (rows) of every level (columns)
+    method: str
+    converged: bool
+    unconverged: int
+    bayes: object
+    notes: list[str] = field(default_factory=list)
+
+
+def _fixed_values(model, factor, top, prob, n_boot, sampling, prior) -> LevelValues:
+    """The estimated marginal means of a categorical fixed effect: w'β̂ with its parametric bootstrap, and the
+    posterior's w'β."""
     from .data import is_categorical
     from .frequentist.contrasts import averaging_weights
     from .frequentist.fixed_bootstrap import fixed_effect_replicates
-    from .links import get_link
     from .progress import Progress
 
     frame = model.frame
@@ -134,41 +177,80 @@ def _rank_fixed(model, factor, top, lower_is_better, prob, n_boot, sampling, pri
     top = check_top(top, len(labels), factor)
     family = model.family
     fit = model.engine_fit("ml" if family.binary else "reml")
-    seed = sampling.seed
-    sign = -1.0 if lower_is_better else 1.0
     with Progress("bootstrap", enabled=sampling.show_progress) as bar:
-        betas, unconverged = fixed_effect_replicates(fit, frame, family.binary, n_boot, _stream(seed, 1), bar.update)
-    bayes = fit_bayes(frame, object=model.object or max(frame.groups, key=lambda g: g.n_levels).name,
-                      family=family.name, link=family.link if family.binary else None, prior=prior,
-                      sampling=sampling)
+        betas, unconverged = fixed_effect_replicates(fit, frame, family.binary, n_boot, _stream(sampling.seed, 1),
+                                                     bar.update)
+    bayes = _posterior(model, sampling, prior)
     if "fixed" not in bayes.draws:
         raise BayesreproError("the Bayesian fit has no draws of the fixed effects to rank the levels by")
-    posterior = bayes.draws["fixed"].reshape(-1, len(frame.fixed_names)) @ weights.T
     replicates = betas @ weights.T
-    estimate = weights @ fit.beta
-    to_scale = get_link(family.link).inverse if family.binary else (lambda v: v)
-    tails = [(1 - prob) / 2, 0.5, (1 + prob) / 2]
-    boot_low, _, boot_high = np.quantile(replicates, tails, axis=0)
-    post_low, post_median, post_high = np.quantile(posterior, tails, axis=0)
-    table = pd.DataFrame({"level": labels[factor].astype(str).to_numpy(),
-                          "rank": _point_ranks(sign * estimate),
-                          "estimate": to_scale(estimate),
-                          "boot_low": to_scale(boot_low), "boot_high": to_scale(boot_high)})
-    boot = rank_statistics(sign * replicates, top, prob, _stream(seed, 2)).add_prefix("boot_")
-    post = rank_statistics(sign * posterior, top, prob, _stream(seed, 3))
-    table = pd.concat([table, boot, pd.DataFrame({"post_median": to_scale(post_median),
-                                                  "post_low": to_scale(post_low),
-                                                  "post_high": to_scale(post_high)}), post], axis=1)
-    notes = list(frame.notes) + [note for note in (family.note,) if note]
-    if unconverged:
-        notes.append(f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they are kept")
-    ranking = LevelRanking(
-        formula=model.formula, factor=factor, kind=FIXED, scale="probability" if family.binary else "score", top=top,
-        lower_is_better=lower_is_better, prob=prob, table=table.sort_values("rank", kind="stable").reset_index(drop=True),
-        method="ML (Laplace)" if family.binary else "REML", converged=bool(fit.converged), n_boot=n_boot,
-        bootstrap_unconverged=unconverged, bayes=bayes, seed=seed, notes=notes)
-    ranking.notes += leader_notes(ranking)
-    return ranking
+    low, high = np.quantile(replicates, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+    return LevelValues(
+        labels=labels[factor].astype(str).to_numpy(), top=top, estimate=weights @ fit.beta, low=low, high=high,
+        replicates=replicates, posterior=bayes.draws["fixed"].reshape(-1, len(frame.fixed_names)) @ weights.T,
+        method="ML (Laplace)" if family.binary else "REML", converged=bool(fit.converged), unconverged=unconverged,
+        bayes=bayes, notes=[f"{unconverged} of {n_boot} bootstrap refits did not meet the convergence test; they "
+                            "are kept"] if unconverged else [])
+
+
+def _grouping_values(model, factor, top, prob, n_boot, sampling, prior) -> LevelValues:
+    """The levels' random intercepts of a grouping factor: their conditional modes, with draws from each level's
+    conditional distribution given the data at the fit, and the posterior's draws of the same effects.
+
+    The frequentist replicates keep every level's identity, which a parametric bootstrap that draws new level
+    effects cannot: level j's effect is drawn from N(b̂_j, s_j²), its conditional mode and conditional SD at the
+    ML/REML fit (lme4's ``ranef(condVar = TRUE)``, ``Fit.level_effects``), independently across levels. This is
+    the empirical-Bayes answer: the variance components and β are held at their estimates (a shift of β moves
+    every level alike and leaves the ranks as they are), and the levels' conditional correlations, small where
+    every level is scored on the same items, are left out. Simulating new data around the fitted modes and
+    refitting was not chosen: the refitted modes are shrunk a second time, towards the already shrunk modes, so
+    their spread measures the estimator's noise around the modes rather than the uncertainty about the levels'
+    effects, and the rank intervals come out too narrow. The coverage of the true ranks by the intervals of
+    these draws is checked by simulation (tests/test_rank.py).
+    """
+    frame = model.frame
+    group = next(g for g in frame.groups if g.name == factor)
+    top = check_top(top, group.n_levels, factor)
+    fit = model.fit()
+    effects = fit.level_effects(factor, prob)
+    effects = effects[effects["term"] == "(Intercept)"]
+    if effects.empty:
+        raise BayesreproError(f"--factor '{factor}' has no random intercept in --formula {model.formula!r}: its levels "
+                              f"are ranked by their intercepts, add (1|{factor})")
+    if effects["sd"].isna().any():
+        raise BayesreproError(f"--factor '{factor}': the fit has no conditional SDs of its levels "
+                              f"({'; '.join(effects.attrs.get('notes', [])) or 'moment estimates'}), so their ranks "
+                              "have no frequentist uncertainty; rank a smaller design or --factor a fixed effect")
+    estimate, sd = effects["estimate"].to_numpy(float), effects["sd"].to_numpy(float)
+    replicates = estimate + sd * _stream(sampling.seed, 1).standard_normal((n_boot, len(estimate)))
+    bayes = _posterior(model, sampling, prior)
+    name = f"1|{factor}"
+    if name not in bayes.draws:
+        raise BayesreproError(f"--factor '{factor}': the posterior of this model does not keep the draws of its "
+                              f"levels' effects ({bayes.backend} backend); rank it as a fixed effect instead")
+    labels = [str(level) for level in bayes.draws.coords[f"{factor}__level"]]
+    draws = bayes.draws[name]
+    position = {label: k for k, label in enumerate(labels)}
+    posterior = draws.reshape(-1, draws.shape[-1])[:, [position[str(level)] for level in effects["level"]]]
+    return LevelValues(
+        labels=effects["level"].astype(str).to_numpy(), top=top, estimate=estimate,
+        low=effects["low"].to_numpy(float), high=effects["high"].to_numpy(float), replicates=replicates,
+        posterior=posterior, method=f"{'ML (Laplace)' if model.family.binary else fit.engine_fit.method.upper()}; "
+                                   "conditional modes and SDs",
+        converged=bool(fit.engine_fit.converged), unconverged=0, bayes=bayes,
+        notes=[f"{factor} is a grouping factor: its levels are ranked by their random intercepts; the frequentist "
+               f"columns are {n_boot} draws of every level's effect from its conditional distribution at the fit "
+               "(mode and conditional SD), not refits"])
+
+
+def _posterior(model, sampling, prior):
+    """The model's posterior (``bayes.fit_bayes``), φ's object the model's or the factor with most levels (φ is
+    not reported here, so the default's refusal of an unclear object does not apply)."""
+    from .bayes import fit_bayes
+
+    frame, family = model.frame, model.family
+    return fit_bayes(frame, object=model.object or max(frame.groups, key=lambda g: g.n_levels).name,
+                     family=family.name, link=family.link if family.binary else None, prior=prior, sampling=sampling)
 
 
 def leader_notes(ranking: LevelRanking) -> list[str]:

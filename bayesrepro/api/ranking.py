@@ -7,6 +7,9 @@ import html
 from .display import Result
 
 ESTIMATE_FORMAT = "{:.4g}"
+# what the estimates are, by the ranking's scale
+SCALES = {"probability": "probability of a correct score", "score": "mean score",
+          "effect": "random intercept", "latent effect": "random intercept on the latent scale"}
 
 
 class Ranking(Result):
@@ -94,8 +97,9 @@ class Ranking(Result):
     def _rows(self) -> tuple[list[str], list[list[str]]]:
         """The headings and cells of the printed table."""
         level, top = f"{100 * self.prob:g}%", self.top
-        headings = ["rank", self.factor, "estimate", f"bootstrap {level}", "boot P(best)",
-                    f"boot rank {level}", "posterior", "P(best)", f"P(top {top})", "E[rank]", f"rank {level}"]
+        side = "boot" if self.ranking.kind == "fixed" else "cond"   # bootstrap, or conditional draws
+        headings = ["rank", self.factor, "estimate", f"{side} {level}", f"{side} P(best)",
+                    f"{side} rank {level}", "posterior", "P(best)", f"P(top {top})", "E[rank]", f"rank {level}"]
         number = ESTIMATE_FORMAT.format
         cells = [[str(row.rank), row.level, number(row.estimate), f"[{number(row.boot_low)}, {number(row.boot_high)}]",
                   f"{row.boot_p_best:.3f}", f"[{row.boot_rank_low}, {row.boot_rank_high}]", number(row.post_median),
@@ -107,9 +111,11 @@ class Ranking(Result):
         r = self.ranking
         d = r.bayes.diagnostics
         better = "lower" if r.lower_is_better else "higher"
-        what = "probability of a correct score" if r.scale == "probability" else "mean score"
+        what = SCALES.get(r.scale, r.scale)
+        replicates = (f"{r.n_boot} parametric-bootstrap replicates" if r.kind == "fixed"
+                      else f"{r.n_boot} draws of each level from its conditional distribution")
         return [f"Ranks of {r.factor} in {r.formula} ({what}; {better} is better; rank 1 is the best)",
-                f"  frequentist: {r.method} with {r.n_boot} parametric-bootstrap replicates",
+                f"  frequentist: {r.method}, {replicates}",
                 f"  Bayesian: {d.chains} chains x {d.draws} draws ({r.bayes.backend} backend; "
                 f"{'converged' if d.converged else 'NOT converged'})"]
 
