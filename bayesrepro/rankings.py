@@ -212,17 +212,8 @@ def _grouping_values(model, factor, top, prob, n_boot, sampling, prior) -> Level
     group = next(g for g in frame.groups if g.name == factor)
     top = check_top(top, group.n_levels, factor)
     fit = model.fit()
-    effects = fit.level_effects(factor, prob)
-    effects = effects[effects["term"] == "(Intercept)"]
-    if effects.empty:
-        raise BayesreproError(f"--factor '{factor}' has no random intercept in --formula {model.formula!r}: its levels "
-                              f"are ranked by their intercepts, add (1|{factor})")
-    if effects["sd"].isna().any():
-        raise BayesreproError(f"--factor '{factor}': the fit has no conditional SDs of its levels "
-                              f"({'; '.join(effects.attrs.get('notes', [])) or 'moment estimates'}), so their ranks "
-                              "have no frequentist uncertainty; rank a smaller design or --factor a fixed effect")
-    estimate, sd = effects["estimate"].to_numpy(float), effects["sd"].to_numpy(float)
-    replicates = estimate + sd * _stream(sampling.seed, 1).standard_normal((n_boot, len(estimate)))
+    effects, replicates = conditional_draws(fit, factor, prob, n_boot, _stream(sampling.seed, 1))
+    estimate = effects["estimate"].to_numpy(float)
     bayes = _posterior(model, sampling, prior)
     name = f"1|{factor}"
     if name not in bayes.draws:
@@ -241,6 +232,22 @@ def _grouping_values(model, factor, top, prob, n_boot, sampling, prior) -> Level
         notes=[f"{factor} is a grouping factor: its levels are ranked by their random intercepts; the frequentist "
                f"columns are {n_boot} draws of every level's effect from its conditional distribution at the fit "
                "(mode and conditional SD), not refits"])
+
+
+def conditional_draws(fit, factor: str, prob: float, n: int, rng: np.random.Generator):
+    """The random intercepts of ``factor``'s levels at ``fit`` (an ``api.Fit``: ``level_effects``' rows of the
+    "(Intercept)" term) and ``n`` draws (rows) of every level's effect (columns) from N(mode, conditional SD²)."""
+    effects = fit.level_effects(factor, prob)
+    effects = effects[effects["term"] == "(Intercept)"].reset_index(drop=True)
+    if effects.empty:
+        raise BayesreproError(f"--factor '{factor}' has no random intercept in --formula {fit.engine_fit.formula!r}: its levels "
+                              f"are ranked by their intercepts, add (1|{factor})")
+    if effects["sd"].isna().any():
+        raise BayesreproError(f"--factor '{factor}': the fit has no conditional SDs of its levels "
+                              f"({'; '.join(effects.attrs.get('notes', [])) or 'moment estimates'}), so their ranks "
+                              "have no frequentist uncertainty; rank a smaller design or --factor a fixed effect")
+    estimate, sd = effects["estimate"].to_numpy(float), effects["sd"].to_numpy(float)
+    return effects, estimate + sd * rng.standard_normal((n, len(estimate)))
 
 
 def _posterior(model, sampling, prior):

@@ -188,3 +188,57 @@ def test_python_errors_name_the_arguments(separated):
         model.rank(top=9)
     with pytest.raises(br.BayesreproError, match=r"factor='model'"):
         model.rank(factor="model")
+
+
+# --- a grouping factor ---------------------------------------------------------------------------------------------
+
+def test_the_levels_of_a_grouping_factor_are_ranked_by_their_effects(separated, tmp_path, capsys):
+    formula = "acc ~ 1 + (1|system) + (1|item)"
+    ranking = br.Model(formula, separated).rank(top=2, **SHORT)
+    table = ranking.table
+    assert list(table["level"]) == ["sota", "large", "mid", "small", "base"]
+    assert table.iloc[0]["p_best"] > 0.99 and table.iloc[0]["boot_p_best"] > 0.99
+    assert table["expected_rank"].sum() == pytest.approx(15.0) and table["boot_expected_rank"].sum() == pytest.approx(15.0)
+    # the effects are deviations from the intercept: they straddle zero, in the order of the true means
+    assert table["estimate"].iloc[0] > 0 > table["estimate"].iloc[-1]
+    assert ranking.to_dict()["kind"] == "grouping" and "grouping factor" in " ".join(ranking.notes)
+    path = tmp_path / "board.csv"
+    separated.to_csv(path, index=False)
+    assert cli.main(["rank", str(path), "--formula", formula, "--top", "2", *SHORT_FLAGS, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(ranking.to_dict()))
+
+
+def _coverage_study(binary: bool, data_sets: int, levels: int = 10, items: int = 100):
+    """Data with known level effects of a grouping factor: how often the leader by P(best) is truly best, its mean
+    P(best), and how often the 90 % rank intervals hold the true ranks."""
+    from bayesrepro.rankings import conditional_draws
+
+    leaders, chances, covered = [], [], []
+    for d in range(data_sets):
+        rng = np.random.default_rng(100 + d)
+        effect = rng.normal(0, 0.3, levels)
+        s, i = (a.ravel() for a in np.meshgrid(np.arange(levels), np.arange(items), indexing="ij"))
+        eta = effect[s] + rng.normal(0, 1, items)[i]
+        y = (rng.random(s.size) < 1 / (1 + np.exp(-eta))).astype(int) if binary else eta + rng.normal(0, 1, s.size)
+        data = pd.DataFrame({"system": [f"s{j:02d}" for j in s], "item": [f"q{j}" for j in i], "y": y})
+        fit = br.Model("y ~ 1 + (1|system) + (1|item)", data).fit()
+        effects, draws = conditional_draws(fit, "system", 0.95, 2000, np.random.default_rng(d))
+        ranks = rank_statistics(draws, 1, 0.9, np.random.default_rng(d))
+        truth = pd.Series(effect, index=[f"s{j:02d}" for j in range(levels)]).rank(ascending=False)
+        true_rank = truth.loc[effects["level"]].to_numpy()
+        leader = int(np.argmax(ranks["p_best"]))
+        leaders.append(true_rank[leader] == 1)
+        chances.append(ranks["p_best"].iloc[leader])
+        covered.extend((ranks["rank_low"] <= true_rank) & (true_rank <= ranks["rank_high"]))
+    return np.array(leaders), np.array(chances), np.mean(covered)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("binary", [False, True])
+def test_conditional_draws_of_level_effects_are_calibrated(binary):
+    # the leader's P(best) is the rate at which it is truly best (within three Monte-Carlo SEs); the discrete rank
+    # intervals hold the true ranks at least at their nominal rate (measured: 0.985 Gaussian, 0.974 binary, with
+    # 0.694 vs 0.715 and 0.551 vs 0.560 for the leader)
+    leaders, chances, coverage = _coverage_study(binary, data_sets=200)
+    assert abs(leaders.mean() - chances.mean()) < 3 * leaders.std() / np.sqrt(len(leaders))
+    assert coverage >= 0.88
