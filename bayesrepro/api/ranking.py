@@ -69,7 +69,9 @@ class Ranking(Result):
         """
         from ..plots import rank_intervals
 
-        return rank_intervals(self.table, self.factor, self.prob, title or f"Ranks of {self.factor}: {self.ranking.formula}")
+        frequentist = "bootstrap" if self.ranking.kind == "fixed" else "conditional draws"
+        return rank_intervals(self.table, self.factor, self.prob,
+                              title or f"Ranks of {self.factor}: {self.ranking.formula}", frequentist)
 
     def _problems(self) -> list[str]:
         r = self.ranking
