@@ -278,3 +278,23 @@ def test_posterior_ranks_of_a_binary_leaderboard_match_brms(tmp_path):
     ours = br.Model(BINARY_FORMULA, data).rank(n_boot=100, seed=1).table.set_index("level").loc[brms["systems"]]
     assert ours["p_best"].to_numpy() == pytest.approx(np.array(brms["p_best"]), abs=0.03)
     assert ours["expected_rank"].to_numpy() == pytest.approx(np.array(brms["expected_rank"]), abs=0.15)
+
+
+def test_newton_refits_of_binary_cells_reach_the_general_searchs_optimum():
+    from bayesrepro.frequentist.binary_bootstrap import cell_refit
+    from bayesrepro.frequentist.fixed_bootstrap import CellRefit
+    from bayesrepro.links import get_link
+
+    model = br.Model(BINARY_FORMULA, binary_leaderboard(TWELVE, items=200, seed=4))
+    fit, cells = model.engine_fit("ml"), model.frame.binomial()
+    link = get_link(fit.link)
+    refit = CellRefit(cells, fit, link)
+    assert refit.factor is not None
+    rng = np.random.default_rng(0)
+    se = np.sqrt(np.diag(fit.covariance))
+    for _ in range(3):
+        eta = cells.X @ fit.beta + rng.normal(0.0, np.sqrt(fit.variances["item"]), cells.n_levels["item"])[cells.codes[0]]
+        successes = rng.binomial(cells.trials.astype(np.int64), link.inverse(eta)).astype(float)
+        beta, converged = refit.beta(successes)
+        _, params, _ = cell_refit(cells, successes, link, refit.start)
+        assert converged and np.max(np.abs(beta - params[len(fit.theta):]) / se) < 1e-3
