@@ -13,6 +13,11 @@ For a categorical fixed effect the values are its estimated marginal means
 the β̂ of data simulated from the fit and refitted
 (``frequentist.fixed_bootstrap``). Binary scores are ranked on the link scale
 and their means shown as probabilities: the inverse link keeps the order.
+
+For a grouping factor the values are its levels' random intercepts: the
+posterior's draws of them, and draws from each level's conditional
+distribution at the frequentist fit (``_grouping_values`` says why not a
+bootstrap).
 """
 
 from __future__ import annotations
@@ -35,12 +40,12 @@ class LevelRanking:
     formula: str
     factor: str
     kind: str                    # FIXED or GROUPING
-    scale: str                   # what ``estimate`` is: "score" or "probability"
+    scale: str                   # what ``estimate`` is: "score", "probability", "effect" or "latent effect"
     top: int
     lower_is_better: bool
     prob: float
     table: pd.DataFrame
-    method: str                  # of the frequentist fit: "REML" or "ML (Laplace)"
+    method: str                  # of the frequentist fit, as printed
     converged: bool              # the frequentist fit
     n_boot: int
     bootstrap_unconverged: int
