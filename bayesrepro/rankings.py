@@ -220,14 +220,9 @@ def _grouping_values(model, factor, top, prob, n_boot, sampling, prior) -> Level
     effects, replicates = conditional_draws(fit, factor, prob, n_boot, _stream(sampling.seed, 1))
     estimate = effects["estimate"].to_numpy(float)
     bayes = _posterior(model, sampling, prior)
-    name = f"1|{factor}"
-    if name not in bayes.draws:
-        raise BayesreproError(f"--factor '{factor}': the posterior of this model does not keep the draws of its "
-                              f"levels' effects ({bayes.backend} backend); rank it as a fixed effect instead")
-    labels = [str(level) for level in bayes.draws.coords[f"{factor}__level"]]
-    draws = bayes.draws[name]
-    position = {label: k for k, label in enumerate(labels)}
-    posterior = draws.reshape(-1, draws.shape[-1])[:, [position[str(level)] for level in effects["level"]]]
+    draws, labels = bayes.level_effect_draws(factor)
+    position = {str(label): k for k, label in enumerate(labels)}
+    posterior = draws[:, [position[str(level)] for level in effects["level"]]]
     return LevelValues(
         labels=effects["level"].astype(str).to_numpy(), top=top, estimate=estimate,
         low=effects["low"].to_numpy(float), high=effects["high"].to_numpy(float), replicates=replicates,
@@ -245,8 +240,8 @@ def conditional_draws(fit, factor: str, prob: float, n: int, rng: np.random.Gene
     effects = fit.level_effects(factor, prob)
     effects = effects[effects["term"] == "(Intercept)"].reset_index(drop=True)
     if effects.empty:
-        raise BayesreproError(f"--factor '{factor}' has no random intercept in --formula {fit.engine_fit.formula!r}: its levels "
-                              f"are ranked by their intercepts, add (1|{factor})")
+        raise BayesreproError(f"--factor '{factor}' has no random intercept in --formula {fit.engine_fit.formula!r}: "
+                              f"its levels are ranked by their intercepts, add (1|{factor})")
     if effects["sd"].isna().any():
         raise BayesreproError(f"--factor '{factor}': the fit has no conditional SDs of its levels "
                               f"({'; '.join(effects.attrs.get('notes', [])) or 'moment estimates'}), so their ranks "
