@@ -30,7 +30,9 @@ class Ranking(Result):
         (``boot_low``, ``boot_high``); the bootstrap's ``boot_p_best``, ``boot_p_top``, ``boot_expected_rank``,
         ``boot_rank_low`` and ``boot_rank_high``; the posterior median of the mean with its interval
         (``post_median``, ``post_low``, ``post_high``) and the posterior ``p_best``, ``p_top`` (rank at most
-        ``top``), ``expected_rank``, ``rank_low`` and ``rank_high``.
+        ``top``), ``expected_rank``, ``rank_low`` and ``rank_high``. For a grouping factor the estimate is the
+        level's random intercept (its conditional mode) and the ``boot_`` columns summarise draws from each level's
+        conditional distribution at the fit instead of bootstrap refits.
     factor : str
         The ranked factor.
     top : int
