@@ -188,6 +188,8 @@ def test_python_errors_name_the_arguments(separated):
         model.rank(top=9)
     with pytest.raises(br.BayesreproError, match=r"factor='model'"):
         model.rank(factor="model")
+    with pytest.raises(br.BayesreproError, match=r"^prior='nope' is unknown; choose one of: .*brms"):
+        model.rank(prior="nope")
 
 
 # --- a grouping factor ---------------------------------------------------------------------------------------------

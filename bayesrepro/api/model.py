@@ -427,9 +427,13 @@ class Model:
             ``to_dict()`` equals ``bayesrepro rank --json``.
         """
         from ..bayes.sampling import SamplingSettings
+        from ..choices import PRIOR_CHOICES
+        from ..errors import BayesreproError
         from ..rankings import rank_levels
         from .ranking import Ranking
 
+        if prior is not None and prior not in PRIOR_CHOICES:
+            raise BayesreproError(f"--prior '{prior}' is unknown; choose one of: {', '.join(PRIOR_CHOICES)}")
         settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed,
                                     allow_unconverged=allow_unconverged, progress=self.progress,
                                     target_accept=target_accept)
