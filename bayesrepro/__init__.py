@@ -23,6 +23,7 @@ _EXPORTS = {
     "GlrtTest": "bayesrepro.api.results",
     "Comparison": "bayesrepro.api.results",
     "PowerPlan": "bayesrepro.api.planning",
+    "Ranking": "bayesrepro.api.ranking",
     "krippendorff_alpha": "bayesrepro.instruments.agreement",
     "baselines": "bayesrepro.api.baselines",
     "Baselines": "bayesrepro.api.baselines",

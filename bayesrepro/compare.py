@@ -35,11 +35,9 @@ from .design import ModelFrame, model_frame, parse_formula, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.binary_slope_bootstrap import binary_slope_bootstrap
-from .frequentist.bootstrap_test import BATCH, ResponseSimulator, model_map, null_model
-from .frequentist.deviance import ProfiledDeviance
+from .frequentist.bootstrap_test import reml_refits
 from .frequentist.fitting import fit_frame
 from .frequentist.lmm import LmmFit
-from .frequentist.optimise import BOUNDARY_THETA, optimise
 from .frequentist.reference import AUTO, SATTERTHWAITE
 from .frequentist.covariance_structure import TERM_VARIANCE_NOTE
 from .frequentist.slope_variance_bootstrap import slope_variance_bootstrap
@@ -284,24 +282,14 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     grouped sums by a producer is resampled as one built from rows.
     ``progress(fraction)`` is told how far it got.
     """
-    simulator = ResponseSimulator(frame.stats())
-    truth = null_model(fit, frame, frame, frame.X_cells)     # the fit itself, written on its own design
-    restated = model_map(frame, frame, frame.X_cells)
-    objective = ProfiledDeviance(frame.stats(), reml=True)
-    start = np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta)
     rows, unconverged = [], 0
     with numerical_work():
-        for first in range(0, n_boot, BATCH):
-            u_y, yty = simulator.draw(truth.coefficients(rng, min(BATCH, n_boot - first)), truth.sigma, rng)
-            for draw_u_y, draw_yty in zip(u_y, yty):
-                y_sum = float(draw_u_y[:simulator.n1].sum())   # the dominant factor's levels partition the rows
-                refit = objective.with_stats(restated.restate(draw_u_y, draw_yty, y_sum, frame.n_fixed))
-                theta, converged, _ = optimise(refit, start, polish=False)
-                unconverged += not converged
-                sigma2 = refit.sigma2(refit.solve(theta))
-                rows.append([sigma2 * t * t for t in theta] + [sigma2])
-                if progress is not None:
-                    progress(len(rows) / n_boot)
+        for refit, solution, converged in reml_refits(fit, frame, n_boot, rng):
+            unconverged += not converged
+            sigma2 = refit.sigma2(solution)
+            rows.append([sigma2 * t * t for t in solution.theta] + [sigma2])
+            if progress is not None:
+                progress(len(rows) / n_boot)
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
 
 

@@ -123,6 +123,10 @@ BOOTSTRAP_SAMPLES = Count("--bootstrap-samples", 20, 10_000,
                           "10,000 give a p-value near 0.05 a Monte-Carlo standard error of 0.002")
 NAGQ = Count("--nagq", 1, 25, "1 is the Laplace approximation")
 
+# --- rank ---------------------------------------------------------------------------------------------------------
+# the k of P(top k); the model's levels bound it further once the data are read
+TOP = Count("--top", 1, 1_000_000, "at most the number of levels ranked")
+
 # --- instruments --------------------------------------------------------------------------------------------------
 RESAMPLES = Count("--resamples", 1, 10_000_000, "10,000 resolve p = 0.001")
 BUDGETS = Count("--budgets", 1, 1_000_000)

@@ -235,6 +235,37 @@ def _spread(table: pd.DataFrame, centre: str, low: str, high: str) -> np.ndarray
     return np.vstack([np.clip(c - table[low].to_numpy(float), 0, None), np.clip(table[high].to_numpy(float) - c, 0, None)])
 
 
+@_literal_text
+def rank_intervals(table: pd.DataFrame, factor: str, prob: float = 0.95, title: str | None = None,
+                   frequentist: str = "bootstrap"):
+    """A leaderboard's ranks: one line per level in the order of its expected rank (best at the top), the
+    posterior's expected rank and rank interval next to the frequentist one (``frequentist`` names its draws in
+    the legend); rank 1 on the left."""
+    for column in ("level", "expected_rank", "rank_low", "rank_high", "boot_expected_rank", "boot_rank_low",
+                   "boot_rank_high"):
+        if column not in table.columns:
+            raise BayesreproError(f"rank_intervals needs column '{column}' in the table of ranks")
+    from matplotlib.ticker import MaxNLocator
+
+    ordered = table.sort_values("expected_rank", kind="stable")
+    figure, ax = _figure(7.5, 0.32 * len(ordered) + 1.8)
+    y = np.arange(len(ordered))[::-1]
+    ax.errorbar(ordered["boot_expected_rank"], y + 0.15,
+                xerr=_spread(ordered, "boot_expected_rank", "boot_rank_low", "boot_rank_high"), fmt=FREQ["marker"],
+                color=FREQ["color"], capsize=3, label=f"{frequentist}: mean rank, {_level(prob)} rank interval")
+    ax.errorbar(ordered["expected_rank"], y - 0.15, xerr=_spread(ordered, "expected_rank", "rank_low", "rank_high"),
+                fmt=BAYES["marker"], mfc="white", color=BAYES["color"], capsize=3,
+                label=f"posterior: expected rank, {_level(prob)} rank interval")
+    ax.set_yticks(y, [str(level) for level in ordered["level"]], fontsize=8 if len(ordered) <= 30 else 6)
+    ax.set_xlim(0.5, len(ordered) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("rank (1 = best)")
+    ax.set_ylabel(str(factor))
+    figure.legend(fontsize=7, loc="outside lower center", ncol=2, frameon=False)
+    ax.set_title(title or f"Ranks of {factor}", fontsize=9)
+    return figure
+
+
 # Up to this many levels a caterpillar panel names each one; beyond, levels are ranked without names.
 NAMED_LEVELS = 40
 

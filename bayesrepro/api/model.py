@@ -388,6 +388,61 @@ class Model:
         return Comparison(side, planning)
 
     @public
+    def rank(self, factor: str = "system", top: int = 1, lower_is_better: bool = False, prob: float = 0.95,
+             n_boot: int = DEFAULT_BOOTSTRAP, seed: int | None = 0, draws: int = 1000, tune: int = 1000,
+             chains: int = 4, prior: str | None = None, allow_unconverged: bool = False,
+             target_accept: float = 0.95):
+        """A leaderboard of the levels of ``factor`` with the uncertainty of every rank, from both engines.
+
+        Rank 1 is the best. For every level: the frequentist estimate of its mean with a parametric-bootstrap
+        interval, the share of bootstrap replicates in which it is best and its bootstrap rank interval; the
+        posterior probability that it is best (``p_best``) and in the top ``top`` (``p_top``), its expected rank and
+        rank interval. A note says where the engines disagree about the leader.
+
+        Parameters
+        ----------
+        factor : str, default "system"
+            A categorical fixed effect of the formula (its estimated marginal means are ranked, link scale for
+            0/1 scores).
+        top : int, default 1
+            The k of ``p_top``, from 1 to the number of levels.
+        lower_is_better : bool, default False
+            Rank the smallest mean first (error rates, TER).
+        prob : float, default 0.95
+            Probability of every interval, the rank intervals' included.
+        n_boot : int, default 300
+            Parametric bootstrap replicates: data simulated from the fit and refitted.
+        seed : int or None, default 0
+            Seed of the bootstrap and the sampler; None draws a fresh one.
+        draws, tune, chains : int, default 1000, 1000 and 4
+            The sampler's draws and tuning steps per chain, and its number of chains, as in ``sample``.
+        prior : {"scaled", "bambi", "r2d2", "brms"}, optional
+            Family of priors, as in ``sample``.
+        allow_unconverged : bool, default False
+            Report the draws even if the sampler did not converge.
+        target_accept : float, default 0.95
+            NUTS's target acceptance rate, as in ``sample``.
+
+        Returns
+        -------
+        Ranking
+            ``to_dict()`` equals ``bayesrepro rank --json``.
+        """
+        from ..bayes.sampling import SamplingSettings
+        from ..choices import PRIOR_CHOICES
+        from ..errors import BayesreproError
+        from ..rankings import rank_levels
+        from .ranking import Ranking
+
+        if prior is not None and prior not in PRIOR_CHOICES:
+            raise BayesreproError(f"--prior '{prior}' is unknown; choose one of: {', '.join(PRIOR_CHOICES)}")
+        settings = SamplingSettings(draws=draws, tune=tune, chains=chains, seed=seed,
+                                    allow_unconverged=allow_unconverged, progress=self.progress,
+                                    target_accept=target_accept)
+        return Ranking(rank_levels(self, factor, top=top, lower_is_better=lower_is_better, prob=prob, n_boot=n_boot,
+                                   sampling=settings, prior=prior))
+
+    @public
     def plan(self, contrast: str | None = None, vary: dict | None = None, *, effect: float | None = None,
              replicates: int = 1, simulations: int = 500, seed: int = 0, workers: int | None = None,
              alpha: float = 0.05, test: str = "auto", cost=None, budget: float | None = None,

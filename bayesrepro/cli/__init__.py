@@ -24,7 +24,7 @@ from .contained import DEBUG_VARIABLE, run_contained
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "effects", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
-            "circularity", "baselines", "import_logs", "plan")
+            "circularity", "baselines", "import_logs", "plan", "rank")
 EXIT_INTERNAL = 1
 
 

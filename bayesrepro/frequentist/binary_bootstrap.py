@@ -44,9 +44,16 @@ class RefitModel:
 
     def deviance(self, successes: np.ndarray, link) -> tuple[float, bool]:
         counts = np.bincount(self.row_cell, weights=successes, minlength=self.cells.n_cells)
-        laplace = LaplaceDeviance(dataclasses.replace(self.cells, successes=counts, log_coefficient=0.0), link)
-        params, converged, _ = optimise(laplace, self.start, polish=False)
+        laplace, params, converged = cell_refit(self.cells, counts, link, self.start)
         return laplace(params), converged
+
+
+def cell_refit(cells: BinomialCells, successes: np.ndarray, link, start: np.ndarray):
+    """The Laplace criterion of ``cells`` with new ``successes``, the (θ, β) minimising it from ``start``, and
+    whether the search converged."""
+    laplace = LaplaceDeviance(dataclasses.replace(cells, successes=successes, log_coefficient=0.0), link)
+    params, converged, _ = optimise(laplace, start, polish=False)
+    return laplace, params, converged
 
 
 @dataclass(frozen=True)

@@ -230,6 +230,29 @@ def null_model(fit0: LmmFit, frame0: ModelFrame, frame1: ModelFrame, x0_on_h1_ce
     return NullModel(np.concatenate(sd), fixed, float(np.sqrt(fit0.variances["Residual"])))
 
 
+def reml_refits(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator):
+    """REML refits of ``n_boot`` responses simulated from ``fit`` itself, one at a time.
+
+    Each replicate draws new level effects of every grouping factor and new
+    residuals from the fitted variances, keeps Xβ̂, and is refitted by REML from
+    the fitted θ, in the statistics (no rows). Yields ``(criterion, solution,
+    converged)``: the replicate's REML criterion, its ``Solution`` at the refitted
+    θ (β in the frame's coordinates) and whether the search converged.
+    """
+    simulator = ResponseSimulator(frame.stats())
+    truth = null_model(fit, frame, frame, frame.X_cells)     # the fit itself, written on its own design
+    restated = model_map(frame, frame, frame.X_cells)
+    objective = ProfiledDeviance(frame.stats(), reml=True)
+    start = np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta)
+    for first in range(0, n_boot, BATCH):
+        u_y, yty = simulator.draw(truth.coefficients(rng, min(BATCH, n_boot - first)), truth.sigma, rng)
+        for draw_u_y, draw_yty in zip(u_y, yty):
+            y_sum = float(draw_u_y[:simulator.n1].sum())   # the dominant factor's levels partition the rows
+            refit = objective.with_stats(restated.restate(draw_u_y, draw_yty, y_sum, frame.n_fixed))
+            theta, converged, _ = optimise(refit, start, polish=False)
+            yield refit, refit.solve(theta), converged
+
+
 @dataclass(frozen=True)
 class BootstrapJob:
     """Everything a worker needs to simulate under H0 and refit both models: no rows, no frames."""

@@ -124,8 +124,7 @@ def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
 
         return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
                             lambda: fit_monte_carlo_laplace(frame, family, notes, reason=reason))
-    if frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
-                                 coupling_beyond_cells([group.n_levels for group in frame.groups])):
+    if fitted_on_rows(frame, nagq):
         from .binary_slopes import fit_binary_slopes
 
         return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
@@ -157,6 +156,13 @@ def _monte_carlo_reason(frame: ModelFrame, family: Family, nagq: int) -> str:
               f"factorisation (memory limit {format_bytes(limit)}, --max-memory)")
     announce_path(f"ML by Laplace with Monte Carlo traces: {reason}", None)
     return reason
+
+
+def fitted_on_rows(frame: ModelFrame, nagq: int = 1) -> bool:
+    """Whether ``fit_glmm_frame`` fits ``frame`` on its rows by the sparse Laplace criterion (random slopes, or
+    crossed factors coupling more levels than the cell engine holds) rather than on its binomial cells."""
+    return frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
+                                     coupling_beyond_cells([group.n_levels for group in frame.groups]))
 
 
 def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",

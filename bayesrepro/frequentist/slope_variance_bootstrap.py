@@ -23,24 +23,32 @@ from .slope_bootstrap import random_factor, row_model, simulated_effects
 from .sparse_deviance import SparseProfiledDeviance
 
 
-def slope_variance_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
-                             progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
-    """REML term variances of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge."""
+def slope_reml_refits(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator):
+    """REML refits of ``n_boot`` responses simulated on the rows from ``fit``, one at a time: yields
+    ``(criterion, θ, converged)``, the replicate's sparse REML criterion (``criterion.solve(θ).beta`` its fixed
+    effects), the refitted θ and whether the search converged."""
     frame = frame.require_rows("a parametric bootstrap of a model with random slopes")
     model = row_model(frame, fit)
     design = model.design
     mean = frame.X @ fit.beta
     factor = random_factor(design, fit.theta)
     sigma = fit.residual_sd
+    for _ in range(n_boot):
+        y = mean + sigma * (simulated_effects(factor, rng) + rng.standard_normal(len(mean)))
+        objective = SparseProfiledDeviance(design, frame.X, y, reml=True)
+        theta, converged, _ = bounded_minimum(objective, model.start, design.diagonal)
+        yield objective, theta, converged
+
+
+def slope_variance_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
+                             progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
+    """REML term variances of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge."""
     rows, unconverged = [], 0
     with numerical_work():
-        for replicate in range(n_boot):
-            y = mean + sigma * (simulated_effects(factor, rng) + rng.standard_normal(len(mean)))
-            objective = SparseProfiledDeviance(design, frame.X, y, reml=True)
-            theta, converged, _ = bounded_minimum(objective, model.start, design.diagonal)
+        for objective, theta, converged in slope_reml_refits(fit, frame, n_boot, rng):
             unconverged += not converged
             sigma2 = objective.sigma2(objective.solve(theta))
-            rows.append(term_variances(design, theta, sigma2) | {"Residual": sigma2})
+            rows.append(term_variances(objective.design, theta, sigma2) | {"Residual": sigma2})
             if progress is not None:
-                progress((replicate + 1) / n_boot)
+                progress(len(rows) / n_boot)
     return pd.DataFrame(rows, columns=list(fit.variances)), unconverged
