@@ -78,12 +78,12 @@ def test_each_command_reference_equals_its_help(cli_reference):
 
 def test_a_new_command_joins_the_reference(cli_reference):
     parser = build_parser()
-    extra = [a for a in parser._actions if a.dest == "command"][0].add_parser("rank", help="rank the systems",
-                                                                              description="rank the systems")
+    extra = [a for a in parser._actions if a.dest == "command"][0].add_parser("tabulate", help="tabulate the systems",
+                                                                              description="tabulate the systems")
     extra.add_argument("--top", type=int, help="how many to show (default: %(default)s)", default=3)
-    rank = [c for c in cli_reference.command_references(parser) if c.name == "rank"]
-    assert rank and rank[0].arguments[-1].invocation == "--top TOP"
-    assert rank[0].arguments[-1].help == "how many to show (default: 3)"
+    added = [c for c in cli_reference.command_references(parser) if c.name == "tabulate"]
+    assert added and added[0].arguments[-1].invocation == "--top TOP"
+    assert added[0].arguments[-1].help == "how many to show (default: 3)"
 
 
 def toctree_entries(page: Path) -> list[str]:

@@ -63,6 +63,7 @@ def results():
             "GlrtTest": model.glrt(h0="score ~ 1 + (1|item) + (1|system:seed)", bootstrap_samples=100, seed=1),
             "Posterior": model.sample(seed=1, **short),
             "LevelEffects": model.effects(),
+            "Ranking": model.rank(factor="system", n_boot=100, seed=1, **short),
             "Comparison": model.compare(n_boot=100, seed=1, **short),
             "PowerPlan": model.plan(vary={"seed": [2, 5]}, simulations=0),
             "Baselines": br.baselines(_binary(), score="correct", item="item", system="system"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 from .display import Result
 
 ESTIMATE_FORMAT = "{:.4g}"
@@ -131,12 +129,13 @@ class Ranking(Result):
         lines = self._heading() + ["", line(headings)] + [line(row) for row in cells]
         return "\n".join(lines + [""] + [f"note: {note}" for note in self.notes]).rstrip()
 
-    def _repr_html_(self) -> str:
+    def _html_header(self) -> str:
+        return self._heading()[0]
+
+    def _html_tables(self) -> list:
+        import pandas as pd
+
         headings, cells = self._rows()
-        escape = html.escape
-        head = "".join(f"<th>{escape(h)}</th>" for h in headings)
-        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in cells)
-        lines = "".join(f"<p>{escape(text.strip())}</p>" for text in self._heading())
-        notes = "".join(f"<li>{escape(note)}</li>" for note in self.notes)
-        return (f"<div>{lines}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                + (f"<ul>{notes}</ul>" if notes else "") + "</div>")
+        frequentist, bayesian = (text.strip() for text in self._heading()[1:])
+        return [(f"{frequentist}; {bayesian}", pd.DataFrame(cells, columns=headings))]
+
