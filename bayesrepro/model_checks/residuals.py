@@ -1,0 +1,122 @@
+"""Residuals of a fitted model: response, Pearson and deviance (as lme4 defines them), and simulation-based
+randomized quantile residuals (Dunn & Smyth 1996; the simulated form of DHARMa).
+
+The quantile residual of an observation is its rank among values simulated from the fitted model, randomized
+between the ranks it ties with: with S simulations, (#{s < y} + U·(#{s = y} + 1)) / (S + 1), U uniform. When the
+observed value and the simulated ones are exchangeable (the model is right), this is exactly uniform on (0, 1),
+for continuous and for 0/1 scores alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import xlogy
+from scipy.stats import rankdata
+
+
+def quantile_residuals(observed: np.ndarray, simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The randomized quantile residual of every observation among its simulated values.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The n observed scores.
+    simulated : numpy.ndarray
+        n × S scores simulated from the fitted model, one column per simulated data set.
+    rng : numpy.random.Generator
+        Source of the randomization between tied ranks.
+
+    Returns
+    -------
+    numpy.ndarray
+        n residuals in (0, 1).
+    """
+    observed = np.asarray(observed, dtype=float)
+    simulated = np.asarray(simulated, dtype=float)
+    less = (simulated < observed[:, None]).sum(axis=1)
+    tied = (simulated == observed[:, None]).sum(axis=1)
+    return (less + rng.uniform(size=len(observed)) * (tied + 1)) / (simulated.shape[1] + 1)
+
+
+def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Every simulated data set's quantile residuals among the other simulated data sets.
+
+    Each column plays the observed scores once, ranked among the S − 1 other columns: the reference
+    distribution of any statistic of the residuals, with the same dependence between rows (shared levels)
+    as the observed residuals have under the model.
+
+    Parameters
+    ----------
+    simulated : numpy.ndarray
+        n × S simulated scores.
+    rng : numpy.random.Generator
+        Source of the randomization between tied ranks.
+
+    Returns
+    -------
+    numpy.ndarray
+        n × S residuals in (0, 1).
+    """
+    simulated = np.asarray(simulated, dtype=float)
+    low = rankdata(simulated, method="min", axis=1) - 1     # values below, among all columns
+    high = rankdata(simulated, method="max", axis=1)        # values at most equal, itself included
+    tied_others = high - low - 1
+    return (low + rng.uniform(size=simulated.shape) * (tied_others + 1)) / simulated.shape[1]
+
+
+def pearson_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,
+                      trials: np.ndarray | None = None) -> np.ndarray:
+    """Pearson residuals as lme4's ``residuals(m, type = "pearson")``.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The scores: Gaussian scores, 0/1 scores, or successes out of ``trials``.
+    fitted : numpy.ndarray
+        The conditional fitted values: the mean, or the probability of success.
+    binary : bool
+        Whether the model is binomial.
+    trials : numpy.ndarray, optional
+        Trials of every row of a binomial model (None: one each).
+
+    Returns
+    -------
+    numpy.ndarray
+        For a Gaussian fit the response residual y − ŷ (lme4 does not scale it by σ); for a binomial fit
+        √n (y/n − μ) / √(μ(1 − μ)), y/n the observed proportion.
+    """
+    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    if not binary:
+        return observed - fitted
+    n = np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)
+    return np.sqrt(n) * (observed / n - fitted) / np.sqrt(fitted * (1.0 - fitted))
+
+
+def deviance_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,
+                       trials: np.ndarray | None = None) -> np.ndarray:
+    """Deviance residuals as lme4's ``residuals(m, type = "deviance")``.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The scores: Gaussian scores, 0/1 scores, or successes out of ``trials``.
+    fitted : numpy.ndarray
+        The conditional fitted values: the mean, or the probability of success.
+    binary : bool
+        Whether the model is binomial.
+    trials : numpy.ndarray, optional
+        Trials of every row of a binomial model (None: one each).
+
+    Returns
+    -------
+    numpy.ndarray
+        For a Gaussian fit y − ŷ; for a binomial fit sign(y/n − μ) times the square root of the row's unit
+        deviance 2[y log(y/(nμ)) + (n − y) log((n − y)/(n(1 − μ)))].
+    """
+    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    if not binary:
+        return observed - fitted
+    n = np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)
+    failures = n - observed
+    unit = 2.0 * (xlogy(observed, observed / (n * fitted)) + xlogy(failures, failures / (n * (1.0 - fitted))))
+    return np.sign(observed / n - fitted) * np.sqrt(np.maximum(unit, 0.0))

@@ -1,0 +1,254 @@
+"""The tests of a model check, each read against the same statistic of data sets simulated from the model.
+
+Rows that share a level share its effect, so residuals of a mixed model are not independent, and the textbook
+reference distributions (Kolmogorov's for the KS distance, χ² for sums of squares) do not hold for them. Each
+test here computes its statistic on the observed scores and on every simulated data set (which has the
+model's dependence between rows) and reads the observed value's Monte-Carlo p-value against the simulated
+ones, (1 + #{simulated ≥ observed}) / (S + 1): exact when the fitted model is the truth, conservative in
+the measure the fit adapts to its own data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import ndtr, ndtri
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class CheckTest:
+    """One test of a model check: its statistic, Monte-Carlo p-value, verdict and the sentence that says it."""
+
+    name: str                     # uniformity, dispersion, within-level structure, outlying levels
+    group: str | None             # the grouping factor tested, for the tests of one factor
+    statistic: float
+    p: float
+    flagged: bool
+    sentence: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The test as ``bayesrepro check --json`` prints it."""
+        return {"test": self.name, "group": self.group, "statistic": self.statistic, "p": self.p,
+                "flagged": self.flagged, "finding": self.sentence, **self.details}
+
+
+def monte_carlo_p(observed: float, simulated: np.ndarray) -> float:
+    """One-sided Monte-Carlo p-value of a statistic large under the alternative."""
+    return float((1 + np.sum(simulated >= observed)) / (len(simulated) + 1))
+
+
+def two_sided_p(observed: float, simulated: np.ndarray) -> float:
+    """Two-sided Monte-Carlo p-value: twice the smaller tail, at most 1."""
+    upper = monte_carlo_p(observed, simulated)
+    lower = float((1 + np.sum(simulated <= observed)) / (len(simulated) + 1))
+    return min(1.0, 2.0 * min(upper, lower))
+
+
+def ks_distances(residuals: np.ndarray) -> np.ndarray:
+    """Kolmogorov–Smirnov distance to U(0, 1) of every column of ``residuals`` (n × k)."""
+    ordered = np.sort(residuals, axis=0)
+    n = ordered.shape[0]
+    steps = np.arange(1, n + 1)[:, None] / n
+    return np.maximum((steps - ordered).max(axis=0), (ordered - (steps - 1.0 / n)).max(axis=0))
+
+
+def uniformity_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
+    """Are the quantile residuals uniform? The KS distance to U(0, 1), read against the simulated data sets'.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The n observed quantile residuals.
+    simulated : numpy.ndarray
+        n × S quantile residuals of the simulated data sets (``residuals.simulated_quantile_residuals``).
+
+    Returns
+    -------
+    CheckTest
+        The distance, its p-value and a sentence.
+    """
+    distance = float(ks_distances(standardized(observed[:, None]))[0])
+    reference = ks_distances(standardized(simulated))
+    p = monte_carlo_p(distance, reference)
+    flagged = p < ALPHA
+    if flagged:
+        shape = _residual_shape(observed)
+        sentence = (f"The quantile residuals are not uniform (KS distance {distance:.3f}, p = {p:.3g}): {shape}; "
+                    "the scores do not follow the model's distribution.")
+    else:
+        sentence = (f"The quantile residuals are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}): "
+                    "no sign that the scores' distribution differs from the model's.")
+    return CheckTest("uniformity", None, distance, p, flagged, sentence,
+                     {"reference_median": float(np.median(reference))})
+
+
+def standardized(residuals: np.ndarray) -> np.ndarray:
+    """Quantile residuals with the location and scale of their normal scores set to 0 and 1, per column."""
+    z = ndtri(residuals)
+    return ndtr((z - z.mean(axis=0)) / z.std(axis=0))
+
+
+def _residual_shape(residuals: np.ndarray) -> str:
+    """How non-uniform residuals differ from uniform, in words."""
+    tails = float(np.mean((residuals < 0.1) | (residuals > 0.9)))
+    if tails > 0.25:
+        return f"{100 * tails:.0f} % of them lie in the outer 10 % tails (20 % expected): the model's spread is too small"
+    if tails < 0.15:
+        return f"only {100 * tails:.0f} % of them lie in the outer 10 % tails (20 % expected): the model's spread is too large"
+    median = float(np.median(residuals))
+    return f"their median is {median:.2f} instead of 0.5" if abs(median - 0.5) > 0.05 else \
+        "their distribution has another shape than the model's"
+
+
+def dispersion_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
+    """Is the scores' spread around the model's mean the simulated one? Their variances' ratio, two-sided.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The n observed scores.
+    simulated : numpy.ndarray
+        n × S simulated scores.
+
+    Returns
+    -------
+    CheckTest
+        The ratio of the observed to the mean simulated variance, its p-value and a sentence.
+    """
+    observed_spread, simulated_spread = _spreads(observed, simulated)
+    ratio = float(observed_spread / np.mean(simulated_spread))
+    p = two_sided_p(observed_spread, simulated_spread)
+    flagged = p < ALPHA
+    direction = "more" if ratio > 1 else "less"
+    if flagged:
+        sentence = (f"The scores vary {direction} around the model's mean than simulated scores do (variance ratio "
+                    f"{ratio:.3f}, p = {p:.3g}): the model {'under' if ratio > 1 else 'over'}states the spread.")
+    else:
+        sentence = (f"The scores' spread around the model's mean matches the simulated spread (variance ratio "
+                    f"{ratio:.3f}, p = {p:.3g}).")
+    return CheckTest("dispersion", None, ratio, p, flagged, sentence)
+
+
+def _spreads(observed: np.ndarray, simulated: np.ndarray) -> tuple[float, np.ndarray]:
+    """Variance around the simulated mean of the observed scores and of every simulated data set (around the
+    mean of the others, so that no data set is compared with a mean it is part of)."""
+    residual, simulated_residual = marginal_residuals(observed, simulated)
+    return float(np.var(residual)), np.var(simulated_residual, axis=0)
+
+
+def marginal_residuals(observed: np.ndarray, simulated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The observed scores minus the simulated mean, and every simulated data set minus the others' mean."""
+    s = simulated.shape[1]
+    mean = simulated.mean(axis=1)
+    return observed - mean, (simulated - mean[:, None]) * (s / (s - 1.0))
+
+
+def within_level_structure_test(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, codes: np.ndarray,
+                                n_levels: int, group: str) -> CheckTest:
+    """Do the fixed effects act differently in different levels of ``group``? (A missing random slope.)
+
+    Within every level the residuals (scores minus the simulated mean) are regressed on the fixed design
+    centred in the level; the statistic is the sum over levels of the squares these regressions explain. A
+    random intercept explains none of it; a slope the model lacks, or that it makes too small, explains more
+    than in the simulated data sets.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The n observed scores.
+    simulated : numpy.ndarray
+        n × S simulated scores.
+    X : numpy.ndarray
+        The n × p fixed-effects design.
+    codes : numpy.ndarray
+        Every row's level of ``group``.
+    n_levels : int
+        Levels of ``group``.
+    group : str
+        The grouping factor's name, for the sentence.
+
+    Returns
+    -------
+    CheckTest
+        The explained sum of squares over its simulated mean, the p-value and a sentence; not flagged and
+        p = 1 when no fixed effect varies within any level.
+    """
+    indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
+    counts = np.asarray(indicator.sum(axis=1)).ravel()
+    centred = X - (indicator @ X / np.maximum(counts, 1)[:, None])[codes]
+    gram = np.stack([indicator @ (centred * centred[:, [k]]) for k in range(X.shape[1])], axis=2)  # L × p × p
+    inverse = np.linalg.pinv(gram, rcond=1e-10, hermitian=True)
+    residual, simulated_residual = marginal_residuals(observed, simulated)
+    everything = np.column_stack([residual, simulated_residual])                    # n × (S + 1)
+    products = np.stack([indicator @ (centred[:, [k]] * everything) for k in range(X.shape[1])], axis=1)  # L×p×(S+1)
+    explained = np.einsum("lps,lpq,lqs->s", products, inverse, products)
+    if not np.any(gram.any(axis=(1, 2))):
+        return CheckTest("within-level structure", group, float("nan"), 1.0, False,
+                         f"No fixed effect varies within the levels of {group}: there is no slope to check.")
+    ratio = float(explained[0] / np.mean(explained[1:]))
+    p = monte_carlo_p(explained[0], explained[1:])
+    flagged = p < ALPHA
+    if flagged:
+        sentence = (f"Within the levels of {group} the fixed effects explain {ratio:.2f} times the residual variation "
+                    f"they explain in simulated data (p = {p:.3g}): their effect differs between levels of {group}, "
+                    f"a random slope the model lacks.")
+    else:
+        sentence = (f"Within the levels of {group} the fixed effects explain as much residual variation as in "
+                    f"simulated data (ratio {ratio:.2f}, p = {p:.3g}): no sign of a missing random slope.")
+    return CheckTest("within-level structure", group, ratio, p, flagged, sentence)
+
+
+def outlying_levels_test(observed: np.ndarray, simulated: np.ndarray, codes: np.ndarray, levels,
+                         group: str) -> CheckTest:
+    """Is a level of ``group`` further in the tails than the model expects? Every level's mean residual.
+
+    Each level's mean residual (score minus the simulated mean) is standardized by its simulated mean and
+    SD; the statistic is the largest |z| over levels, read against the simulated data sets' largest |z|.
+    The levels named are those beyond the Bonferroni bound of a normal z at 5 %.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The n observed scores.
+    simulated : numpy.ndarray
+        n × S simulated scores.
+    codes : numpy.ndarray
+        Every row's level of ``group``.
+    levels : sequence
+        The level labels, in code order.
+    group : str
+        The grouping factor's name, for the sentence.
+
+    Returns
+    -------
+    CheckTest
+        The largest |z|, its p-value, the outlying levels with their z, and a sentence.
+    """
+    n_levels = len(levels)
+    residual, simulated_residual = marginal_residuals(observed, simulated)
+    counts = np.bincount(codes, minlength=n_levels).astype(float)
+    indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
+    means = indicator @ np.column_stack([residual, simulated_residual]) / np.maximum(counts, 1)[:, None]
+    centre, spread = means[:, 1:].mean(axis=1), means[:, 1:].std(axis=1)
+    spread = np.where(spread > 0, spread, np.inf)
+    z = (means - centre[:, None]) / spread[:, None]
+    largest = np.abs(z).max(axis=0)
+    p = monte_carlo_p(largest[0], largest[1:])
+    bound = float(ndtri(1.0 - ALPHA / (2 * n_levels)))
+    outlying = [{"level": str(levels[i]), "z": float(z[i, 0])}
+                for i in np.argsort(-np.abs(z[:, 0])) if abs(z[i, 0]) > bound]
+    flagged = p < ALPHA
+    named = ", ".join(f"{o['level']} (z = {o['z']:+.2f})" for o in outlying[:5]) + (" ..." if len(outlying) > 5 else "")
+    if flagged:
+        sentence = (f"Some levels of {group} lie further in the tails than the model expects (largest |z| "
+                    f"{largest[0]:.2f}, p = {p:.3g})" + (f": {named}." if outlying else "."))
+    else:
+        sentence = (f"No level of {group} lies further in the tails than the model expects (largest |z| "
+                    f"{largest[0]:.2f}, p = {p:.3g}).")
+    return CheckTest("outlying levels", group, float(largest[0]), p, flagged, sentence,
+                     {"outlying": outlying, "bound": bound})
