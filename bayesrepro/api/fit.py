@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .display import Result
+from .. import limits
+from .display import Result, public
+
+SIMULATED = limits.Count("n", 1, 100_000)
 
 
 class Fit(Result):
@@ -28,6 +31,8 @@ class Fit(Result):
         z, as for a design too large for the dense Satterthwaite algebra).
     terms : tuple of RandomTerm, default ()
         The formula's random-effect terms: φ's object variance sums every term of its factor (``(x || g)``'s two).
+    model_frame : ModelFrame, optional
+        The model frame fitted, for level effects, predictions and simulations (None: they are refused).
 
     Attributes
     ----------
@@ -59,7 +64,7 @@ class Fit(Result):
         The grouping factors whose variance was estimated at exactly zero (a singular fit).
     """
 
-    def __init__(self, engine_fit, family, choice, frame=None, terms=()):
+    def __init__(self, engine_fit, family, choice, frame=None, terms=(), model_frame=None):
         from ..design.random_design import factor_variances
         from ..reliability import phi
 
@@ -71,6 +76,8 @@ class Fit(Result):
         self._frame = frame
         self._terms = terms
         self._fixed = None
+        self._model_frame = model_frame
+        self._effects = None
         self.variances = engine_fit.components
         self.phi = float(phi(factor_variances(self.variances, terms), self.object))
         self.phi_observed = engine_fit.phi_observed(self.object) if family.binary else None
@@ -129,6 +136,101 @@ class Fit(Result):
             result = d_study(variances, self.object, design)
             rows.append({**design, "phi": float(result["phi"]), "e_rho2": float(result["e_rho2"])})
         return pd.DataFrame(rows)
+
+    @public
+    def level_effects(self, group: str | None = None, prob: float = 0.95) -> pd.DataFrame:
+        """Each level's random effects: conditional modes and conditional SDs, as lme4's ``ranef(condVar = TRUE)``.
+
+        Parameters
+        ----------
+        group : str, optional
+            A grouping factor of the formula (default: every one).
+        prob : float, default 0.95
+            Probability of the normal interval estimate ± z·sd.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per level and term (a slope term: one row per level for each of its columns): ``group``,
+            ``term`` (lme4's name, "(Intercept)" or the slope's), ``level``, ``estimate`` (the conditional mode:
+            the BLUP of a Gaussian fit, with the fixed effects at their estimates, the Laplace mode of a binary one,
+            latent scale), ``sd`` (the conditional SD, lme4's ``condsd``; NaN for moment estimates), ``low`` and
+            ``high``. ``attrs["notes"]`` holds what qualifies them (why ``sd`` is NaN).
+        """
+        from ..bayes.posterior import check_probability
+        from ..frequentist.level_effects import chosen_groups, effects_table
+
+        check_probability(prob)
+        groups = chosen_groups(self._require_frame("level effects").spec, group)
+        effects = self._fitted_effects()
+        table = effects_table(effects, groups, prob)
+        table.attrs["notes"] = list(effects.notes)
+        return table
+
+    @public
+    def predict(self, data: pd.DataFrame | None = None, random_effects: bool = True) -> np.ndarray:
+        """Predictions on the response scale: the fitted values, or those of new rows.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame, optional
+            New rows holding the formula's fixed variables (and its grouping and slope columns when
+            ``random_effects``); default: the rows fitted. A level the fit has not seen predicts its population
+            value (lme4's ``allow.new.levels = TRUE``); a category of a fixed factor it has not seen is refused.
+        random_effects : bool, default True
+            Add each row's random effects at their conditional modes; False gives the fixed part Xβ alone
+            (lme4's ``re.form = NA``).
+
+        Returns
+        -------
+        numpy.ndarray
+            One value per row: the mean score, or for binary scores the probability of a success.
+        """
+        from ..frequentist.prediction import predict
+
+        frame = self._require_frame("predictions")
+        effects = self._fitted_effects() if random_effects else None
+        return predict(frame, self.family, self.engine_fit, effects, data)
+
+    @public
+    def simulate(self, n: int = 1, seed: int | None = None) -> np.ndarray:
+        """Responses simulated from the fitted model, random effects drawn afresh (lme4's ``simulate``).
+
+        Parameters
+        ----------
+        n : int, default 1
+            Simulated responses per row.
+        seed : int, optional
+            Seed of the random numbers (None: a fresh one).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape (rows, n): Gaussian scores, or successes (0/1, or out of the trials of ``p(successes, trials)``).
+        """
+        from .. import limits
+        from ..frequentist.prediction import simulate
+
+        frame = self._require_frame("simulated responses")
+        n = SIMULATED.check(n)
+        limits.check_product(frame.n_obs * n, limits.MAX_POSTERIOR_VALUES, "simulated values (rows x n)",
+                             "lower n")
+        seed = None if seed is None else limits.SEED.check(seed)
+        return simulate(frame, self.family, self.engine_fit, self._fitted_effects(), n, seed)
+
+    def _require_frame(self, what: str):
+        from ..errors import BayesreproError
+
+        if self._model_frame is None:
+            raise BayesreproError(f"{what} need the model frame: build this fit with Model.fit")
+        return self._model_frame
+
+    def _fitted_effects(self):
+        if self._effects is None:
+            from ..frequentist.level_effects import fitted_effects
+
+            self._effects = fitted_effects(self._require_frame("level effects"), self.family, self.engine_fit)
+        return self._effects
 
     def _problems(self) -> list[str]:
         fit = self.engine_fit

@@ -131,7 +131,7 @@ class Model:
             raise BayesreproError("--nagq applies to binary scores; Gaussian models are fitted exactly: drop --nagq")
         engine_fit = self.engine_fit("ml", nagq) if family.binary else self._components_fit(method or "reml")
         choice = object_of_measurement(engine_fit.n_levels, self.object)
-        return Fit(engine_fit, family, choice, self._inference_frame(engine_fit), self.spec.random_terms)
+        return Fit(engine_fit, family, choice, self._inference_frame(engine_fit), self.spec.random_terms, self.frame)
 
     def engine_fit(self, method: str, nagq: int = 1):
         """The engine's fit by ``method``, fitted once per model.

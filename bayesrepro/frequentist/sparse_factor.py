@@ -51,10 +51,13 @@ class Factor:
 
 
 class Factoriser:
-    """Factorises A at every θ; ``diagonal_lead`` leading columns of A form a diagonal block."""
+    """Factorises A at every θ; ``diagonal_lead`` leading columns of A form a diagonal block; ``dense_tail`` False
+    keeps a nearly full tail on SuperLU, whose factor gives entries of A⁻¹ (``inverse_at``), where the dense split
+    would not."""
 
-    def __init__(self, diagonal_lead: int = 0):
+    def __init__(self, diagonal_lead: int = 0, dense_tail: bool = True):
         self.lead = diagonal_lead
+        self.dense_tail = dense_tail
         self._order: np.ndarray | None = None    # fill-reducing permutation of the (remaining) block
         self._inverse: np.ndarray | None = None  # and its inverse
         self._split: SplitPlan | None = None     # where that order ends in a dense block
@@ -118,7 +121,7 @@ class Factoriser:
             first = _superlu(a, "MMD_AT_PLUS_A")
             self._order, self._inverse = np.argsort(first.perm_c), first.perm_c
             self._split = SplitPlan.of(a[self._order][:, self._order].tocsc(), np.diff(first.L.indptr),
-                                       DENSE_MAX_ORDER)
+                                       DENSE_MAX_ORDER) if self.dense_tail else None
         factor = self._ordered(a[self._order][:, self._order].tocsc())
         if factor is None:   # A's pattern grew past the split plan's (the first θ had a zero): plan again
             self._order = self._split = None
