@@ -21,20 +21,48 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class CheckTest:
-    """One test of a model check: its statistic, Monte-Carlo p-value, verdict and the sentence that says it."""
+    """One test of a model check: its statistic, Monte-Carlo p-value, and what it found in a sentence either way.
+
+    ``p_adjusted`` is Holm's adjustment over every test of the check (``holm``), and ``flagged`` reads it at 5 %.
+    """
 
     name: str                     # uniformity, dispersion, within-level structure, outlying levels
     group: str | None             # the grouping factor tested, for the tests of one factor
     statistic: float
     p: float
-    flagged: bool
-    sentence: str
+    texts: tuple[str, str]        # the finding when consistent with the model, and when flagged
     details: dict = field(default_factory=dict)
+    p_adjusted: float | None = None
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the test rejects the model at 5 %, after Holm's adjustment when it was made."""
+        return (self.p if self.p_adjusted is None else self.p_adjusted) < ALPHA
+
+    @property
+    def sentence(self) -> str:
+        """What the test found, in one sentence."""
+        text = self.texts[self.flagged]
+        if self.flagged and self.p_adjusted is not None and self.p_adjusted != self.p:
+            text = text[:-1] + f" (Holm-adjusted p = {self.p_adjusted:.3g} over the check's tests)."
+        return text
 
     def to_dict(self) -> dict:
         """The test as ``bayesrepro check --json`` prints it."""
         return {"test": self.name, "group": self.group, "statistic": self.statistic, "p": self.p,
-                "flagged": self.flagged, "finding": self.sentence, **self.details}
+                "p_adjusted": self.p_adjusted, "flagged": self.flagged, "finding": self.sentence, **self.details}
+
+
+def holm(tests: list[CheckTest]) -> list[CheckTest]:
+    """The tests with Holm's adjusted p-values over all of them (tests that do not apply, p = 1, included)."""
+    from dataclasses import replace
+
+    order = np.argsort([t.p for t in tests], kind="stable")
+    adjusted, running = np.empty(len(tests)), 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(tests) - rank) * tests[index].p))
+        adjusted[index] = running
+    return [replace(t, p_adjusted=float(a)) for t, a in zip(tests, adjusted)]
 
 
 def monte_carlo_p(observed: float, simulated: np.ndarray) -> float:
@@ -75,16 +103,11 @@ def uniformity_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
     distance = float(ks_distances(standardized(observed[:, None]))[0])
     reference = ks_distances(standardized(simulated))
     p = monte_carlo_p(distance, reference)
-    flagged = p < ALPHA
-    if flagged:
-        shape = _residual_shape(observed)
-        sentence = (f"The quantile residuals are not uniform (KS distance {distance:.3f}, p = {p:.3g}): {shape}; "
-                    "the scores do not follow the model's distribution.")
-    else:
-        sentence = (f"The quantile residuals are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}): "
-                    "no sign that the scores' distribution differs from the model's.")
-    return CheckTest("uniformity", None, distance, p, flagged, sentence,
-                     {"reference_median": float(np.median(reference))})
+    texts = (f"The quantile residuals are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}): "
+             "no sign that the scores' distribution differs from the model's.",
+             f"The quantile residuals are not uniform (KS distance {distance:.3f}, p = {p:.3g}): "
+             f"{_residual_shape(observed)}; the scores do not follow the model's distribution.")
+    return CheckTest("uniformity", None, distance, p, texts, {"reference_median": float(np.median(reference))})
 
 
 def standardized(residuals: np.ndarray) -> np.ndarray:
@@ -123,15 +146,12 @@ def dispersion_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
     observed_spread, simulated_spread = _spreads(observed, simulated)
     ratio = float(observed_spread / np.mean(simulated_spread))
     p = two_sided_p(observed_spread, simulated_spread)
-    flagged = p < ALPHA
     direction = "more" if ratio > 1 else "less"
-    if flagged:
-        sentence = (f"The scores vary {direction} around the model's mean than simulated scores do (variance ratio "
-                    f"{ratio:.3f}, p = {p:.3g}): the model {'under' if ratio > 1 else 'over'}states the spread.")
-    else:
-        sentence = (f"The scores' spread around the model's mean matches the simulated spread (variance ratio "
-                    f"{ratio:.3f}, p = {p:.3g}).")
-    return CheckTest("dispersion", None, ratio, p, flagged, sentence)
+    texts = (f"The scores' spread around the model's mean matches the simulated spread (variance ratio "
+             f"{ratio:.3f}, p = {p:.3g}).",
+             f"The scores vary {direction} around the model's mean than simulated scores do (variance ratio "
+             f"{ratio:.3f}, p = {p:.3g}): the model {'under' if ratio > 1 else 'over'}states the spread.")
+    return CheckTest("dispersion", None, ratio, p, texts)
 
 
 def _spreads(observed: np.ndarray, simulated: np.ndarray) -> tuple[float, np.ndarray]:
@@ -188,19 +208,16 @@ def within_level_structure_test(observed: np.ndarray, simulated: np.ndarray, X: 
     products = np.stack([indicator @ (centred[:, [k]] * everything) for k in range(X.shape[1])], axis=1)  # L×p×(S+1)
     explained = np.einsum("lps,lpq,lqs->s", products, inverse, products)
     if not np.any(gram.any(axis=(1, 2))):
-        return CheckTest("within-level structure", group, float("nan"), 1.0, False,
-                         f"No fixed effect varies within the levels of {group}: there is no slope to check.")
+        text = f"No fixed effect varies within the levels of {group}: there is no slope to check."
+        return CheckTest("within-level structure", group, float("nan"), 1.0, (text, text))
     ratio = float(explained[0] / np.mean(explained[1:]))
     p = monte_carlo_p(explained[0], explained[1:])
-    flagged = p < ALPHA
-    if flagged:
-        sentence = (f"Within the levels of {group} the fixed effects explain {ratio:.2f} times the residual variation "
-                    f"they explain in simulated data (p = {p:.3g}): their effect differs between levels of {group}, "
-                    f"a random slope the model lacks.")
-    else:
-        sentence = (f"Within the levels of {group} the fixed effects explain as much residual variation as in "
-                    f"simulated data (ratio {ratio:.2f}, p = {p:.3g}): no sign of a missing random slope.")
-    return CheckTest("within-level structure", group, ratio, p, flagged, sentence)
+    texts = (f"Within the levels of {group} the fixed effects explain as much residual variation as in "
+             f"simulated data (ratio {ratio:.2f}, p = {p:.3g}): no sign of a missing random slope.",
+             f"Within the levels of {group} the fixed effects explain {ratio:.2f} times the residual variation "
+             f"they explain in simulated data (p = {p:.3g}): their effect differs between levels of {group}, "
+             f"a random slope the model lacks or makes too small.")
+    return CheckTest("within-level structure", group, ratio, p, texts)
 
 
 def outlying_levels_test(observed: np.ndarray, simulated: np.ndarray, codes: np.ndarray, levels,
@@ -242,13 +259,9 @@ def outlying_levels_test(observed: np.ndarray, simulated: np.ndarray, codes: np.
     bound = float(ndtri(1.0 - ALPHA / (2 * n_levels)))
     outlying = [{"level": str(levels[i]), "z": float(z[i, 0])}
                 for i in np.argsort(-np.abs(z[:, 0])) if abs(z[i, 0]) > bound]
-    flagged = p < ALPHA
     named = ", ".join(f"{o['level']} (z = {o['z']:+.2f})" for o in outlying[:5]) + (" ..." if len(outlying) > 5 else "")
-    if flagged:
-        sentence = (f"Some levels of {group} lie further in the tails than the model expects (largest |z| "
-                    f"{largest[0]:.2f}, p = {p:.3g})" + (f": {named}." if outlying else "."))
-    else:
-        sentence = (f"No level of {group} lies further in the tails than the model expects (largest |z| "
-                    f"{largest[0]:.2f}, p = {p:.3g}).")
-    return CheckTest("outlying levels", group, float(largest[0]), p, flagged, sentence,
-                     {"outlying": outlying, "bound": bound})
+    texts = (f"No level of {group} lies further in the tails than the model expects (largest |z| "
+             f"{largest[0]:.2f}, p = {p:.3g}).",
+             f"Some levels of {group} lie further in the tails than the model expects (largest |z| "
+             f"{largest[0]:.2f}, p = {p:.3g})" + (f": {named}." if outlying else "."))
+    return CheckTest("outlying levels", group, float(largest[0]), p, texts, {"outlying": outlying, "bound": bound})

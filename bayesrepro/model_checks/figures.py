@@ -1,0 +1,110 @@
+"""The figures of a model check, each built without pyplot and with mathtext off (labels are user strings)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtri
+
+from ..plots import _figure, _literal_text
+
+
+@_literal_text
+def residuals_against_fitted(fitted: np.ndarray, residuals: np.ndarray, title: str, ylabel: str):
+    """Residuals against fitted values, with the mean residual of each tenth of the fitted values.
+
+    Parameters
+    ----------
+    fitted : numpy.ndarray
+        The fitted values.
+    residuals : numpy.ndarray
+        The residuals.
+    title : str
+        The figure's title.
+    ylabel : str
+        What the residuals are.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The scatter, the binned means and the zero line.
+    """
+    figure, ax = _figure(6.0, 4.0)
+    ax.scatter(fitted, residuals, s=6, alpha=0.35, color="#1f4e79", linewidths=0)
+    centres, means = binned_means(fitted, residuals)
+    ax.plot(centres, means, color="#c0392b", marker="o", label="mean residual per tenth of the fitted values")
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xlabel("fitted value")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return figure
+
+
+def binned_means(fitted: np.ndarray, residuals: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Mean fitted value and mean residual of each of ``bins`` groups of rows of consecutive fitted values."""
+    order = np.argsort(fitted, kind="stable")
+    parts = [part for part in np.array_split(order, min(bins, len(order))) if len(part)]
+    return np.array([fitted[p].mean() for p in parts]), np.array([residuals[p].mean() for p in parts])
+
+
+@_literal_text
+def uniform_qq(residuals: np.ndarray, simulated: np.ndarray, title: str):
+    """Q–Q plot of quantile residuals against U(0, 1), with the simulated data sets' 95 % band.
+
+    Parameters
+    ----------
+    residuals : numpy.ndarray
+        The observed quantile residuals.
+    simulated : numpy.ndarray
+        n × S quantile residuals of the simulated data sets.
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Ordered residuals against uniform quantiles, the band of the simulated ones at each order.
+    """
+    figure, ax = _figure(4.6, 4.4)
+    n = len(residuals)
+    expected = (np.arange(1, n + 1) - 0.5) / n
+    band = np.quantile(np.sort(simulated, axis=0), [0.025, 0.975], axis=1)
+    ax.fill_between(expected, band[0], band[1], color="#d9d9d9", label="95 % of simulated data sets")
+    ax.plot(expected, np.sort(residuals), color="#1f4e79", lw=1.4, label="observed")
+    ax.plot([0, 1], [0, 1], color="black", lw=0.8)
+    ax.set_xlabel("uniform quantile")
+    ax.set_ylabel("quantile residual")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize="small")
+    return figure
+
+
+@_literal_text
+def level_effects_qq(table: pd.DataFrame, title: str):
+    """Normal Q–Q plot of the standardized level effects of every term of a grouping factor.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``group``, ``term``, ``level`` and ``z`` (each level effect over its SD under the model).
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One line of points per term, against standard normal quantiles.
+    """
+    figure, ax = _figure(4.6, 4.4)
+    for term, rows in table.groupby("term", sort=False):
+        z = np.sort(rows["z"].to_numpy())
+        expected = ndtri((np.arange(1, len(z) + 1) - 0.5) / len(z))
+        ax.plot(expected, z, marker="o", ms=3, lw=0, label=str(term))
+    limit = np.nanmax(np.abs(ax.get_xlim() + ax.get_ylim()))
+    ax.plot([-limit, limit], [-limit, limit], color="black", lw=0.8)
+    ax.set_xlabel("standard normal quantile")
+    ax.set_ylabel("standardized level effect")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize="small")
+    return figure
