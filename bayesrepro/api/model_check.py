@@ -7,7 +7,7 @@ import html
 import numpy as np
 import pandas as pd
 
-from .display import Result
+from .display import Result, public
 
 
 class ModelCheck(Result):
@@ -79,13 +79,14 @@ class ModelCheck(Result):
         """
         return {name: draw() for name, _, draw in self._panels}
 
-    def plot(self, name: str | None = None):
-        """One figure of the check.
+    @public
+    def plot(self, figure: str | None = None):
+        """The check's figures as panels of one, or one of them.
 
         Parameters
         ----------
-        name : str, optional
-            The figure's name, one of ``figures()``'s keys (default: the Q–Q plot of the quantile residuals).
+        figure : str, optional
+            One figure's name, a key of ``figures()`` (default: every figure, two per row).
 
         Returns
         -------
@@ -93,13 +94,15 @@ class ModelCheck(Result):
             The figure.
         """
         from ..errors import BayesreproError
+        from ..model_checks.figures import panels
 
-        names = [n for n, _, _ in self._panels]
-        chosen = name or next((n for n in names if n.startswith("quantile residuals")), names[0])
-        for panel_name, _, draw in self._panels:
-            if panel_name == chosen:
+        if figure is None:
+            return panels([draw for _, _, draw in self._panels], f"Model check: {self.formula}")
+        for name, _, draw in self._panels:
+            if name == figure:
                 return draw()
-        raise BayesreproError(f"--figure '{name}' is not a figure of this check; choose one of: {', '.join(names)}")
+        names = ", ".join(n for n, _, _ in self._panels)
+        raise BayesreproError(f"--figure '{figure}' is not a figure of this check; choose one of: {names}")
 
     def _problems(self) -> list[str]:
         return []

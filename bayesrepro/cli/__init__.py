@@ -20,7 +20,7 @@ from ..errors import COMMAND_LINE, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, Bayesrepr
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
-            "circularity", "baselines", "import_logs", "plan")
+            "circularity", "baselines", "import_logs", "plan", "check")
 EXIT_INTERNAL = 1
 DEBUG_VARIABLE = "BAYESREPRO_DEBUG"
 

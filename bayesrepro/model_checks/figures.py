@@ -7,10 +7,40 @@ import pandas as pd
 from scipy.special import ndtri
 
 from ..plots import _figure, _literal_text
+from .run import binned_means
 
 
 @_literal_text
-def residuals_against_fitted(fitted: np.ndarray, residuals: np.ndarray, title: str, ylabel: str):
+def panels(draws: list, title: str):
+    """Several figures of a check side by side, two per row.
+
+    Parameters
+    ----------
+    draws : list of callable
+        Functions drawing one figure each on the axes they are given.
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figures as panels of one.
+    """
+    from matplotlib.figure import Figure
+
+    rows = (len(draws) + 1) // 2
+    figure = Figure(figsize=(10.0, 4.2 * rows), layout="constrained")
+    axes = figure.subplots(rows, 2, squeeze=False).ravel()
+    for draw, ax in zip(draws, axes):
+        draw(ax)
+    for ax in axes[len(draws):]:
+        ax.set_visible(False)
+    figure.suptitle(title)
+    return figure
+
+
+@_literal_text
+def residuals_against_fitted(fitted: np.ndarray, residuals: np.ndarray, title: str, ylabel: str, ax=None):
     """Residuals against fitted values, with the mean residual of each tenth of the fitted values.
 
     Parameters
@@ -23,13 +53,15 @@ def residuals_against_fitted(fitted: np.ndarray, residuals: np.ndarray, title: s
         The figure's title.
     ylabel : str
         What the residuals are.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure's).
 
     Returns
     -------
     matplotlib.figure.Figure
         The scatter, the binned means and the zero line.
     """
-    figure, ax = _figure(6.0, 4.0)
+    figure, ax = _figure(6.0, 4.0) if ax is None else (ax.figure, ax)
     ax.scatter(fitted, residuals, s=6, alpha=0.35, color="#1f4e79", linewidths=0)
     centres, means = binned_means(fitted, residuals)
     ax.plot(centres, means, color="#c0392b", marker="o", label="mean residual per tenth of the fitted values")
@@ -41,35 +73,29 @@ def residuals_against_fitted(fitted: np.ndarray, residuals: np.ndarray, title: s
     return figure
 
 
-def binned_means(fitted: np.ndarray, residuals: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """Mean fitted value and mean residual of each of ``bins`` groups of rows of consecutive fitted values."""
-    order = np.argsort(fitted, kind="stable")
-    parts = [part for part in np.array_split(order, min(bins, len(order))) if len(part)]
-    return np.array([fitted[p].mean() for p in parts]), np.array([residuals[p].mean() for p in parts])
-
-
 @_literal_text
-def uniform_qq(residuals: np.ndarray, simulated: np.ndarray, title: str):
+def uniform_qq(residuals: np.ndarray, band: np.ndarray, title: str, ax=None):
     """Q–Q plot of quantile residuals against U(0, 1), with the simulated data sets' 95 % band.
 
     Parameters
     ----------
     residuals : numpy.ndarray
         The observed quantile residuals.
-    simulated : numpy.ndarray
-        n × S quantile residuals of the simulated data sets.
+    band : numpy.ndarray
+        2 × n: the simulated data sets' 2.5 % and 97.5 % points of each ordered residual.
     title : str
         The figure's title.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure's).
 
     Returns
     -------
     matplotlib.figure.Figure
         Ordered residuals against uniform quantiles, the band of the simulated ones at each order.
     """
-    figure, ax = _figure(4.6, 4.4)
+    figure, ax = _figure(4.6, 4.4) if ax is None else (ax.figure, ax)
     n = len(residuals)
     expected = (np.arange(1, n + 1) - 0.5) / n
-    band = np.quantile(np.sort(simulated, axis=0), [0.025, 0.975], axis=1)
     ax.fill_between(expected, band[0], band[1], color="#d9d9d9", label="95 % of simulated data sets")
     ax.plot(expected, np.sort(residuals), color="#1f4e79", lw=1.4, label="observed")
     ax.plot([0, 1], [0, 1], color="black", lw=0.8)
@@ -81,7 +107,7 @@ def uniform_qq(residuals: np.ndarray, simulated: np.ndarray, title: str):
 
 
 @_literal_text
-def level_effects_qq(table: pd.DataFrame, title: str):
+def level_effects_qq(table: pd.DataFrame, title: str, ax=None):
     """Normal Q–Q plot of the standardized level effects of every term of a grouping factor.
 
     Parameters
@@ -90,13 +116,15 @@ def level_effects_qq(table: pd.DataFrame, title: str):
         ``group``, ``term``, ``level`` and ``z`` (each level effect over its SD under the model).
     title : str
         The figure's title.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure's).
 
     Returns
     -------
     matplotlib.figure.Figure
         One line of points per term, against standard normal quantiles.
     """
-    figure, ax = _figure(4.6, 4.4)
+    figure, ax = _figure(4.6, 4.4) if ax is None else (ax.figure, ax)
     for term, rows in table.groupby("term", sort=False):
         z = np.sort(rows["z"].to_numpy())
         expected = ndtri((np.arange(1, len(z) + 1) - 0.5) / len(z))

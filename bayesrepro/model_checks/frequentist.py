@@ -44,7 +44,6 @@ def fit_residuals(fit, kind: str, seed) -> np.ndarray:
 def check_fit(fit, seed, simulations: int):
     """``Fit.check``: the frequentist model check (see its docstring)."""
     from ..api.model_check import ModelCheck, residual_frame
-    from . import figures
     from .residuals import pearson_residuals
     from .simulation import simulated_scores
 
@@ -56,24 +55,34 @@ def check_fit(fit, seed, simulations: int):
     simulated = simulated_scores(fit, simulations, seed)
     groups = [Grouping(g.name, g.codes, g.levels) for g in frame.groups]
     checked = residual_checks(frame.y, simulated, frame.X, groups, np.random.default_rng(_second_stream(seed)))
+    del simulated
     fitted = fit.predict()
     pearson = pearson_residuals(frame.y, fitted, fit.family.binary, frame.trials)
     formula = fit.engine_fit.formula
     what = "Pearson" if fit.family.binary else "response"
     panels = [("residuals against fitted", fitted_finding(fitted, pearson, what),
-               lambda: figures.residuals_against_fitted(fitted, pearson, f"Residuals against fitted: {formula}",
-                                                        f"{what} residual")),
-              ("quantile residuals Q-Q", band_finding(checked.residuals, checked.simulated),
-               lambda: figures.uniform_qq(checked.residuals, checked.simulated,
-                                          f"Quantile residuals ({simulations} simulations)"))]
+               drawing("residuals_against_fitted", fitted, pearson, "Residuals against fitted", f"{what} residual")),
+              ("quantile residuals Q-Q", band_finding(checked.residuals, checked.band),
+               drawing("uniform_qq", checked.residuals, checked.band, f"Quantile residuals ({simulations} simulations)"))]
     level_effects = fit.level_effects()
     effects = standardized_levels(level_effects, fit.engine_fit.varcorr())
     for group, table in effects.groupby("group", sort=False):
         panels.append((f"level effects Q-Q: {group}", levels_finding(table, group),
-                       lambda table=table, group=group: figures.level_effects_qq(table, f"Level effects of {group}")))
-    notes = list(level_effects.attrs.get("notes", []))
+                       drawing("level_effects_qq", table, f"Level effects of {group}")))
+    notes = checked.notes + list(level_effects.attrs.get("notes", []))
     return ModelCheck("frequentist", formula, fit.family.name, simulations, seed, checked, panels,
                       residual_frame(fitted, pearson, checked.residuals), notes)
+
+
+def drawing(name: str, *args):
+    """A function drawing ``figures.<name>(*args)`` on the axes it is given (or its own figure), importing
+    matplotlib only when a figure is drawn."""
+    def draw(ax=None):
+        from . import figures
+
+        return getattr(figures, name)(*args, ax=ax)
+
+    return draw
 
 
 def _second_stream(seed):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import xlogy
-from scipy.stats import rankdata
 
 
 def quantile_residuals(observed: np.ndarray, simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -55,13 +54,27 @@ def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator
     Returns
     -------
     numpy.ndarray
-        n × S residuals in (0, 1).
+        n × S residuals in (0, 1), single precision (they are ranks among S values: 2⁻²⁴ is far below 1/S).
     """
     simulated = np.asarray(simulated, dtype=float)
-    low = rankdata(simulated, method="min", axis=1) - 1     # values below, among all columns
-    high = rankdata(simulated, method="max", axis=1)        # values at most equal, itself included
-    tied_others = high - low - 1
-    return (low + rng.uniform(size=simulated.shape) * (tied_others + 1)) / simulated.shape[1]
+    rows, s = simulated.shape
+    order = np.argsort(simulated, axis=1)
+    ordered = np.take_along_axis(simulated, order, axis=1)
+    starts = np.ones((rows, s), dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    del ordered
+    positions = np.arange(s, dtype=np.float32)
+    if starts.all():   # no ties (continuous scores): a value's rank is its position
+        ranked = positions + rng.random(size=(rows, s), dtype=np.float32)
+    else:
+        below = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)     # values below, among all columns
+        ends = np.ones((rows, s), dtype=bool)
+        ends[:, :-1] = starts[:, 1:]
+        last = np.minimum.accumulate(np.where(ends, positions, s)[:, ::-1], axis=1)[:, ::-1]
+        ranked = below + rng.random(size=(rows, s), dtype=np.float32) * (last - below + 1)  # ties among the others
+    residuals = np.empty((rows, s), dtype=np.float32)
+    np.put_along_axis(residuals, order, ranked / np.float32(s), axis=1)
+    return residuals
 
 
 def pearson_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from . import tests
-from .figures import binned_means
 from .residuals import quantile_residuals, simulated_quantile_residuals
 
 Z_95 = 1.959963984540054
+MIN_LEVELS = 5     # a factor of fewer levels has no tail to be out in
 
 
 @dataclass(frozen=True)
@@ -27,17 +27,20 @@ class Grouping:
 
 @dataclass(frozen=True)
 class CheckedResiduals:
-    """The quantile residuals of the observed and of every simulated data set, and the tests read from them."""
+    """The observed quantile residuals, the simulated data sets' 95 % band of every ordered residual, and the
+    tests."""
 
     residuals: np.ndarray
-    simulated: np.ndarray
+    band: np.ndarray          # 2 × n: the 2.5 % and 97.5 % points of the simulated data sets' i-th smallest residual
     tests: list
+    notes: list
 
 
 def residual_checks(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, groups: list[Grouping],
                     rng: np.random.Generator) -> CheckedResiduals:
     """Quantile residuals and the tests of a check: uniformity, dispersion, and per grouping factor the
-    within-level structure and the outlying levels, Holm-adjusted together.
+    within-level structure (where a fixed effect varies within its levels) and the outlying levels (factors of
+    at least ``MIN_LEVELS`` levels), Holm-adjusted together.
 
     Parameters
     ----------
@@ -58,13 +61,45 @@ def residual_checks(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, 
         The residuals and the tests.
     """
     residuals = quantile_residuals(observed, simulated, rng)
-    simulated_residuals = simulated_quantile_residuals(simulated, rng)
-    found = [tests.uniformity_test(residuals, simulated_residuals), tests.dispersion_test(observed, simulated)]
+    ordered = np.sort(simulated_quantile_residuals(simulated, rng), axis=0)
+    found = [tests.uniformity_test(residuals, ordered)]
+    band = simulated_band(ordered)
+    del ordered
+    residual, simulated_residual = tests.marginal_residuals(observed, simulated)
+    found.append(tests.dispersion_test(residual, simulated_residual))
+    no_slopes, few_levels = [], []
     for group in groups:
-        found.append(tests.within_level_structure_test(observed, simulated, X, group.codes, len(group.levels),
-                                                       group.name))
-        found.append(tests.outlying_levels_test(observed, simulated, group.codes, group.levels, group.name))
-    return CheckedResiduals(residuals, simulated_residuals, tests.holm(found))
+        structure = tests.within_level_structure_test(residual, simulated_residual, X, group.codes,
+                                                      len(group.levels), group.name)
+        if structure is None:
+            no_slopes.append(group.name)
+        else:
+            found.append(structure)
+        if len(group.levels) < MIN_LEVELS:
+            few_levels.append(group.name)
+        else:
+            found.append(tests.outlying_levels_test(residual, simulated_residual, group.codes, group.levels,
+                                                    group.name))
+    notes = []
+    if no_slopes:
+        notes.append(f"no fixed effect varies within the levels of {', '.join(no_slopes)}: no slope to check there")
+    if few_levels:
+        notes.append(f"outlying levels are not tested for {', '.join(few_levels)} (fewer than {MIN_LEVELS} levels)")
+    return CheckedResiduals(residuals, band, tests.holm(found), notes)
+
+
+def simulated_band(ordered: np.ndarray) -> np.ndarray:
+    """The 2.5 % and 97.5 % points, over the simulated data sets, of each ordered residual (rows of ``ordered``)."""
+    s = ordered.shape[1]
+    low, high = int(np.floor(0.025 * (s - 1))), int(np.ceil(0.975 * (s - 1)))
+    return np.partition(ordered, [low, high], axis=1)[:, [low, high]].T
+
+
+def binned_means(fitted: np.ndarray, residuals: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Mean fitted value and mean residual of each of ``bins`` groups of rows of consecutive fitted values."""
+    order = np.argsort(fitted, kind="stable")
+    parts = [part for part in np.array_split(order, min(bins, len(order))) if len(part)]
+    return np.array([fitted[p].mean() for p in parts]), np.array([residuals[p].mean() for p in parts])
 
 
 def fitted_finding(fitted: np.ndarray, residuals: np.ndarray, what: str) -> str:
@@ -77,10 +112,9 @@ def fitted_finding(fitted: np.ndarray, residuals: np.ndarray, what: str) -> str:
             f"({spread:.3g}).")
 
 
-def band_finding(residuals: np.ndarray, simulated: np.ndarray) -> str:
+def band_finding(residuals: np.ndarray, band: np.ndarray) -> str:
     """How often the ordered quantile residuals leave the simulated data sets' 95 % band, in one sentence."""
     ordered = np.sort(residuals)
-    band = np.quantile(np.sort(simulated, axis=0), [0.025, 0.975], axis=1)
     outside = int(np.sum((ordered < band[0]) | (ordered > band[1])))
     return (f"The ordered quantile residuals leave the band of 95 % of the simulated data sets at {outside} of "
             f"{len(residuals)} positions ({100 * outside / len(residuals):.1f} %; neighbours move together, so a "

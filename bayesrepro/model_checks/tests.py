@@ -77,31 +77,36 @@ def two_sided_p(observed: float, simulated: np.ndarray) -> float:
     return min(1.0, 2.0 * min(upper, lower))
 
 
-def ks_distances(residuals: np.ndarray) -> np.ndarray:
-    """Kolmogorov–Smirnov distance to U(0, 1) of every column of ``residuals`` (n × k)."""
-    ordered = np.sort(residuals, axis=0)
+def ks_distances(ordered: np.ndarray) -> np.ndarray:
+    """Kolmogorov–Smirnov distance to U(0, 1) of every column of ``ordered`` (n × k, each column sorted)."""
     n = ordered.shape[0]
     steps = np.arange(1, n + 1)[:, None] / n
     return np.maximum((steps - ordered).max(axis=0), (ordered - (steps - 1.0 / n)).max(axis=0))
 
 
-def uniformity_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
-    """Are the quantile residuals uniform? The KS distance to U(0, 1), read against the simulated data sets'.
+def uniformity_test(observed: np.ndarray, ordered_simulated: np.ndarray) -> CheckTest:
+    """Are the quantile residuals uniform? The KS distance to U(0, 1) of their shape, read against the
+    simulated data sets'.
+
+    Location and scale are taken out first (``standardized``): the fit adapts them to its own data, which
+    would make the observed residuals look more uniform than a simulated data set's; the dispersion test
+    reads the scale.
 
     Parameters
     ----------
     observed : numpy.ndarray
         The n observed quantile residuals.
-    simulated : numpy.ndarray
-        n × S quantile residuals of the simulated data sets (``residuals.simulated_quantile_residuals``).
+    ordered_simulated : numpy.ndarray
+        n × S quantile residuals of the simulated data sets (``residuals.simulated_quantile_residuals``), each
+        column sorted.
 
     Returns
     -------
     CheckTest
         The distance, its p-value and a sentence.
     """
-    distance = float(ks_distances(standardized(observed[:, None]))[0])
-    reference = ks_distances(standardized(simulated))
+    distance = float(ks_distances(standardized(np.sort(observed)[:, None]))[0])
+    reference = ks_distances(standardized(ordered_simulated))
     p = monte_carlo_p(distance, reference)
     texts = (f"The quantile residuals are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}): "
              "no sign that the scores' distribution differs from the model's.",
@@ -120,30 +125,32 @@ def _residual_shape(residuals: np.ndarray) -> str:
     """How non-uniform residuals differ from uniform, in words."""
     tails = float(np.mean((residuals < 0.1) | (residuals > 0.9)))
     if tails > 0.25:
-        return f"{100 * tails:.0f} % of them lie in the outer 10 % tails (20 % expected): the model's spread is too small"
+        return (f"{100 * tails:.0f} % of them lie in the outer 10 % tails (20 % expected): the scores lie further "
+                "from the model's mean than it expects")
     if tails < 0.15:
-        return f"only {100 * tails:.0f} % of them lie in the outer 10 % tails (20 % expected): the model's spread is too large"
+        return (f"only {100 * tails:.0f} % of them lie in the outer 10 % tails (20 % expected): most scores lie "
+                "closer to the model's mean than it expects")
     median = float(np.median(residuals))
     return f"their median is {median:.2f} instead of 0.5" if abs(median - 0.5) > 0.05 else \
         "their distribution has another shape than the model's"
 
 
-def dispersion_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
+def dispersion_test(residual: np.ndarray, simulated_residual: np.ndarray) -> CheckTest:
     """Is the scores' spread around the model's mean the simulated one? Their variances' ratio, two-sided.
 
     Parameters
     ----------
-    observed : numpy.ndarray
-        The n observed scores.
-    simulated : numpy.ndarray
-        n × S simulated scores.
+    residual : numpy.ndarray
+        The observed scores minus the simulated mean (``marginal_residuals``).
+    simulated_residual : numpy.ndarray
+        n × S: every simulated data set minus the others' mean.
 
     Returns
     -------
     CheckTest
         The ratio of the observed to the mean simulated variance, its p-value and a sentence.
     """
-    observed_spread, simulated_spread = _spreads(observed, simulated)
+    observed_spread, simulated_spread = float(np.var(residual)), np.var(simulated_residual, axis=0)
     ratio = float(observed_spread / np.mean(simulated_spread))
     p = two_sided_p(observed_spread, simulated_spread)
     direction = "more" if ratio > 1 else "less"
@@ -154,22 +161,16 @@ def dispersion_test(observed: np.ndarray, simulated: np.ndarray) -> CheckTest:
     return CheckTest("dispersion", None, ratio, p, texts)
 
 
-def _spreads(observed: np.ndarray, simulated: np.ndarray) -> tuple[float, np.ndarray]:
-    """Variance around the simulated mean of the observed scores and of every simulated data set (around the
-    mean of the others, so that no data set is compared with a mean it is part of)."""
-    residual, simulated_residual = marginal_residuals(observed, simulated)
-    return float(np.var(residual)), np.var(simulated_residual, axis=0)
-
-
 def marginal_residuals(observed: np.ndarray, simulated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The observed scores minus the simulated mean, and every simulated data set minus the others' mean."""
+    """The observed scores minus the simulated mean, and every simulated data set minus the others' mean (no
+    data set is compared with a mean it is part of)."""
     s = simulated.shape[1]
     mean = simulated.mean(axis=1)
     return observed - mean, (simulated - mean[:, None]) * (s / (s - 1.0))
 
 
-def within_level_structure_test(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, codes: np.ndarray,
-                                n_levels: int, group: str) -> CheckTest:
+def within_level_structure_test(residual: np.ndarray, simulated_residual: np.ndarray, X: np.ndarray,
+                                codes: np.ndarray, n_levels: int, group: str) -> CheckTest | None:
     """Do the fixed effects act differently in different levels of ``group``? (A missing random slope.)
 
     Within every level the residuals (scores minus the simulated mean) are regressed on the fixed design
@@ -179,10 +180,10 @@ def within_level_structure_test(observed: np.ndarray, simulated: np.ndarray, X: 
 
     Parameters
     ----------
-    observed : numpy.ndarray
-        The n observed scores.
-    simulated : numpy.ndarray
-        n × S simulated scores.
+    residual : numpy.ndarray
+        The observed scores minus the simulated mean (``marginal_residuals``).
+    simulated_residual : numpy.ndarray
+        n × S: every simulated data set minus the others' mean.
     X : numpy.ndarray
         The n × p fixed-effects design.
     codes : numpy.ndarray
@@ -195,21 +196,19 @@ def within_level_structure_test(observed: np.ndarray, simulated: np.ndarray, X: 
     Returns
     -------
     CheckTest
-        The explained sum of squares over its simulated mean, the p-value and a sentence; not flagged and
-        p = 1 when no fixed effect varies within any level.
+        The explained sum of squares over its simulated mean, the p-value and a sentence; None when no fixed
+        effect varies within any level (there is no slope to check).
     """
     indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
     counts = np.asarray(indicator.sum(axis=1)).ravel()
     centred = X - (indicator @ X / np.maximum(counts, 1)[:, None])[codes]
     gram = np.stack([indicator @ (centred * centred[:, [k]]) for k in range(X.shape[1])], axis=2)  # L × p × p
+    if not np.any(gram.any(axis=(1, 2))):
+        return None
     inverse = np.linalg.pinv(gram, rcond=1e-10, hermitian=True)
-    residual, simulated_residual = marginal_residuals(observed, simulated)
     everything = np.column_stack([residual, simulated_residual])                    # n × (S + 1)
     products = np.stack([indicator @ (centred[:, [k]] * everything) for k in range(X.shape[1])], axis=1)  # L×p×(S+1)
     explained = np.einsum("lps,lpq,lqs->s", products, inverse, products)
-    if not np.any(gram.any(axis=(1, 2))):
-        text = f"No fixed effect varies within the levels of {group}: there is no slope to check."
-        return CheckTest("within-level structure", group, float("nan"), 1.0, (text, text))
     ratio = float(explained[0] / np.mean(explained[1:]))
     p = monte_carlo_p(explained[0], explained[1:])
     texts = (f"Within the levels of {group} the fixed effects explain as much residual variation as in "
@@ -220,7 +219,7 @@ def within_level_structure_test(observed: np.ndarray, simulated: np.ndarray, X: 
     return CheckTest("within-level structure", group, ratio, p, texts)
 
 
-def outlying_levels_test(observed: np.ndarray, simulated: np.ndarray, codes: np.ndarray, levels,
+def outlying_levels_test(residual: np.ndarray, simulated_residual: np.ndarray, codes: np.ndarray, levels,
                          group: str) -> CheckTest:
     """Is a level of ``group`` further in the tails than the model expects? Every level's mean residual.
 
@@ -230,10 +229,10 @@ def outlying_levels_test(observed: np.ndarray, simulated: np.ndarray, codes: np.
 
     Parameters
     ----------
-    observed : numpy.ndarray
-        The n observed scores.
-    simulated : numpy.ndarray
-        n × S simulated scores.
+    residual : numpy.ndarray
+        The observed scores minus the simulated mean (``marginal_residuals``).
+    simulated_residual : numpy.ndarray
+        n × S: every simulated data set minus the others' mean.
     codes : numpy.ndarray
         Every row's level of ``group``.
     levels : sequence
@@ -247,7 +246,6 @@ def outlying_levels_test(observed: np.ndarray, simulated: np.ndarray, codes: np.
         The largest |z|, its p-value, the outlying levels with their z, and a sentence.
     """
     n_levels = len(levels)
-    residual, simulated_residual = marginal_residuals(observed, simulated)
     counts = np.bincount(codes, minlength=n_levels).astype(float)
     indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
     means = indicator @ np.column_stack([residual, simulated_residual]) / np.maximum(counts, 1)[:, None]
