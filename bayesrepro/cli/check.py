@@ -11,7 +11,7 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def register(subparsers) -> None:
-    from ..model_checks.frequentist import CHECK_SIMULATIONS
+    from ..limits import CHECK_SIMULATIONS
 
     parser = subparsers.add_parser("check", help=HELP, description=HELP)
     add_data_options(parser, engines=True)

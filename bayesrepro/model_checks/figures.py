@@ -136,3 +136,35 @@ def level_effects_qq(table: pd.DataFrame, title: str, ax=None):
     ax.set_title(title)
     ax.legend(loc="upper left", fontsize="small")
     return figure
+
+
+@_literal_text
+def predictive_density(observed: np.ndarray, simulated: np.ndarray, label: str, title: str, ax=None):
+    """ArviZ's posterior predictive check: densities of simulated data sets over the observed one.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The observed values.
+    simulated : numpy.ndarray
+        n × S simulated values.
+    label : str
+        What the values are.
+    title : str
+        The figure's title.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure's).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``arviz.plot_ppc`` of the values.
+    """
+    import arviz as az
+
+    figure, ax = _figure(6.0, 4.0) if ax is None else (ax.figure, ax)
+    data = az.from_dict(posterior_predictive={"values": simulated.T[None]}, observed_data={"values": observed})
+    az.plot_ppc(data, ax=ax, num_pp_samples=min(100, simulated.shape[1]), random_seed=0, legend=True)
+    ax.set_xlabel(label)
+    ax.set_title(title)
+    return figure

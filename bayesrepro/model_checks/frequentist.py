@@ -8,7 +8,7 @@ from .. import limits
 from ..errors import BayesreproError
 from .run import Grouping, band_finding, fitted_finding, levels_finding, residual_checks, standardized_levels
 
-CHECK_SIMULATIONS = limits.Count("--simulations", 19, 10_000, "a Monte-Carlo p-value below 5 % needs 19")
+CHECK_SIMULATIONS = limits.CHECK_SIMULATIONS
 RESIDUAL_SIMULATIONS = 250     # simulated data sets behind ``Fit.residuals(kind="quantile")``
 KINDS = ("response", "pearson", "deviance", "quantile")
 
