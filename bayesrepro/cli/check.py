@@ -20,8 +20,8 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="FIGURE", help="write the check's figures to this .png/.pdf/.svg")
     parser.add_argument("--bayes", action="store_true",
                         help="check the posterior (posterior predictive draws) instead of the REML/ML fit")
-    add_count(parser, CHECK_SIMULATIONS, 250, "simulated data sets of the frequentist check; the smallest p-value "
-                                              "is 1/(simulations + 1)")
+    add_count(parser, CHECK_SIMULATIONS, 250, "simulated data sets (posterior predictive draws with --bayes) every "
+                                              "test reads against; the smallest p-value is 1/(simulations + 1)")
     add_sampling_options(parser, seed_default=0)
     parser.set_defaults(func=run)
 
@@ -37,7 +37,7 @@ def run(args) -> int:
         posterior = model.sample(settings.draws, settings.tune, settings.chains, settings.seed,
                                  allow_unconverged=settings.allow_unconverged, prob=args.prob,
                                  target_accept=settings.target_accept)
-        check, problems = posterior.check(), posterior.not_converged()
+        check, problems = posterior.check(seed=args.seed, simulations=args.simulations), posterior.not_converged()
     else:
         fit = model.fit()
         check, problems = fit.check(seed=args.seed, simulations=args.simulations), fit.not_converged()
