@@ -20,6 +20,7 @@ _EXPORTS = {
     "Fit": "bayesrepro.api.fit",
     "Posterior": "bayesrepro.api.posterior",
     "ModelCheck": "bayesrepro.api.model_check",
+    "LevelEffects": "bayesrepro.api.level_effects",
     "GlrtTest": "bayesrepro.api.results",
     "Comparison": "bayesrepro.api.results",
     "PowerPlan": "bayesrepro.api.planning",

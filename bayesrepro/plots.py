@@ -233,3 +233,45 @@ def _spread(table: pd.DataFrame, centre: str, low: str, high: str) -> np.ndarray
     """Asymmetric error-bar lengths, never negative (a median can sit on an interval end)."""
     c = table[centre].to_numpy(float)
     return np.vstack([np.clip(c - table[low].to_numpy(float), 0, None), np.clip(table[high].to_numpy(float) - c, 0, None)])
+
+
+# Up to this many levels a caterpillar panel names each one; beyond, levels are ranked without names.
+NAMED_LEVELS = 40
+
+
+@_literal_text
+def caterpillar(table: pd.DataFrame, title: str | None = None, prob: float = 0.95):
+    """Each level's effect and interval, levels sorted by estimate: one panel per grouping factor and term.
+
+    ``table`` has the columns of ``Fit.level_effects``: ``group``, ``term``, ``level``, ``estimate``, ``low`` and
+    ``high``. Panels of many levels draw them as a ranked band without names.
+    """
+    for column in ("group", "term", "level", "estimate", "low", "high"):
+        if column not in table.columns:
+            raise BayesreproError(f"caterpillar needs column '{column}' in the table of level effects")
+    panels = list(table.groupby(["group", "term"], sort=False))
+    if not panels:
+        raise BayesreproError("caterpillar needs at least one level effect")
+    heights = [0.16 * len(rows) + 0.9 if len(rows) <= NAMED_LEVELS else 3.0 for _, rows in panels]
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7.5, sum(heights) + 0.6), layout="constrained")
+    axes = figure.subplots(len(panels), 1, squeeze=False, height_ratios=heights)[:, 0]
+    for ax, ((group, term), rows) in zip(axes, panels):
+        rows = rows.sort_values("estimate")
+        rank = np.arange(len(rows))
+        named = len(rows) <= NAMED_LEVELS
+        if named:
+            ax.errorbar(rows["estimate"], rank, xerr=_spread(rows, "estimate", "low", "high"), fmt=FREQ["marker"],
+                        color=FREQ["color"], ms=3, capsize=2, lw=0.8)
+            ax.set_yticks(rank, [str(level) for level in rows["level"]], fontsize=7)
+        else:
+            ax.fill_betweenx(rank, rows["low"], rows["high"], color=FREQ["color"], alpha=0.25, lw=0)
+            ax.plot(rows["estimate"], rank, color=FREQ["color"], lw=1)
+            ax.set_ylabel(f"{len(rows):,} levels, ranked", fontsize=8)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_title(f"{group}: {term}", fontsize=9, loc="left")
+    axes[-1].set_xlabel(f"level effect with its {_level(prob)} interval")
+    if title:
+        figure.suptitle(title, fontsize=10)
+    return figure

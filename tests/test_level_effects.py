@@ -14,7 +14,8 @@ from bayesrepro.simulate import simulate_crowd
 def one_way(seed=0, groups=12, n=7):
     rng = np.random.default_rng(seed)
     g = np.repeat(np.arange(groups), n)
-    return pd.DataFrame({"g": [f"g{k}" for k in g], "y": 3.0 + rng.normal(0, 1.0, groups)[g] + rng.normal(0, 2.0, len(g))})
+    y = 3.0 + rng.normal(0, 1.0, groups)[g] + rng.normal(0, 2.0, len(g))
+    return pd.DataFrame({"g": [f"g{k}" for k in g], "y": y})
 
 
 def crossed(seed=1, systems=15, items=40, binary=False):
@@ -83,7 +84,8 @@ def test_selected_inverse_of_a_crowd_equals_the_dense_inverse():
     lam = np.repeat(np.sqrt([fit.variances[g.name] / sigma2 for g in frame.groups]), sizes)
     a = (z @ sp.diags(lam)).T @ (z @ sp.diags(lam)) + sp.identity(sum(sizes))
     dense_sd = np.sqrt(sigma2 * lam ** 2 * np.diag(np.linalg.inv(a.toarray())))
-    ours = np.concatenate([effects[effects.group == g.name].set_index("level").loc[g.levels, "sd"] for g in frame.groups])
+    ours = np.concatenate([effects[effects.group == g.name].set_index("level").loc[g.levels, "sd"]
+                           for g in frame.groups])
     assert ours == pytest.approx(dense_sd, rel=1e-9)
     assert PenalisedFactor(a.tocsc(), np.arange(sizes[0])).factor.inverse_at is not None
 
@@ -147,3 +149,21 @@ def test_slope_terms_give_one_row_per_level_and_column():
     table = fit.level_effects()
     assert list(table.term.unique()) == ["(Intercept)", "x"] and len(table) == 40
     assert np.all(table.sd > 0)
+
+
+def test_entries_of_the_inverse_by_solves_where_the_factor_has_no_selected_inverse(monkeypatch):
+    import dataclasses
+
+    import scipy.sparse as sp
+
+    from bayesrepro.frequentist import conditional_modes
+    from bayesrepro.frequentist.conditional_modes import PenalisedFactor
+
+    rng = np.random.default_rng(0)
+    z = sp.random(300, 40, density=0.05, random_state=1, format="csc")
+    a = (z.T @ z + sp.identity(40)).tocsc()
+    factor = PenalisedFactor(a, np.zeros(0, dtype=int))
+    factor.factor = dataclasses.replace(factor.factor, inverse_at=None)
+    rows, cols = rng.integers(0, 40, 50), rng.integers(0, 40, 50)
+    monkeypatch.setattr(conditional_modes, "SOLVE_BATCH", 7)   # several batches
+    assert factor.inverse_at(rows, cols) == pytest.approx(np.linalg.inv(a.toarray())[rows, cols], abs=1e-12)

@@ -41,8 +41,8 @@ def test_fitted_values_add_each_rows_modes(gaussian_fit):
     expected = (fit.predict(random_effects=False) + effects.loc["system"].loc[data.system].to_numpy()
                 + effects.loc["item"].loc[data.item].to_numpy())
     assert np.allclose(fit.predict(), expected, rtol=0, atol=1e-10)
-    assert np.allclose(fit.predict(data.sample(frac=1.0, random_state=1)), expected[data.sample(frac=1.0, random_state=1).index],
-                       rtol=0, atol=1e-10)
+    shuffled = data.sample(frac=1.0, random_state=1)
+    assert np.allclose(fit.predict(shuffled), expected[shuffled.index], rtol=0, atol=1e-10)
 
 
 def test_unseen_levels_predict_population_values(gaussian_fit):
@@ -102,3 +102,21 @@ def test_rows_needed_from_grouped_sums(tmp_path):
     memory = br.Model("acc ~ mode + (1|system) + (1|item)", str(path), engine="memory").fit()
     new = pd.DataFrame({"mode": ["a", "b"], "system": ["s1", "s2"], "item": ["i1", "x"]})
     assert fit.predict(new) == pytest.approx(memory.predict(new), rel=1e-6)
+    from_sums, from_rows = fit.level_effects(), memory.level_effects()
+    assert from_sums.estimate.to_numpy() == pytest.approx(from_rows.estimate.to_numpy(), abs=1e-6)
+    assert from_sums.sd.to_numpy() == pytest.approx(from_rows.sd.to_numpy(), rel=1e-6)
+
+
+def test_binomial_counts_simulate_successes_out_of_their_trials():
+    rng = np.random.default_rng(6)
+    data = pd.DataFrame({"system": np.repeat([f"s{k}" for k in range(12)], 6), "n": rng.integers(5, 30, 72)})
+    data["k"] = rng.binomial(data.n, 1 / (1 + np.exp(-rng.normal(0, 1, 12)[np.repeat(np.arange(12), 6)])))
+    fit = br.Model("p(k, n) ~ 1 + (1|system)", data).fit()
+    draws = fit.simulate(50, seed=2)
+    assert np.all((draws >= 0) & (draws <= data.n.to_numpy()[:, None])) and np.all(draws == np.round(draws))
+    # over many draws of the model, the mean success rate is the population mean of the inverse logit
+    fitted = fit.predict()
+    assert np.all((fitted > 0) & (fitted < 1))
+    assert draws.sum(axis=0).mean() / data.n.sum() == pytest.approx(
+        np.mean(1 / (1 + np.exp(-(fit.fixed_effects.estimate.iloc[0]
+                                   + np.sqrt(fit.variances["system"]) * rng.standard_normal(200_000))))), abs=0.05)

@@ -116,9 +116,14 @@ class Model:
         Fit
             Variance components, φ and fixed effects; ``to_dict()`` equals ``bayesrepro vca --json``.
         """
+        return self._fit(method, nagq)
+
+    def _fit(self, method: str | None, nagq: int, require_object: bool = True):
+        """``fit``; without ``require_object`` a tie between the factors with most levels takes the first of them as
+        φ's object instead of a refusal (level effects and predictions do not depend on it)."""
         from ..errors import BayesreproError
         from ..frequentist.quadrature import check_nodes
-        from ..reliability import object_of_measurement
+        from ..reliability import ObjectChoice, object_of_measurement
         from .fit import Fit
 
         if method is not None and str(method).lower() not in METHODS:
@@ -130,7 +135,12 @@ class Model:
         if not family.binary and nagq != 1:
             raise BayesreproError("--nagq applies to binary scores; Gaussian models are fitted exactly: drop --nagq")
         engine_fit = self.engine_fit("ml", nagq) if family.binary else self._components_fit(method or "reml")
-        choice = object_of_measurement(engine_fit.n_levels, self.object)
+        try:
+            choice = object_of_measurement(engine_fit.n_levels, self.object)
+        except BayesreproError:
+            if require_object:
+                raise
+            choice = ObjectChoice(next(iter(engine_fit.n_levels)))
         return Fit(engine_fit, family, choice, self._inference_frame(engine_fit), self.spec.random_terms, self.frame)
 
     def engine_fit(self, method: str, nagq: int = 1):
@@ -235,6 +245,43 @@ class Model:
         bayes = fit_bayes(self.frame, object=self.object, family=self.family_name, link=self.link, backend=backend,
                           prior=prior, prior_overrides=overrides, sampling=settings)
         return Posterior(bayes, prob)
+
+    @public
+    def effects(self, group: str | None = None, prob: float = 0.95, bayes: bool = False, **sampler_options):
+        """Each level's random effects with an interval: conditional modes of the fit, or posterior summaries.
+
+        Parameters
+        ----------
+        group : str, optional
+            A grouping factor of the formula (default: every one).
+        prob : float, default 0.95
+            Probability of the intervals: normal ones (estimate ± z·sd) for the fit, central posterior ones.
+        bayes : bool, default False
+            Summarise the posterior (``sample``) instead of the REML/ML fit.
+        **sampler_options
+            With ``bayes``, the options of ``sample`` (``draws``, ``chains``, ``seed``, ``prior``...).
+
+        Returns
+        -------
+        LevelEffects
+            ``to_dict()`` equals ``bayesrepro effects --json``; ``.table`` holds the rows of ``Fit.level_effects``
+            (from a posterior, with ``r_hat`` and ``ess_bulk``).
+        """
+        from ..bayes.posterior import check_probability
+        from ..errors import BayesreproError
+        from .level_effects import LevelEffects
+
+        check_probability(prob)
+        if bayes:
+            posterior = self.sample(**sampler_options)
+            table = posterior.level_effects(group, prob)
+            return LevelEffects(table, "bayes", prob, table.attrs.get("notes", []), posterior.not_converged())
+        if sampler_options:
+            option = next(iter(sampler_options)).replace("_", "-")
+            raise BayesreproError(f"--{option} applies to the posterior; add --bayes or drop --{option}")
+        fit = self._fit(None, 1, require_object=False)
+        table = fit.level_effects(group, prob)
+        return LevelEffects(table, "frequentist", prob, table.attrs.get("notes", []), fit.not_converged())
 
     @public
     def glrt(self, h0: str, reference: str = "auto", bootstrap_samples: int = 1000, seed: int | None = None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .display import Result, public
@@ -81,6 +82,137 @@ class Posterior(Result):
             probability of direction (link scale for binary scores).
         """
         return self.bayes.contrasts(term, self.prob)
+
+    def level_effects(self, group: str | None = None, prob: float | None = None) -> pd.DataFrame:
+        """Posterior summaries of every level's random effect, term by term.
+
+        Parameters
+        ----------
+        group : str, optional
+            A grouping factor of the formula, e.g. ``"system"``; default every factor.
+        prob : float, optional
+            Probability of the central intervals; default the Posterior's ``prob``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per level and random-effect term: ``group``, ``term`` (named as lme4 names it:
+            ``"(Intercept)"``, or the slope's column, e.g. ``"x"``), ``level``, posterior median ``estimate``,
+            posterior ``sd``, central interval ``low`` and ``high``, ``r_hat`` and ``ess_bulk``. Binary models'
+            effects are on the latent (link) scale. Computed a block of levels at a time, so a factor of 10^5
+            levels never holds draws × levels.
+
+        Raises
+        ------
+        BayesreproError
+            If ``group`` is not a grouping factor of the formula, or the posterior holds no level effects.
+        """
+        from ..errors import BayesreproError
+
+        try:
+            return self.bayes.level_effects(group, self.prob if prob is None else prob)
+        except BayesreproError as error:
+            raise error.for_python() from None
+
+    def level_effect_draws(self, group: str, term: str = "(Intercept)") -> tuple[np.ndarray, list[str]]:
+        """Joint posterior draws of one term's level effects of a grouping factor, as one array.
+
+        Meant for factors of moderate size (the array holds chains × draws × levels values), e.g. the posterior
+        distribution of a leaderboard's ranks: ``numpy.argsort`` of each row.
+
+        Parameters
+        ----------
+        group : str
+            A grouping factor of the formula, e.g. ``"system"``.
+        term : str, optional
+            The term's column as ``level_effects`` names it: ``"(Intercept)"`` (default) or a slope's name.
+
+        Returns
+        -------
+        tuple of (numpy.ndarray, list of str)
+            The draws, shape (chains × draws, levels), chain after chain; and the level labels in column order.
+            Each row is one joint draw of every level's effect (latent scale for binary models).
+
+        Raises
+        ------
+        BayesreproError
+            If ``group`` or ``term`` is not in the formula.
+        """
+        from ..errors import BayesreproError
+
+        try:
+            return self.bayes.level_effect_draws(group, term)
+        except BayesreproError as error:
+            raise error.for_python() from None
+
+    def predict(self, data: pd.DataFrame | None = None, kind: str = "mean", prob: float | None = None) -> pd.DataFrame:
+        """Posterior summaries of every row's expected score, or of a new score.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame, optional
+            Rows to predict, with the formula's fixed-effect and grouping columns; default the fitted rows. A level
+            of a grouping factor unseen in the fit gets effects drawn from the population (the posterior SDs and
+            correlations, one draw per new level and posterior draw), as Bambi's ``sample_new_groups`` and brms's
+            ``allow_new_levels`` do.
+        kind : {"mean", "response"}, optional
+            ``"mean"`` (default): the expected score, a probability for binary models; ``"response"``: a new score
+            (Gaussian noise with the posterior σ, or a 0/1 outcome / binomial successes).
+        prob : float, optional
+            Probability of the central intervals; default the Posterior's ``prob``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per row of ``data`` (same order): posterior ``median``, ``sd``, ``low`` and ``high``.
+
+        Raises
+        ------
+        BayesreproError
+            If a column of the formula is missing, a fixed factor has a level unseen in the fit, or ``kind`` is
+            unknown.
+        """
+        from ..bayes.prediction import prediction_table
+        from ..errors import BayesreproError
+
+        try:
+            table = prediction_table(self.bayes, data, kind, self.prob if prob is None else prob)
+        except BayesreproError as error:
+            raise error.for_python() from None
+        if data is not None:
+            table.index = data.index
+        return table
+
+    def predictive_draws(self, data: pd.DataFrame | None = None, kind: str = "response",
+                         max_draws: int | None = None) -> np.ndarray:
+        """Posterior predictive draws, for model checks.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame, optional
+            Rows to predict (default the fitted rows); new levels as in ``predict``.
+        kind : {"response", "mean"}, optional
+            ``"response"`` (default): new scores; ``"mean"``: expected scores (probabilities for binary models).
+        max_draws : int, optional
+            At most this many posterior draws, spread evenly over the chains (default all).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape (draws, rows): one row of predictions per posterior draw.
+
+        Raises
+        ------
+        BayesreproError
+            As ``predict``, or if ``max_draws`` is not a positive whole number.
+        """
+        from ..bayes.prediction import predictive_draws
+        from ..errors import BayesreproError
+
+        try:
+            return predictive_draws(self.bayes, data, kind, max_draws)
+        except BayesreproError as error:
+            raise error.for_python() from None
 
     # --- model checks: the posterior predictive against the data (model_checks) ---
 

@@ -565,6 +565,96 @@ def _piece_mass(a, b, anchor, low, high):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def _profile_tables(link, p, log_sigma, row, profile_start, profile_config, profile_trials, pair_start,
+                    pair_successes, profile_low, profile_high):
+    """Profile p's grid u and, on it, h and its slope for an item with no successes; under probit also what one
+    success in each entry adds to them. n > MAX_GRID: not a point of positive posterior density."""
+    start, stop = profile_start[p], profile_start[p + 1]
+    inv_var = math.exp(-2.0 * log_sigma)
+    left, step, n = profile_grid(link, p, log_sigma, row, profile_start, profile_config, profile_trials,
+                                 pair_start, pair_successes, profile_low, profile_high)
+    if n > MAX_GRID:
+        n = MAX_GRID + 1
+        empty = np.empty(0)
+        return empty, empty, empty, np.empty((0, 0)), np.empty((0, 0)), n
+    u = np.empty(n)
+    base = np.empty(n)         # h of an item with no successes, and its slope
+    base_slope = np.empty(n)
+    odds = np.empty((stop - start, n))        # probit: what one success adds to h, and to its slope
+    odds_slope = np.empty((stop - start, n))
+    for q in range(n):
+        uq = left + q * step
+        u[q] = uq
+        a = -0.5 * uq * uq * inv_var
+        f = -uq * inv_var
+        for j in range(start, stop):
+            t = row[profile_config[j]] + uq
+            if link == LOGIT:
+                sp, mu = softplus_and_sigmoid(t)
+                a -= profile_trials[j] * sp
+                f -= profile_trials[j] * mu
+            else:
+                log_mu, log_not_mu, ratio, not_ratio = probit_terms(t)
+                a += profile_trials[j] * log_not_mu
+                f -= profile_trials[j] * not_ratio
+                odds[j - start, q] = log_mu - log_not_mu
+                odds_slope[j - start, q] = ratio + not_ratio
+        base[q] = a
+        base_slope[q] = f
+    return u, base, base_slope, odds, odds_slope, n
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _pair_envelope(link, k, start, u, base, base_slope, odds, odds_slope, y, pair_successes, pattern_start,
+                   pattern_entry, pattern_successes):
+    """The envelope of pair k's conditional (h relative to its peak, its slope, the cumulative mass of the
+    envelope's pieces, the window first..last): what ``_draw_from_envelope`` reads. Under probit it writes the
+    pair's pattern into ``y`` (the caller clears it)."""
+    n = len(u)
+    h = np.empty(n)
+    slope = np.empty(n)
+    mass = np.empty(n)
+    s = pair_successes[k]
+    if link == LOGIT:
+        for q in range(n):
+            h[q] = base[q] + s * u[q]
+            slope[q] = base_slope[q] + s
+    else:
+        h[:] = base
+        slope[:] = base_slope
+        for e in range(pattern_start[k], pattern_start[k + 1]):
+            column = pattern_entry[e] - start
+            y[pattern_entry[e]] = pattern_successes[e]
+            for q in range(n):
+                h[q] += pattern_successes[e] * odds[column, q]
+                slope[q] += pattern_successes[e] * odds_slope[column, q]
+    peak = h.max()
+    first, last = 0, n - 1
+    while h[first] < peak - WINDOW:
+        first += 1
+    while h[last] < peak - WINDOW:
+        last -= 1
+    if last == first:  # the peak alone: widen by one point so there is an interval
+        first, last = max(first - 1, 0), min(last + 1, n - 1)
+    for q in range(first, last + 1):
+        h[q] -= peak
+    cumulative = 0.0
+    for q in range(first, last):
+        cross = _tangent_crossing(u, h, slope, q)
+        cumulative += _piece_mass(h[q], slope[q], u[q], u[q], cross)
+        cumulative += _piece_mass(h[q + 1], slope[q + 1], u[q + 1], cross, u[q + 1])
+        mass[q - first] = cumulative
+    return h, slope, mass, first, last, peak, s
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _clear_pattern(link, k, y, pattern_start, pattern_entry):
+    if link != LOGIT:
+        for e in range(pattern_start[k], pattern_start[k + 1]):
+            y[pattern_entry[e]] = 0.0
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def dominant_effect_variance(link, eta, log_sigma, profile_start, profile_config, profile_trials, profile_low,
                              profile_high, pair_start, pair_successes, pattern_start, pattern_entry, pattern_successes,
                              pair_count, seed):
@@ -581,83 +671,64 @@ def dominant_effect_variance(link, eta, log_sigma, profile_start, profile_config
         levels += pair_count[k]
     y = np.zeros(len(profile_config))  # the successes of one probit pattern, per entry
     for d in range(n_draws):
-        sigma = math.exp(log_sigma[d])
-        inv_var = 1.0 / (sigma * sigma)
+        inv_var = math.exp(-2.0 * log_sigma[d])
         row = eta[d]
         total = 0.0
         squares = 0.0
         for p in range(len(profile_start) - 1):
             start, stop = profile_start[p], profile_start[p + 1]
-            left, step, n = profile_grid(link, p, log_sigma[d], row, profile_start, profile_config, profile_trials,
-                                         pair_start, pair_successes, profile_low, profile_high)
+            u, base, base_slope, odds, odds_slope, n = _profile_tables(
+                link, p, log_sigma[d], row, profile_start, profile_config, profile_trials, pair_start, pair_successes,
+                profile_low, profile_high)
             if n > MAX_GRID:  # not a point of positive posterior density: no draw to make
                 total = np.nan
                 break
-            u = np.empty(n)
-            base = np.empty(n)         # h of an item with no successes, and its slope
-            base_slope = np.empty(n)
-            odds = np.empty((stop - start, n))        # probit: what one success adds to h, and to its slope
-            odds_slope = np.empty((stop - start, n))
-            for q in range(n):
-                uq = left + q * step
-                u[q] = uq
-                a = -0.5 * uq * uq * inv_var
-                f = -uq * inv_var
-                for j in range(start, stop):
-                    t = row[profile_config[j]] + uq
-                    if link == LOGIT:
-                        sp, mu = softplus_and_sigmoid(t)
-                        a -= profile_trials[j] * sp
-                        f -= profile_trials[j] * mu
-                    else:
-                        log_mu, log_not_mu, ratio, not_ratio = probit_terms(t)
-                        a += profile_trials[j] * log_not_mu
-                        f -= profile_trials[j] * not_ratio
-                        odds[j - start, q] = log_mu - log_not_mu
-                        odds_slope[j - start, q] = ratio + not_ratio
-                base[q] = a
-                base_slope[q] = f
-            h = np.empty(n)
-            slope = np.empty(n)
-            mass = np.empty(n)
             for k in range(pair_start[p], pair_start[p + 1]):
-                s = pair_successes[k]
-                if link == LOGIT:
-                    for q in range(n):
-                        h[q] = base[q] + s * u[q]
-                        slope[q] = base_slope[q] + s
-                else:
-                    h[:] = base
-                    slope[:] = base_slope
-                    for e in range(pattern_start[k], pattern_start[k + 1]):
-                        column = pattern_entry[e] - start
-                        y[pattern_entry[e]] = pattern_successes[e]
-                        for q in range(n):
-                            h[q] += pattern_successes[e] * odds[column, q]
-                            slope[q] += pattern_successes[e] * odds_slope[column, q]
-                peak = h.max()
-                first, last = 0, n - 1
-                while h[first] < peak - WINDOW:
-                    first += 1
-                while h[last] < peak - WINDOW:
-                    last -= 1
-                if last == first:  # the peak alone: widen by one point so there is an interval
-                    first, last = max(first - 1, 0), min(last + 1, n - 1)
-                for q in range(first, last + 1):
-                    h[q] -= peak
-                cumulative = 0.0
-                for q in range(first, last):
-                    cross = _tangent_crossing(u, h, slope, q)
-                    cumulative += _piece_mass(h[q], slope[q], u[q], u[q], cross)
-                    cumulative += _piece_mass(h[q + 1], slope[q + 1], u[q + 1], cross, u[q + 1])
-                    mass[q - first] = cumulative
+                h, slope, mass, first, last, peak, s = _pair_envelope(
+                    link, k, start, u, base, base_slope, odds, odds_slope, y, pair_successes, pattern_start,
+                    pattern_entry, pattern_successes)
                 for _ in range(int(pair_count[k])):
                     x = _draw_from_envelope(link, s, y, peak, u, h, slope, first, last, inv_var, row, profile_config,
                                             profile_trials, start, stop, mass)
                     total += x
                     squares += x * x
-                if link != LOGIT:
-                    for e in range(pattern_start[k], pattern_start[k + 1]):
-                        y[pattern_entry[e]] = 0.0
+                _clear_pattern(link, k, y, pattern_start, pattern_entry)
         out[d] = (squares - total * total / levels) / (levels - 1.0)
+    return out
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def dominant_effect_draws(link, eta, log_sigma, profile_start, profile_config, profile_trials, profile_low,
+                          profile_high, pair_start, pair_successes, pattern_start, pattern_entry, pattern_successes,
+                          pair_profile, level_pair, seed):
+    """One draw of each level's effect per posterior draw, (draws, levels): ``level_pair`` holds the pair of each
+    level asked for, in ascending order of pair; ``pair_profile`` the profile of every pair. Seeded once."""
+    np.random.seed(seed)
+    n_draws = eta.shape[0]
+    out = np.empty((n_draws, len(level_pair)))
+    y = np.zeros(len(profile_config))
+    for d in range(n_draws):
+        inv_var = math.exp(-2.0 * log_sigma[d])
+        row = eta[d]
+        i = 0
+        while i < len(level_pair):
+            p = pair_profile[level_pair[i]]
+            start, stop = profile_start[p], profile_start[p + 1]
+            u, base, base_slope, odds, odds_slope, n = _profile_tables(
+                link, p, log_sigma[d], row, profile_start, profile_config, profile_trials, pair_start, pair_successes,
+                profile_low, profile_high)
+            while i < len(level_pair) and pair_profile[level_pair[i]] == p:
+                k = level_pair[i]
+                if n > MAX_GRID:
+                    out[d, i] = np.nan
+                    i += 1
+                    continue
+                h, slope, mass, first, last, peak, s = _pair_envelope(
+                    link, k, start, u, base, base_slope, odds, odds_slope, y, pair_successes, pattern_start,
+                    pattern_entry, pattern_successes)
+                while i < len(level_pair) and level_pair[i] == k:
+                    out[d, i] = _draw_from_envelope(link, s, y, peak, u, h, slope, first, last, inv_var, row,
+                                                    profile_config, profile_trials, start, stop, mass)
+                    i += 1
+                _clear_pattern(link, k, y, pattern_start, pattern_entry)
     return out

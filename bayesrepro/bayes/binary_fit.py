@@ -22,7 +22,7 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
     """Posterior draws of a Bernoulli or binomial model of ``frame`` with ``link``; returns (``draws.Draws``, prior table).
 
     With ``effects``, the finite-population components (``fp_variance``, ``fp_phi``) are added:
-    the variance of every draw's realised level effects.
+    the variance of every draw's realised level effects; the integrated factor's level effects are drawn when read.
     """
     cells = frame.binomial()
     residual = get_link(link).latent_residual
@@ -34,8 +34,9 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
     variances[RESIDUAL] = np.full(draws.shape, residual)
     add_reliability(draws, variances, object)
     if effects:
-        from .binary_effects import finite_population_variances
+        from .binary_effects import add_dominant_blocks, finite_population_variances
 
         realised = finite_population_variances(draws, model, cells.X_fixed, residual, settings.seed)
         add_reliability(draws, realised, object, prefix="fp_")
+        add_dominant_blocks(draws, model, cells.X_fixed, cells.levels[layout.dominant], settings.seed)
     return draws, model.priors.table()

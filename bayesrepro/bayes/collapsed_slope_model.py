@@ -19,6 +19,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .collapsed_slope_density import collapsed_logp
 from .compiled_sampler import CompiledDensity, pack
+from .slope_density import effect_variable
 
 # Per gradient the collapsed density cost 1.5-2 ns per cube of a block's columns plus ~220 times that per column
 # (blocks of 2 to 150 columns), the non-centred one 8-17 ns per row and sampled value of a row (coefficients and
@@ -34,13 +35,14 @@ COLLAPSED_COLUMNS = 400
 @dataclasses.dataclass(frozen=True)
 class EffectLayout:
     """Z's columns ordered component by component: ``Z`` (rows × q, sparse), the first column of every component
-    (q last), and per column its term, its column in the term and the first column of its level."""
+    (q last), and per column its term, its column in the term, the first column of its level and the level."""
 
     Z: sp.csr_matrix
     components: np.ndarray
     term: np.ndarray
     column: np.ndarray
     unit: np.ndarray
+    level: np.ndarray
 
     @property
     def largest(self) -> int:
@@ -66,6 +68,7 @@ def effect_layout(terms) -> EffectLayout:
     term = np.repeat(unit_terms[order], widths[order])
     column = np.concatenate([np.arange(w) for w in widths[order]])
     unit = np.repeat(unit_start[order], widths[order])
+    level = np.repeat(order - first[unit_terms[order]], widths[order])
     rows, cols, values = [], [], []
     for t, term_layout in enumerate(terms):
         for c in range(term_layout.nc):
@@ -73,7 +76,7 @@ def effect_layout(terms) -> EffectLayout:
             cols.append(unit_start[units[:, t]] + c)
             values.append(term_layout.matrix[:, c])
     Z = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n, q))
-    return EffectLayout(Z, components, term, column, unit)
+    return EffectLayout(Z, components, term, column, unit, level)
 
 
 def faster_density(density: CompiledDensity, frame, terms, priors) -> CompiledDensity:
@@ -107,8 +110,11 @@ def collapsed_density(density: CompiledDensity, frame, terms, priors, layout: Ef
     kept = _sampled_coordinates(X.shape[1], terms)
     # nutpie's low-rank-corrected mass matrix: on sleepstudy (brms's priors) 7.1 leapfrog steps per draw against
     # 9.0 with the diagonal one, and 7 % more bulk ESS per draw
+    # no effects to record: they are drawn afterwards from their Gaussian conditional (``collapsed_effects``)
+    variables = tuple(v for v in density.variables if v.name not in {effect_variable(t.group) for t in terms})
     return dataclasses.replace(density, logp=collapsed_logp, floats=floats, ints=ints, n_dim=len(kept),
-                               initial_point=density.initial_point[kept], low_rank_mass_matrix=True)
+                               variables=variables, initial_point=density.initial_point[kept],
+                               low_rank_mass_matrix=True)
 
 
 def collapses(layout: EffectLayout, rows: int, row_values: int) -> bool:

@@ -124,3 +124,82 @@ def _ess(x: np.ndarray) -> float:
     tau = -1.0 + 2.0 * np.sum(rho[: last + 1]) + np.sum(rho[last + 1 : last + 2])
     tau = max(tau, 1.0 / np.log10(total))
     return math.nan if np.isnan(rho).any() else float(total / tau)
+
+
+def r_hat_columns(draws) -> np.ndarray:
+    """``r_hat`` of every column of draws (chain, draw, column) at once; NaN where ``r_hat`` gives NaN."""
+    x = np.asarray(draws, dtype=float)
+    out = np.full(x.shape[2], math.nan)
+    if x.shape[0] < 2 or x.shape[1] < 4:
+        return out
+    split = _split_chains(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bulk = _split_r_hat_columns(_normal_score_columns(split))
+        tail = _split_r_hat_columns(_normal_score_columns(np.abs(split - np.median(split, axis=(0, 1)))))
+    out = np.maximum(bulk, tail)
+    out[np.isnan(x).any(axis=(0, 1))] = math.nan
+    return out
+
+
+def ess_bulk_columns(draws) -> np.ndarray:
+    """``ess_bulk`` of every column of draws (chain, draw, column) at once."""
+    x = np.asarray(draws, dtype=float)
+    if x.shape[1] < 4:
+        return np.full(x.shape[2], math.nan)
+    out = _ess_columns(_normal_score_columns(_split_chains(x)))
+    out[np.isnan(x).any(axis=(0, 1))] = math.nan
+    return out
+
+
+def _normal_score_columns(x: np.ndarray) -> np.ndarray:
+    """``_normal_scores`` of every column (chain, draw, column), ranks over the chains and draws of the column."""
+    from scipy.special import ndtri
+    from scipy.stats import rankdata
+
+    flat = x.reshape(-1, x.shape[2])
+    ranks = rankdata(flat, axis=0, method="average")
+    return ndtri((ranks - BLOM_OFFSET) / (flat.shape[0] - 2 * BLOM_OFFSET + 1)).reshape(x.shape)
+
+
+def _split_r_hat_columns(x: np.ndarray) -> np.ndarray:
+    n = x.shape[1]
+    between = n * np.var(x.mean(axis=1), axis=0, ddof=1)
+    within = np.mean(np.var(x, axis=1, ddof=1), axis=0)
+    return np.sqrt((between / within + n - 1) / n)
+
+
+def _ess_columns(x: np.ndarray) -> np.ndarray:
+    """``_ess`` of every column (chain, draw, column): Geyer's sequence with its truncation and monotone pass,
+    taken over pairs of autocorrelations (pair j: lags 2j and 2j + 1) as ``_ess`` walks them."""
+    n_chain, n, k = x.shape
+    centred = x - x.mean(axis=1, keepdims=True)
+    size = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(centred, n=size, axis=1)
+    acov = np.fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=1)[:, :n] / n   # (chain, lag, column)
+    mean_var = acov[:, 0].mean(axis=0) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if n_chain > 1:
+        var_plus = var_plus + np.var(x.mean(axis=1), axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = 1.0 - (mean_var - acov.mean(axis=0)) / var_plus          # (lag, column)
+    rho[0] = 1.0
+    # ``_ess`` computes pairs j = 1, 2, ... while 2j - 1 < n - 3, stopping after the first whose sum is not positive
+    n_pairs = max((n - 3) // 2, 0) + 1
+    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]       # (pair, column)
+    not_positive = pairs[1:] <= 0
+    stop = (np.where(not_positive.any(axis=0), np.argmax(not_positive, axis=0) + 1, n_pairs - 1) if n_pairs > 1
+            else np.zeros(k, dtype=int))
+    stop = np.where(pairs[0] <= 0, 0, stop)                             # j_last: the last pair computed
+    monotone = np.minimum.accumulate(pairs, axis=0)
+    before = np.arange(n_pairs)[:, None] < stop[None, :]
+    columns = np.arange(k)
+    last_even = rho[2 * stop, columns]
+    kept = (pairs[stop, columns] >= 0) | (last_even > 0)
+    tau = -1.0 + 2.0 * np.where(before, monotone, 0.0).sum(axis=0) + np.where(kept, last_even, 0.0)
+    total = n_chain * n
+    tau = np.maximum(tau, 1.0 / np.log10(total))
+    out = total / tau
+    constant = (x.max(axis=(0, 1)) - x.min(axis=(0, 1))) < np.finfo(float).resolution
+    out[constant] = total
+    out[np.isnan(rho).any(axis=0) & ~constant] = math.nan
+    return out

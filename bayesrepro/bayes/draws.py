@@ -10,7 +10,7 @@ and keeps it, so changes a user makes to it stay.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -22,7 +22,9 @@ class Draws:
     ``dims[name]`` names the dimensions after (chain, draw), each a key of
     ``coords``; ``stats`` holds the sampler's statistics per draw (``diverging``…);
     ``attrs[name]`` the attributes of a variable (φ's object of measurement).
-    A variable added with ``add_deferred`` is computed on its first use.
+    A variable added with ``add_deferred`` is computed on its first use. Level effects can also be read a block
+    of levels at a time (``level_blocks``) without holding draws × levels: from a source registered with
+    ``add_level_blocks`` (which need not be a variable at all), else from the variable's array.
     """
 
     arrays: dict[str, np.ndarray]
@@ -32,6 +34,7 @@ class Draws:
     attrs: dict[str, dict] = field(default_factory=dict)
     source: object = None                     # the sampler's own InferenceData (PyMC, Bambi), if any
     _deferred: dict[str, Callable[[], np.ndarray]] = field(default_factory=dict, repr=False)
+    _blocks: dict[str, Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]] = field(default_factory=dict, repr=False)
     _idata: object = field(default=None, repr=False)
 
     @classmethod
@@ -76,6 +79,31 @@ class Draws:
         """A variable computed by ``compute()`` when first read (large arrays few users look at)."""
         self._deferred[name] = compute
         self._label(name, dims, coords, None)
+
+    def add_level_blocks(self, name: str, blocks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]],
+                         dims: tuple[str, ...] = (), coords: dict | None = None) -> None:
+        """Register ``blocks()``, yielding (level indices, draws (chain, draw, levels, ...)) that cover every level
+        of ``name`` once, the same draws on every call; ``dims`` and ``coords`` label a name that is no variable."""
+        self._blocks[name] = blocks
+        if name not in self.dims:
+            self.dims[name] = tuple(dims)
+            self.coords.update(coords or {})
+
+    def has_levels(self, name: str) -> bool:
+        """Whether level effects ``name`` can be read (as a variable or by blocks)."""
+        return name in self or name in self._blocks
+
+    def level_blocks(self, name: str, block_values: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The draws of ``name`` (chain, draw, level, ...) about ``block_values`` values at a time: its array
+        when it is held, else its registered source."""
+        if name in self.arrays or name not in self._blocks:
+            values = self[name]
+            size = max(1, block_values // max(1, values.size // max(values.shape[2], 1)))
+            for start in range(0, values.shape[2], size):
+                stop = min(start + size, values.shape[2])
+                yield np.arange(start, stop), values[:, :, start:stop]
+            return
+        yield from self._blocks[name]()
 
     def labels(self, name: str) -> list:
         """The labels of the one dimension of a vector variable (e.g. the components of ``variance``)."""

@@ -17,7 +17,7 @@ In a group these are linear in B_k'z, B_k the rows (1, r_i, c_i'), and in
 (R_k'R_k = B_k'B_k of rank ρ) and ‖z‖² = ‖a‖² + χ²(m_k − ρ), the χ² independent
 of a (the part of z orthogonal to B_k's columns). So a draw costs O(K q²),
 whatever the number of items. The items' effects themselves — thousands per
-draw — are drawn only when read (``DominantEffects.draw``): z = Q_k a + √χ² u/‖u‖,
+draw — are drawn only when read (``DominantEffects.draw``, or a block of items at a time): z = Q_k a + √χ² u/‖u‖,
 Q_k an orthonormal basis of B_k's columns and u the part of a N(0, I) vector
 orthogonal to them, which has z's law given (a, χ²) and reproduces the sums
 already drawn. A group with no more items than B_k has columns gains nothing
@@ -36,6 +36,8 @@ from .marginal import MarginalStats, small_block_variances
 # eigenvalues of a group's equilibrated Gram matrix B'B below this fraction of the largest are
 # rounding (exact collinearity, e.g. the intercept column with the count): their directions carry no variance
 RANK_TOLERANCE = 1e-10
+BLOCK_VALUES = 1 << 22   # values (draws × items) of one block of the items' effects: 32 MB
+SEED_ITEMS = 16          # items whose noise comes from one seed: blocks hold whole runs of them
 
 
 @dataclass(frozen=True)
@@ -71,22 +73,51 @@ class DominantEffects:
     seed: int                # of the directions orthogonal to B's columns
 
     def draw(self) -> np.ndarray:
-        rng = np.random.default_rng(self.seed)
+        """Every level's effect in every draw, (D, n_levels)."""
         out = np.empty((self.delta_b.shape[0], len(self.stats.counts)))
-        for k, group in enumerate(self.groups):
-            rows = _rows(self.stats, group.items)
-            if group.basis is None:
-                z = self.coordinates[k]
-            else:
-                q = rows @ group.basis
-                z = self.coordinates[k] @ q.T
-            if group.free > 0:
-                u = rng.standard_normal(z.shape)
-                u -= (u @ q) @ q.T
-                z += u * np.sqrt(self.remainder[k] / np.einsum("di,di->d", u, u))[:, None]
-            mean = self.shrink[:, k, None] * (rows[:, 1][None, :] - self.delta_b @ rows[:, 2:].T)
-            out[:, group.items] = mean + self.sd[:, k, None] * z
+        for items, values in self.blocks(BLOCK_VALUES):
+            out[:, items] = values
         return out
+
+    def blocks(self, block_values: int):
+        """The effects a block of items at a time: yields (items, (D, items)), at most ``block_values`` values
+        each (but at least ``SEED_ITEMS`` items).
+
+        The part of z orthogonal to B's columns is u − Q Q'u scaled to ‖·‖² = χ², u ~ N(0, I); Q'u and ‖u‖² are
+        summed over a group's blocks first, u drawn again in the second pass. u comes from one seed per
+        ``SEED_ITEMS`` items, so that no more than one block is held and the effects do not depend on the blocks.
+        """
+        n_draws = self.delta_b.shape[0]
+        size = max(1, block_values // max(n_draws, 1)) // SEED_ITEMS * SEED_ITEMS or SEED_ITEMS
+        for k, group in enumerate(self.groups):
+            spans = [slice(a, a + size) for a in range(0, len(group.items), size)]
+            projected, squares, scale = 0.0, 0.0, None
+            if group.free > 0:
+                for span in spans:
+                    u = self._noise(k, span, len(group.items))
+                    projected = projected + u @ (_rows(self.stats, group.items[span]) @ group.basis)
+                    squares = squares + np.einsum("di,di->d", u, u)
+                scale = np.sqrt(self.remainder[k] / (squares - np.einsum("da,da->d", projected, projected)))
+            for span in spans:
+                piece = group.items[span]
+                rows = _rows(self.stats, piece)
+                if group.basis is None:   # a = z itself, item by item
+                    z = self.coordinates[k][:, span]
+                else:
+                    q = rows @ group.basis
+                    z = self.coordinates[k] @ q.T
+                if group.free > 0:
+                    z = z + (self._noise(k, span, len(group.items)) - projected @ q.T) * scale[:, None]
+                mean = self.shrink[:, k, None] * (rows[:, 1][None, :] - self.delta_b @ rows[:, 2:].T)
+                yield piece, mean + self.sd[:, k, None] * z
+
+    def _noise(self, k: int, span: slice, n_items: int) -> np.ndarray:
+        """u ~ N(0, I) of group k's items in ``span`` (whole runs of ``SEED_ITEMS`` items), one seed per run."""
+        start, stop = span.start, min(span.stop, n_items)
+        n_draws = self.delta_b.shape[0]
+        runs = [np.random.default_rng([self.seed, k, a // SEED_ITEMS]).standard_normal(
+            (min(a + SEED_ITEMS, stop) - a, n_draws)) for a in range(start, stop, SEED_ITEMS)]
+        return np.concatenate(runs).T
 
 
 @dataclass(frozen=True)

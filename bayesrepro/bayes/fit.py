@@ -50,6 +50,7 @@ class BayesFit:
     seconds: float
     notes: list[str] = field(default_factory=list)
     terms: tuple = ()   # ``term_model.TermLayout`` of every random-effect term, for a model with correlated effects
+    link: str = "identity"   # of a binary model: "logit" or "probit"
 
     @property
     def idata(self):
@@ -85,6 +86,19 @@ class BayesFit:
             missing = sorted(set(levels) - present)
             reference = missing[0] if len(missing) == 1 else reference
         return level_contrasts(self.draws, self.frame.fixed_names, term, reference, prob, rope)
+
+    def level_effects(self, group: str | None = None, prob: float = 0.95) -> pd.DataFrame:
+        """Posterior median, SD, central ``prob`` interval, R-hat and bulk ESS of every level's effect of every
+        random-effect term (of ``group`` alone if given), a block of levels at a time."""
+        from .level_effects import level_effect_table
+
+        return level_effect_table(self, group, prob)
+
+    def level_effect_draws(self, group: str, term: str = "(Intercept)") -> tuple[np.ndarray, list[str]]:
+        """Draws (chains × draws, levels) of one term's level effects of ``group`` and the level labels."""
+        from .level_effects import level_effect_draws
+
+        return level_effect_draws(self, group, term)
 
     def to_dict(self, prob: float = 0.95) -> dict:
         """The JSON form: φ, components, diagnostics, backend, seconds."""
@@ -260,7 +274,7 @@ def fit_bayes(
     sd_vars = [v for v in draws.names if v == "sigma" or (v.startswith("1|") and v.endswith("_sigma"))]
     diagnostics = diagnose(draws, sd_vars + ["phi"])
     fit = BayesFit(draws, diagnostics, frame, spec, prior_table, family, backend, object,
-                   time.perf_counter() - start, notes)
+                   time.perf_counter() - start, notes, link=resolved.link)
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
 
@@ -292,7 +306,7 @@ def _fit_correlated(frame, family: Family, object, prior, overrides, backend, se
     if frame.spec.has_slopes:
         notes.append(TERM_VARIANCE_NOTE)
     fit = BayesFit(draws, diagnostics, frame, None, prior_table, family.name, "fast", choice.name,
-                   time.perf_counter() - start, notes, tuple(terms))
+                   time.perf_counter() - start, notes, tuple(terms), family.link)
     require_convergence(diagnostics, settings.allow_unconverged)
     return fit
 
@@ -359,7 +373,7 @@ def _fit_fast(frame, spec, object, settings, effects) -> tuple[Draws, pd.DataFra
 
 def _add_effects(draws: Draws, frame, stats, spec, sd, object, seed) -> None:
     """Fixed and level effects and the finite-population components; the items' effects are drawn when read."""
-    from .effects import draw_effects
+    from .effects import BLOCK_VALUES, draw_effects
 
     shape = draws.shape
     flat = {name: value.reshape(-1) for name, value in sd.items()}
@@ -371,6 +385,8 @@ def _add_effects(draws: Draws, frame, stats, spec, sd, object, seed) -> None:
         coords = {dim: list(group.levels)}
         if group.name == stats.dominant:
             draws.add_deferred(f"1|{group.name}", lambda: effects.dominant.draw().reshape(*shape, -1), (dim,), coords)
+            draws.add_level_blocks(f"1|{group.name}", lambda: ((items, values.reshape(*shape, -1)) for items, values
+                                                               in effects.dominant.blocks(BLOCK_VALUES)))
         else:
             draws.add(f"1|{group.name}", effects.levels[group.name].reshape(*shape, -1), (dim,), coords)
     variances = {name: value.reshape(shape) for name, value in effects.variances.items()}

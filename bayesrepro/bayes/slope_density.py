@@ -17,6 +17,7 @@ terms: y_i successes of n_i trials, y_i ~ Binomial(n_i, μ(x_i'β + Σ_terms z_i
 
 Recorded per draw (``expand``): the coefficients of the uncentred design, σ (Gaussian model), and per term the
 SDs τ and the correlations of R = L L' (pairs (j, i), i > j, column by column, as lme4's VarCorr orders them).
+Then the effects b of every term, level by level (``effect_variable``: level × column), for the level summaries.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from .compiled_sampler import float_array, int_array
 I_SIZES, I_COLUMNS, I_LEVELS, I_CODES = range(4)
 # I_SIZES holds: rows, fixed coefficients, terms, model-matrix columns of all terms, the intercept's column (−1: none),
 # and for the binomial model the link (binary_density.LINK_CODES); F_TRIALS only for the binomial model
+
+
+def effect_variable(group: str) -> str:
+    """The recorded effects of a term (level × column)."""
+    return f"re|{group}"
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -292,7 +298,9 @@ def binary_slope_logp(x, floats, ints):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def expand_terms(x, o, position, columns, levels, eta, out):
-    """Writes every term's SDs and correlations into ``out`` from ``position``; the term's elements of x from ``o``."""
+    """Writes every term's SDs and correlations into ``out`` from ``position``, the term's elements of x from ``o``,
+    then every term's effects b_l = diag(τ) L u_l, level by level; returns the position after them."""
+    start = o
     for t in range(len(columns)):
         nc = columns[t]
         m = nc * (nc - 1) // 2
@@ -309,6 +317,23 @@ def expand_terms(x, o, position, columns, levels, eta, out):
                     out[position] = total
                     position += 1
         o += nc + m + levels[t] * nc
+    o = start
+    for t in range(len(columns)):
+        nc = columns[t]
+        m = nc * (nc - 1) // 2
+        L = np.eye(nc)
+        if nc > 1:
+            L, _, _, _ = correlation_factor(x[o + nc:o + nc + m], nc, eta[t])
+        u0 = o + nc + m
+        for level in range(levels[t]):
+            for a in range(nc):
+                total = 0.0
+                for c in range(a + 1):
+                    total += L[a, c] * x[u0 + level * nc + c]
+                out[position] = math.exp(x[o + a]) * total
+                position += 1
+        o += nc + m + levels[t] * nc
+    return position
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -324,7 +349,7 @@ def expand_fixed(x, p, intercept, x_means, out):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def slope_expand(x, floats, ints, out):
-    """Records: the uncentred coefficients, σ, then per term its SDs and its correlations."""
+    """Records: the uncentred coefficients, σ, then per term its SDs and its correlations, then the effects."""
     sizes = int_array(ints, I_SIZES)
     p = sizes[1]
     expand_fixed(x, p, sizes[4], float_array(floats, ints, F_X_MEANS), out)
@@ -335,7 +360,7 @@ def slope_expand(x, floats, ints, out):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def binary_slope_expand(x, floats, ints, out):
-    """Records: the uncentred coefficients, then per term its SDs and its correlations."""
+    """Records: the uncentred coefficients, then per term its SDs and its correlations, then the effects."""
     sizes = int_array(ints, I_SIZES)
     p = sizes[1]
     expand_fixed(x, p, sizes[4], float_array(floats, ints, F_X_MEANS), out)

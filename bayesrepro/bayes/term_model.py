@@ -25,7 +25,7 @@ from .convergence import ess_bulk, ess_tail, r_hat
 from .posterior import add_reliability, interval
 from .sampling import check_posterior_size
 from .binary_density import LINK_CODES
-from .slope_density import binary_slope_expand, binary_slope_logp, slope_expand, slope_logp
+from .slope_density import binary_slope_expand, binary_slope_logp, effect_variable, slope_expand, slope_logp
 from .term_priors import TermPriors, column_sds, term_priors
 
 
@@ -88,6 +88,9 @@ def term_density(frame, terms: list[TermLayout], priors: TermPriors, link: str |
         if term.nc > 1:
             variables.append(Variable(corr_variable(term.group), (f"{term.group}__pair",)))
             coords[f"{term.group}__pair"] = [f"{term.columns[j]}:{term.columns[i]}" for j, i in term.pairs]
+    for term in terms:
+        variables.append(Variable(effect_variable(term.group), (f"{term.group}__level", f"{term.group}__column")))
+        coords[f"{term.group}__level"] = [str(level) for level in term.levels]
     first = p + (0 if binary else 1)
     n_dim = first + sum(term.nc * (term.nc + 1) // 2 + len(term.levels) * term.nc for term in terms)
     # nutpie's diagonal mass matrix: on sleepstudy and simulated designs of 60 subjects its bulk ESS of the
@@ -104,13 +107,19 @@ def fit_terms(frame, prior: str, object: str, settings, link: str | None = None)
     coefficients, the components and φ."""
     terms = term_layouts(frame)
     priors = term_priors(frame, terms, prior, binary=link is not None)
-    # per draw: coefficients, σ, every SD and correlation, a variance and a share per component, φ
-    check_posterior_size(settings, len(priors.fixed_names) + 1 + sum(t.nc * (t.nc + 1) // 2 for t in terms)
-                         + 2 * (len(terms) + 1) + 1)
     density = term_density(frame, terms, priors, link)
     if link is None:  # a binomial likelihood has no closed-form integral over the effects
         density = faster_density(density, frame, terms, priors)
+    recorded = any(v.name == effect_variable(terms[0].group) for v in density.variables)
+    # per draw: coefficients, σ, every SD and correlation, the effects the density records, a variance and a share
+    # per component, φ
+    check_posterior_size(settings, len(priors.fixed_names) + 1 + sum(t.nc * (t.nc + 1) // 2 for t in terms)
+                         + (sum(t.nc * len(t.levels) for t in terms) if recorded else 0) + 2 * (len(terms) + 1) + 1)
     draws = sample_compiled(density, settings)
+    if not recorded:
+        from .collapsed_effects import add_conditional_effects
+
+        add_conditional_effects(draws, frame, terms, settings.seed)
     variances = {term.group: rows_variance(term_covariances(draws, term), term.mean_outer) for term in terms}
     variances[RESIDUAL] = draws["sigma"] ** 2 if link is None else np.full(draws.shape, get_link(link).latent_residual)
     add_reliability(draws, variances, object, terms=frame.spec.random_terms)

@@ -19,7 +19,7 @@ import sys
 from ..errors import COMMAND_LINE, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, BayesreproError, first_line
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
-COMMANDS = ("vca", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
+COMMANDS = ("vca", "effects", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
             "circularity", "baselines", "import_logs", "plan", "check")
 EXIT_INTERNAL = 1
 DEBUG_VARIABLE = "BAYESREPRO_DEBUG"

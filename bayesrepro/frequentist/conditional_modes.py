@@ -81,7 +81,7 @@ class PenalisedFactor:
 
 
 def conditional_sd(factor: PenalisedFactor, lam: sp.spmatrix, terms: list[TermLayout], scale2: float) -> np.ndarray:
-    """√diag(σ²ΛA⁻¹Λ') for every column of Z, each level's nc × nc block of A⁻¹ formed (Λ is block diagonal)."""
+    """√diag(σ²ΛA⁻¹Λ') per column of Z, from each level's nc × nc block of A⁻¹ (Λ: block diagonal)."""
     lam = sp.csr_matrix(lam)
     sd = np.empty(lam.shape[0])
     for term in terms:
@@ -99,7 +99,7 @@ def conditional_sd(factor: PenalisedFactor, lam: sp.spmatrix, terms: list[TermLa
 
 def gaussian_modes(gram: sp.spmatrix, lam: sp.spmatrix, z_residual: np.ndarray, lead: np.ndarray,
                    terms: list[TermLayout], sigma2: float) -> tuple[np.ndarray, np.ndarray]:
-    """b = Λ A⁻¹ Λ'Z'(y − Xβ) and its conditional SDs, from Z'Z (``gram``) and Z'(y − Xβ) (``z_residual``)."""
+    """b = ΛA⁻¹Λ'Z'(y − Xβ) and its conditional SDs, from Z'Z (``gram``) and Z'(y − Xβ) (``z_residual``)."""
     lam = sp.csc_matrix(lam)
     a = (lam.T @ sp.csc_matrix(gram) @ lam + sp.identity(lam.shape[0], format="csc")).tocsc()
     factor = PenalisedFactor(a, lead)

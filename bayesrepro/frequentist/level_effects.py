@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +87,9 @@ def chosen_groups(spec, group) -> list[str]:
 
 
 def lme4_name(column: str) -> str:
-    return "(Intercept)" if column == "Intercept" else column
+    """A random term's column as lme4 names it: "(Intercept)", a slope "x", a factor's contrast "condb"
+    (formulae's "cond[b]")."""
+    return "(Intercept)" if column == "Intercept" else re.sub(r"\[([^\]]*)\]", r"\1", column)
 
 
 def _intercept_terms(frame) -> list[RandomTerm]:
@@ -161,7 +164,7 @@ def _row_effects(frame, fit) -> FittedEffects:
     """Gaussian random slopes (or any structure) on the rows' sparse design."""
     from .sparse_deviance import diagonal_lead
 
-    frame = frame.require_rows("the level effects of a model with random slopes")
+    frame = frame.require_rows("computing the level effects of a model with random slopes")
     sigma2 = fit.residual_variance
     design, lam, layouts, covariances = _design_parts(frame, fit, sigma2)
     z = design.Z

@@ -21,7 +21,7 @@ def predict(frame, family, fit, effects: FittedEffects | None, data: pd.DataFram
     """Predictions for ``data`` (None: the fitted rows); ``effects`` None leaves the random effects out."""
     beta = np.asarray(fit.beta, dtype=float)
     if data is None:
-        rows = frame.require_rows("fitted values")
+        rows = frame.require_rows("predicting the fitted rows")
         X, table = rows.X, rows.data
     else:
         if not isinstance(data, pd.DataFrame):
@@ -54,7 +54,7 @@ def random_part(spec, effects: FittedEffects, table: pd.DataFrame) -> np.ndarray
 
 def simulate(frame, family, fit, effects: FittedEffects, n: int, seed) -> np.ndarray:
     """``n`` responses of every fitted row, (rows × n), random effects drawn afresh from the fitted covariances."""
-    rows = frame.require_rows("simulated responses")
+    rows = frame.require_rows("simulating responses")
     rng = np.random.default_rng(seed)
     eta = np.repeat((rows.X @ np.asarray(fit.beta, dtype=float))[:, None], n, axis=1)
     for term, (labels, matrix) in zip(effects.terms, _term_rows(rows.spec, effects, rows.data)):
