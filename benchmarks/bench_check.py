@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from bench_frequentist import bayesrepro_command, run_command
+from bench_frequentist import CACHE, bayesrepro_command, run_command
 
 GRID = ("ter ~ 1 + (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropout) + (1|decoder_dropout)"
         " + (1|decoder_dropout_hidden) + (1|delta_scheme)")
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--simulations", type=int, default=250)
     args = parser.parse_args()
+    CACHE.mkdir(exist_ok=True)
     vca = measure("vca", args.repeats, [])
     check = measure("check", args.repeats, ["--simulations", str(args.simulations)])
     print(f"kreutzer_marking_partial: 56,214 rows; check with {args.simulations} simulations")
