@@ -3,7 +3,7 @@
 import contextvars
 import re
 
-# Exit statuses of the command line (documented in the README).
+# Exit statuses of the command line (the user guide's "Exit statuses, bad input and safety" documents them).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2        # bad data, option or formula: nothing was computed
 EXIT_NOT_CONVERGED = 3    # the analysis ran but its fit or sampler did not converge
@@ -16,10 +16,11 @@ _NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d+\(([^()]*)\)|\bnp\.(True
 # Messages name the options the command line takes (--object, --engine memory). Raised to a Python caller of the
 # public API they name its keyword arguments instead (object=, engine="memory"): ``for_python`` renders them so.
 COMMAND_LINE = contextvars.ContextVar("bayesrepro_command_line", default=False)
-# an option, with its value when quoted or when it is a choice (--engine memory)
-# (not another program's option such as lm-eval's --log_samples, which a message may quote)
-_OPTION = re.compile(r"--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
-                     r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?![\w])(?: ('[^']*'))?)")
+# an option, with its value when quoted, when it is a choice (--engine memory), a number (--nagq 1) or a
+# placeholder (--simulations N) (not another program's option such as lm-eval's --log_samples, which a message may
+# quote)
+_OPTION = re.compile(r"(?<![\w-])--(?:(engine|family|link|method|reference|backend|prior|sampler|test|criterion) "
+                     r"([a-z][a-z0-9_-]*)\b|([a-z][a-z0-9-]*)(?![\w])(?: ('[^']*'|\d+(?:\.\d+)?\b(?![.\w])|[A-Z]+\b))?)")
 # --column PARAMETER=COLUMN: a spec's column parameters are keyword arguments of load_spec
 _COLUMN_OPTION = re.compile(r"--column (?=[A-Za-z_]\w*=)")
 # options whose Python argument has another name
@@ -77,13 +78,15 @@ class NotConvergedError(BayesreproError):
 
 def python_names(text: str) -> str:
     """A message's command-line options as keyword arguments: ``--engine memory`` -> ``engine="memory"``,
-    ``--object 'x'`` -> ``object='x'``, ``--where`` -> ``where=``, ``--column score=COLUMN`` -> ``score=COLUMN``."""
+    ``--object 'x'`` -> ``object='x'``, ``--nagq 1`` -> ``nagq=1``, ``--simulations N`` -> ``simulations=N``,
+    ``--where`` -> ``where=``, ``--column score=COLUMN`` -> ``score=COLUMN``."""
     def keyword(match) -> str:
         option, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
         name = PYTHON_ARGUMENTS.get(option, option.replace("-", "_"))
         if value is None:
             return f"{name}="
-        return f"{name}={value}" if value.startswith("'") else f'{name}="{value}"'
+        plain = value.startswith("'") or value[0].isdigit() or value.isupper()   # quoted, a number, a placeholder
+        return f"{name}={value}" if plain else f'{name}="{value}"'
 
     return _OPTION.sub(keyword, _COLUMN_OPTION.sub("", text))
 
@@ -118,12 +121,13 @@ def warn_unconverged(problems: list[str]) -> None:
     import warnings
 
     if problems and not COMMAND_LINE.get():
-        warnings.warn(f"{'; '.join(problems)}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
+        said = "; ".join(python_names(problem) for problem in problems)
+        warnings.warn(f"{said}; the results are not to be trusted", ConvergenceWarning, stacklevel=3)
 
 
 def warn_note(text: str) -> None:
-    """A note on the input (a run skipped): a ``BayesreproWarning`` to Python callers, a ``bayesrepro: ...`` line,
-    through the package's logger, on the command line."""
+    """A note on the input (a run skipped): a ``BayesreproWarning`` naming the keyword arguments to Python callers,
+    a ``bayesrepro: ...`` line, through the package's logger, on the command line."""
     if COMMAND_LINE.get():
         import logging
 
@@ -131,4 +135,4 @@ def warn_note(text: str) -> None:
     else:
         import warnings
 
-        warnings.warn(text, BayesreproWarning, stacklevel=2)
+        warnings.warn(python_names(text), BayesreproWarning, stacklevel=2)

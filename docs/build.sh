@@ -1,5 +1,7 @@
 #!/bin/sh
-# The API reference as HTML in build/docs; any warning (an undocumented public name or parameter) fails the build.
+# The documentation site as HTML in build/docs: user guide, notebook gallery (rendered from the notebooks'
+# committed outputs, never executed here), the command-line reference generated from the argparse parser and the
+# API reference. Any warning (a broken internal link, an undocumented public name or parameter) fails the build.
 # Arguments go to pip (CI passes its constraints file).
 set -eu
 cd "$(dirname "$0")/.."

@@ -1,13 +1,28 @@
-"""Sphinx configuration of the API reference: every name in ``bayesrepro.__all__``, checked by numpydoc."""
+"""Sphinx configuration of the documentation site: Markdown pages (MyST), the notebook gallery rendered from the
+notebooks' committed outputs (myst-nb, never executed here), the command-line reference generated from the argparse
+parser (``_ext/cli_reference.py``) and the API reference of every name in ``bayesrepro.__all__``, checked by
+numpydoc."""
 
 import importlib
 import inspect
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 project = "bayesrepro"
 author = "bayesrepro authors"
-extensions = ["sphinx.ext.autodoc", "numpydoc"]
-exclude_patterns = ["_build"]
-html_theme = "alabaster"
+extensions = ["myst_nb", "sphinx.ext.autodoc", "numpydoc", "cli_reference"]
+exclude_patterns = ["_build", "_ext", "**/.ipynb_checkpoints"]
+suppress_warnings = ["myst.header"]   # the notebooks' own headings start at whatever level their authors chose
+html_theme = "pydata_sphinx_theme"
+html_title = "bayesrepro"
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+
+# the gallery shows the notebooks as committed, executed by their build_*.py scripts; the docs build never runs them
+nb_execution_mode = "off"
+myst_enable_extensions = ["dollarmath", "colon_fence"]
+myst_heading_anchors = 3            # [text](page.md#a-section) links are checked like any other reference
 
 autodoc_typehints = "none"          # the numpydoc sections give each type
 numpydoc_show_class_members = False  # classes list their members through autodoc's :members:

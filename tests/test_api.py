@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import bayesrepro as br
+from bayesrepro.api.display import prose_for_reader
 from bayesrepro.cli import main
 from bayesrepro.errors import python_names
 
@@ -29,8 +30,16 @@ REFERENCE = json.loads((ROOT / "tests" / "reference" / "fixed_effects.json").rea
 
 
 def command_json(capsys, *argv, status: int = 0) -> dict:
+    """The command's ``--json``, its notes worded for a Python reader (``object=`` for ``--object``), as
+    ``to_dict`` words them."""
     assert main([*argv, "--json"]) == status
-    return json.loads(capsys.readouterr().out)
+    return prose_for_reader(json.loads(capsys.readouterr().out))
+
+
+def command_line_text(capsys, *argv) -> str:
+    """What the command prints: its notes name the command-line options."""
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
 
 
 def test_import_loads_no_numerical_library_and_every_name_resolves():
@@ -61,7 +70,11 @@ def test_fit_equals_vca_json_and_is_cached(capsys):
                                          "--categorical", "Batch")
     assert model.fit().engine_fit is fit.engine_fit
     assert fit.components.loc["Residual", "variance"] == pytest.approx(fit.variances["Residual"])
-    assert fit._repr_html_() == f"<pre>{html.escape(fit.summary())}</pre>"
+    shown = fit._repr_html_()
+    assert shown.count("<table") == 3 and html.escape(fit.summary().splitlines()[0]) in shown
+    assert "--object" in command_line_text(capsys, "vca", DYESTUFF, "--formula", "Yield ~ 1 + (1|Batch)",
+                                           "--categorical", "Batch")
+    assert "--" not in fit.summary() and all("--" not in note for note in fit.notes) and "object=" in fit.summary()
 
 
 def test_binary_fit_equals_vca_json(capsys):
@@ -372,7 +385,7 @@ def test_baselines_equal_the_command_and_simulate_the_spec_design(capsys):
         assert list(result.systems["system"]) == ["A", "B", "C"] and len(result.glmm_contrasts) == 3
         assert main(["baselines", str(path), "--score", "correct", "--item", "item", "--system", "system",
                      "--formula", formula, "--categorical", "seed"]) == 0
-        assert capsys.readouterr().out == result.summary() + "\n"
+        assert python_names(capsys.readouterr().out) == result.summary() + "\n"
     finally:
         path.unlink()
     with pytest.raises(br.BayesreproError, match="corect"):
@@ -439,7 +452,7 @@ def _same_as_command(capsys, result, *argv):
     """The result's ``to_dict`` is the command's ``--json`` and its ``summary`` the command's text."""
     assert result.to_dict() == command_json(capsys, *argv)
     assert main(list(argv)) == 0
-    assert capsys.readouterr().out == result.summary() + "\n"
+    assert python_names(capsys.readouterr().out) == result.summary() + "\n"
 
 
 def test_resampling_tests_equal_the_commands(capsys):
@@ -504,7 +517,7 @@ def test_circularity_equals_the_command_on_simulated_liver_data(capsys, tmp_path
     assert result.candidate == ("bilirubin",) and result.circular
     assert br.circularity(liver, "without_bilirubin", ["bilirubin", "inr", "age"], defining=["bilirubin"],
                           df=6).circular is False
-    with pytest.raises(br.BayesreproError, match=r"^max_size= 3 is more than the 2 features= given"):
+    with pytest.raises(br.BayesreproError, match=r"^max_size=3 is more than the 2 features= given"):
         br.circularity(liver, "with_bilirubin", ["bilirubin", "age"], max_size=3)
     with pytest.raises(br.BayesreproError, match=r"^patients= must be a whole number"):
         br.simulate_liver_sofa(10)

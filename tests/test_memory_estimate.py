@@ -49,12 +49,34 @@ def test_two_factors_of_50000_and_100000_levels_are_refused_with_the_size_needed
     assert "GB" in message.split("about ")[1].split(" and")[0]
 
 
-def test_the_same_design_in_vca_takes_the_moments_path_instead(capsys):
+def test_the_same_design_in_vca_takes_the_monte_carlo_path_instead(capsys):
     frame = model_frame("y ~ 1 + (1|a) + (1|b)", _two_huge_factors(), max_memory="8G")
     fit = choose_fit(frame, "reml", progress=True)
+    assert fit.method == "reml" and not fit.exact and fit.converged and np.isnan(fit.loglik)
+    assert "path: REML with Monte Carlo traces (about " in capsys.readouterr().err
+    assert any("a sparse factor of 49," in note and "memory limit 8.0 GB" in note for note in fit.notes)
+
+
+def test_a_factor_that_fits_memory_but_would_take_long_to_factorise_goes_to_the_monte_carlo_path(capsys):
+    """About 6,900 levels left after the largest factor: 760 MB of worst-case factor (within a quarter of 8 GB) but
+    ~11 s a factorisation (a uniform crowd of 7,960 raters took 134 s exactly)."""
+    rng = np.random.default_rng(2)
+    table = pd.DataFrame({"a": rng.integers(0, 20_000, 30_000).astype(str),
+                          "b": rng.integers(0, 7_000, 30_000).astype(str), "y": rng.normal(size=30_000)})
+    fit = choose_fit(model_frame("y ~ 1 + (1|a) + (1|b)", table, max_memory="8G"), "reml", progress=True)
+    assert fit.method == "reml" and not fit.exact
+    err = capsys.readouterr().err
+    assert "path: REML with Monte Carlo traces" in err and "~11 s a factorisation" in err
+
+
+def test_the_moments_are_left_where_the_monte_carlo_path_would_pass_the_limit_too(capsys):
+    rng = np.random.default_rng(1)
+    rows = 100_000
+    table = pd.DataFrame({"a": rng.integers(0, 50_000, rows).astype(str), "b": rng.integers(0, 20_000, rows).astype(str),
+                          "y": rng.normal(size=rows)})
+    fit = choose_fit(model_frame("y ~ 1 + (1|a) + (1|b)", table, max_memory="64M"), "reml", progress=True)
     assert fit.method == "moments"
-    assert "path: moments: a sparse factor of 49," in capsys.readouterr().err
-    assert any("memory limit 8.0 GB" in note for note in fit.notes)
+    assert "the Monte Carlo REML path would need about" in capsys.readouterr().err
 
 
 def test_three_factors_of_2600_levels_take_the_sparse_core_the_moments_path_or_are_refused():
@@ -62,7 +84,8 @@ def test_three_factors_of_2600_levels_take_the_sparse_core_the_moments_path_or_a
     assert frame.dense_estimate().seconds > 60       # the dense path's estimated minutes
     exact = choose_fit(frame, "reml")
     assert exact.method == "reml" and any("sparse core" in note for note in exact.notes)
-    assert choose_fit(frame.with_memory_limit("200M"), "reml").method == "moments"   # its factor's bound: 432 MB
+    iterative = choose_fit(frame.with_memory_limit("200M"), "reml")   # its factor's bound: 432 MB
+    assert iterative.method == "reml" and not iterative.exact
     with pytest.raises(BayesreproError, match=r"past the memory limit of 100.0 MB \(--max-memory\)"):
         fit_lmm(model_frame("y ~ 1 + (1|a) + (1|b) + (1|c)", _three_factors()), max_memory="100M")
 
@@ -143,14 +166,16 @@ def test_the_estimate_counts_levels_of_all_but_the_largest_factor():
     assert dense_estimate([100, 10], 1, "bayes", distinct_counts=5).bytes == 8 * 9 * 11 ** 2
 
 
-def test_vca_json_of_the_moments_path_has_standard_errors_and_no_likelihood(tmp_path, capsys):
+def test_vca_json_of_the_monte_carlo_path_has_standard_errors_their_monte_carlo_errors_and_no_likelihood(
+        tmp_path, capsys):
     path = tmp_path / "three.csv"
     _three_factors().to_csv(path, index=False)
     assert main(["vca", str(path), "--formula", "y ~ 1 + (1|a) + (1|b) + (1|c)", "--max-memory", "200M", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["method"] == "moments" and payload["loglik"] is None
-    assert set(payload["variance_se"]) == {"a", "b", "c", "Residual"}
-    assert any(note.startswith("method: moments") for note in payload["notes"])
+    assert payload["method"] == "reml" and payload["path"] == "monte-carlo" and payload["loglik"] is None
+    assert set(payload["variance_se"]) == set(payload["monte_carlo_se"]) == {"a", "b", "c", "Residual"}
+    assert payload["probes"] == 16
+    assert any(note.startswith("method: REML with Monte Carlo traces") for note in payload["notes"])
 
 
 def test_progress_names_the_exact_path_and_its_block_when_it_fits(capsys):

@@ -1,4 +1,5 @@
-"""Every side-by-side notebook executes from its committed source without an error.
+"""Every side-by-side notebook executes from its committed source without an error, and every result it reaches
+reads in Python's words (no command-line option in its text, notes or warnings).
 
 Together they take several minutes (NUTS runs and bootstrap refits on the
 papers' data), so they are marked slow; CI runs them with `-m slow`.
@@ -18,10 +19,21 @@ OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark", "model_checks"
 ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs", "random_slopes"]
 
 
+# cells put around a notebook's own: every result it reaches and every package warning it raises is recorded
+# (tests/python_wording.py), and at the end the texts that name a command-line option are printed
+TRACK = f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); from python_wording import Tracking; " \
+        "_tracking = Tracking().start()"
+REPORT = "import json; print('python wording: ' + json.dumps(_tracking.stop().options_named()))"
+
+
 def _executed(name: str):
+    """The notebook executed from its committed source; every result it reached named Python's arguments, never a
+    command-line option."""
     notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    notebook.cells = [nbformat.v4.new_code_cell(TRACK), *notebook.cells, nbformat.v4.new_code_cell(REPORT)]
     nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT)}}).execute()
+    assert _printed_verdict(notebook, "python wording: ") == [], f"{name}: a result read from Python names an option"
     return notebook
 
 

@@ -71,7 +71,7 @@ def baselines(data, score: str, item: str, system: str, formula: str | None = No
         A binary GLMM with ``system`` as a fixed effect, e.g. ``"correct ~ system + (1|item) + (1|system:seed)"``:
         its likelihood-ratio test of the systems and its contrasts are added.
     where : str, optional
-        A condition selecting rows (the README describes the language).
+        A condition selecting rows (the user guide's page "Your data" describes the language).
     categorical : list of str, optional
         Columns read as categories of their text whatever they hold.
     drop_missing : bool, default False

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from .display import Result, public
+from .display import Result, for_reader, public
 
 SIMULATED = limits.Count("n", 1, 100_000)
 
@@ -71,7 +71,7 @@ class Fit(Result):
         self.engine_fit = engine_fit
         self.family = family
         self.object = choice.name
-        self.notes = list(engine_fit.notes) + ([choice.note] if choice.note else [])
+        self._notes = list(engine_fit.notes) + ([choice.note] if choice.note else [])
         self._choice_note = choice.note
         self._frame = frame
         self._terms = terms
@@ -82,6 +82,11 @@ class Fit(Result):
         self.phi = float(phi(factor_variances(self.variances, terms), self.object))
         self.phi_observed = engine_fit.phi_observed(self.object) if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
+
+    @property
+    def notes(self) -> list[str]:
+        """Notes on the fit (the object of measurement chosen by default, the path a large design took)."""
+        return [for_reader(note) for note in self._notes]
 
     @property
     def koo_li_label(self) -> str:
@@ -301,13 +306,13 @@ class Fit(Result):
             "reml_criterion": fit.reml_criterion,
             "converged": fit.converged,
             "boundary": fit.boundary,
-            "notes": self.notes,
+            "notes": self._notes,
             "family": family.name,
             "link": family.link,
             "scale": family.scale,
         }
-        if hasattr(fit, "variance_se"):   # the method of moments: no likelihood, simulated standard errors
-            payload.update(variance_se=fit.variance_se, replicates=fit.replicates)
+        if hasattr(fit, "path_fields"):   # moments or Monte Carlo traces: no likelihood, the estimates' own errors
+            payload.update(fit.path_fields())
         if family.binary:
             payload.update(phi_observed=self.phi_observed, approximation=fit.approximation, n_cells=fit.n_cells)
         payload["random_effects"] = fit.varcorr()
@@ -325,6 +330,19 @@ class Fit(Result):
         if self._choice_note:
             lines.append(f"note: {self._choice_note}")
         return "\n".join(lines)
+
+    def _html_tables(self) -> list:
+        components = self.components.assign(sd=np.sqrt(self.components["variance"]))[["variance", "sd", "percent"]]
+        phi = {"object": self.object, "phi": self.phi, "Koo & Li": self.koo_li_label,
+               "scale": "latent" if self.family.binary else "observed"}
+        if self.family.binary:
+            phi["phi (observation scale)"] = self.phi_observed
+        tables = [("variance components", components), ("fixed effects", self.fixed_effects),
+                  (f"reliability phi of {self.object}", pd.DataFrame([phi]))]
+        varcorr = self.random_effects
+        if varcorr is not None and len(varcorr) > len(self.components):   # slopes or correlations beyond the SDs
+            tables.append(("random effects (SDs and correlations)", varcorr))
+        return tables
 
     def plot(self, title: str | None = None):
         """Draw the percent of the total variance of every component as bars.

@@ -33,8 +33,8 @@ class Model:
     categorical : list of str, optional
         Columns read as categories of their text whatever they hold.
     where : str, optional
-        A condition selecting rows, e.g. ``"mode == 'Marking'"`` (the README describes the language; it is
-        parsed, never evaluated as Python).
+        A condition selecting rows, e.g. ``"mode == 'Marking'"`` (the user guide's page "Your data" describes the
+        language; it is parsed, never evaluated as Python).
     drop_missing : bool, default False
         Drop rows with a missing value in a column of the formula instead of refusing them.
     link : {"logit", "probit"}, optional
@@ -47,7 +47,7 @@ class Model:
     max_memory : int or str, optional
         Largest dense block a fit may build, in bytes or as a size such as ``"4G"`` (default: half the machine's
         memory); a design that needs more is refused before the memory is spent, or fitted by a path that
-        needs less (see the README's large crossed designs).
+        needs less (see the user guide's "Crowd-scale designs").
 
     Raises
     ------
@@ -166,25 +166,27 @@ class Model:
         return self._fits[key]
 
     def _components_fit(self, method: str):
-        """The exact Gaussian fit by ``method`` or, where its dense block would pass the memory limit, the moment
-        estimates of an intercept-only model (the path is announced with ``progress``)."""
+        """The exact Gaussian fit by ``method`` or, where its factor would be too large or slow, the Monte Carlo REML
+        (ML) fit, or the moment estimates where even that cannot run (``moments.choose_fit``; the path is announced
+        with ``progress``)."""
         key = ("components", method)
         if key not in self._fits:
             from ..frequentist.moments import choose_fit
 
             fit = choose_fit(self.frame, method, self.progress)
             self._fits[key] = fit
-            if fit.method == method:
+            if fit.method == method and fit.exact:
                 self._fits.setdefault((method, 1), fit)
         return self._fits[key]
 
     def _inference_frame(self, engine_fit):
         """The model frame for Satterthwaite's df of a Gaussian REML fit, None where they do not apply (binary
-        scores, ML, moment estimates, designs beyond the dense algebra)."""
+        scores, ML, moment or Monte Carlo estimates, designs beyond the dense algebra)."""
         from ..frequentist.ddf import DENSE_LIMIT
         from ..frequentist.reference import dense_size
 
-        if self.family.binary or engine_fit.method != "reml" or dense_size(self.frame) > DENSE_LIMIT:
+        if self.family.binary or engine_fit.method != "reml" or not engine_fit.exact \
+                or dense_size(self.frame) > DENSE_LIMIT:
             return None
         return self.frame
 

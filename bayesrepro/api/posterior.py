@@ -249,6 +249,34 @@ class Posterior(Result):
     def _text(self) -> str:
         return self.bayes.describe(self.prob)
 
+    def _html_tables(self) -> list:
+        import numpy as np
+
+        from ..bayes.convergence import ess_bulk, ess_tail, r_hat
+        from ..bayes.posterior import variance_draws
+        from ..reliability import koo_li_label
+
+        def diagnosed(row: dict, draws) -> dict:
+            return {**row, "r_hat": r_hat(draws), "ess_bulk": ess_bulk(draws), "ess_tail": ess_tail(draws)}
+
+        draws = variance_draws(self.bayes.draws)
+        components = pd.DataFrame([
+            diagnosed({"component": name, "variance": row.variance, "low": row.low, "high": row.high,
+                       "sd": float(np.sqrt(row.variance)), "share": row.share}, draws[name])
+            for name, row in self.components.iterrows()]).set_index("component")
+        phi = self.phi
+        phi_row = diagnosed({"object": self.object, "median": phi["median"], "low": phi["low"], "high": phi["high"],
+                             "Koo & Li (median)": koo_li_label(phi["median"]), "scale": phi["scale"]},
+                            self.bayes.draws["phi"])
+        interval = f"{100 * self.prob:g}%"
+        tables = [(f"variance components: posterior medians, central {interval} intervals, R-hat and ESS", components),
+                  (f"reliability phi of {self.object}: posterior median and central {interval} interval",
+                   pd.DataFrame([phi_row]))]
+        if self.bayes.terms:
+            tables.append(("random effects (SDs and correlations)", self.random_effects))
+        tables.append(("sampler diagnostics", pd.DataFrame([self.bayes.diagnostics.as_dict()])))
+        return tables
+
     def plot(self, title: str | None = None):
         """The posterior density of φ over the Koo & Li bands.
 

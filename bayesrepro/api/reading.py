@@ -15,8 +15,8 @@ def read(source, where: str | None = None, categorical=None):
         A DataFrame, a CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs (``"lm-eval:PATH"``,
         ``"inspect:PATH"``) or a bundled dataset name.
     where : str, optional
-        A condition selecting rows, e.g. ``"task == 'qa'"`` (the README describes the language; it is parsed,
-        never evaluated as Python).
+        A condition selecting rows, e.g. ``"task == 'qa'"`` (the user guide's page "Your data" describes the
+        language; it is parsed, never evaluated as Python).
     categorical : list of str, optional
         Columns read as categories of their text whatever they hold.
 
@@ -41,13 +41,13 @@ def read_columns(source, columns, where=None, categorical=None, drop_missing: bo
     import warnings
 
     from ..data import read_table, remove_missing, require_columns
-    from ..errors import BayesreproWarning
+    from ..errors import BayesreproWarning, python_names
 
     frame = read_table(source, where=where, categorical=column_list(categorical))
     require_columns(frame, columns, "column")
     frame, note = remove_missing(frame, list(columns), drop_missing)
     if note:
-        warnings.warn(note, BayesreproWarning, stacklevel=2)
+        warnings.warn(python_names(note), BayesreproWarning, stacklevel=2)
     return frame
 
 

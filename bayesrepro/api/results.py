@@ -41,6 +41,20 @@ class GlrtTest(Result):
     def _payload(self) -> dict:
         return self.result.to_dict()
 
+    def _html_tables(self) -> list:
+        import pandas as pd
+
+        test = self.to_dict()
+        models = pd.DataFrame({"formula": [test["h0"], test["h1"]],
+                               "log-likelihood": [test["loglik_h0"], test["loglik_h1"]]},
+                              index=pd.Index(["H0", "H1"], name="model"))
+        row = {key: test.get(key) for key in ("chi2", "df", "p", "reference", "p_asymptotic", "asymptotic_reference")}
+        return [("models (ML fits)", models), ("likelihood-ratio test", pd.DataFrame([row]))]
+
+    def _html_notes(self) -> list[str]:
+        reason = self.to_dict().get("reason")
+        return [*super()._html_notes(), *([f"reference chosen because {reason}"] if reason else [])]
+
     def _text(self) -> str:
         return str(self.result)
 
@@ -72,7 +86,14 @@ class Comparison(Result):
 
     def __init__(self, side, planning=None):
         self.side, self.planning = side, planning
-        self.estimates, self.contrasts, self.means, self.flags = side.estimates, side.contrasts, side.means, side.flags
+        self.estimates, self.contrasts, self.means = side.estimates, side.contrasts, side.means
+
+    @property
+    def flags(self) -> list[str]:
+        """Where the two engines disagree, one sentence each."""
+        from .display import for_reader
+
+        return [for_reader(flag) for flag in self.side.flags]
 
     @property
     def posterior(self):

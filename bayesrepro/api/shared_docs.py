@@ -5,7 +5,7 @@ from __future__ import annotations
 _DATA = """data : pandas.DataFrame or str
         The scores: a DataFrame, a file, harness logs or a bundled dataset name, as ``read`` takes them."""
 _WHERE = """where : str, optional
-        A condition selecting rows (the README describes the language).
+        A condition selecting rows (the user guide's page "Your data" describes the language).
     categorical : list of str, optional
         Columns read as categories of their text whatever they hold."""
 _ROWS = f"""{_WHERE}

@@ -22,7 +22,8 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
     """Posterior draws of a Bernoulli or binomial model of ``frame`` with ``link``; returns (``draws.Draws``, prior table).
 
     With ``effects``, the finite-population components (``fp_variance``, ``fp_phi``) are added:
-    the variance of every draw's realised level effects; the integrated factor's level effects are drawn when read.
+    the variance of every draw's realised level effects; the integrated factor's level effects are drawn when
+    read.
     """
     cells = frame.binomial()
     residual = get_link(link).latent_residual

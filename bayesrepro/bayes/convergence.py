@@ -154,11 +154,21 @@ def ess_bulk_columns(draws) -> np.ndarray:
 def _normal_score_columns(x: np.ndarray) -> np.ndarray:
     """``_normal_scores`` of every column (chain, draw, column), ranks over the chains and draws of the column."""
     from scipy.special import ndtri
-    from scipy.stats import rankdata
 
-    flat = x.reshape(-1, x.shape[2])
-    ranks = rankdata(flat, axis=0, method="average")
-    return ndtri((ranks - BLOM_OFFSET) / (flat.shape[0] - 2 * BLOM_OFFSET + 1)).reshape(x.shape)
+    columns = np.ascontiguousarray(x.reshape(-1, x.shape[2]).T)     # (column, draw): sorted row by row
+    k, n = columns.shape
+    order = np.argsort(columns, axis=1)
+    ordered = np.take_along_axis(columns, order, axis=1).ravel()
+    starts_run = np.ones(ordered.size, dtype=bool)
+    starts_run[1:] = ordered[1:] != ordered[:-1]
+    starts_run[::n] = True                                            # a column starts a run
+    first = np.flatnonzero(starts_run)
+    length = np.diff(np.append(first, ordered.size))
+    average = (first % n + (length + 1) / 2.0)[np.cumsum(starts_run) - 1]   # ties get their average rank
+    ranks = np.empty((k, n))
+    ranks[np.arange(k)[:, None], order] = average.reshape(k, n)
+    ranks = ranks.T
+    return ndtri((ranks - BLOM_OFFSET) / (n - 2 * BLOM_OFFSET + 1)).reshape(x.shape)
 
 
 def _split_r_hat_columns(x: np.ndarray) -> np.ndarray:

@@ -17,8 +17,8 @@ In a group these are linear in B_k'z, B_k the rows (1, r_i, c_i'), and in
 (R_k'R_k = B_k'B_k of rank ρ) and ‖z‖² = ‖a‖² + χ²(m_k − ρ), the χ² independent
 of a (the part of z orthogonal to B_k's columns). So a draw costs O(K q²),
 whatever the number of items. The items' effects themselves — thousands per
-draw — are drawn only when read (``DominantEffects.draw``, or a block of items at a time): z = Q_k a + √χ² u/‖u‖,
-Q_k an orthonormal basis of B_k's columns and u the part of a N(0, I) vector
+draw — are drawn only when read (``DominantEffects.draw``, or a block of items
+at a time): z = Q_k a + √χ² u/‖u‖, Q_k an orthonormal basis of B_k's columns and u the part of a N(0, I) vector
 orthogonal to them, which has z's law given (a, χ²) and reproduces the sums
 already drawn. A group with no more items than B_k has columns gains nothing
 from this: its z is drawn as it is (a = z, R_k = B_k).
@@ -85,7 +85,8 @@ class DominantEffects:
 
         The part of z orthogonal to B's columns is u − Q Q'u scaled to ‖·‖² = χ², u ~ N(0, I); Q'u and ‖u‖² are
         summed over a group's blocks first, u drawn again in the second pass. u comes from one seed per
-        ``SEED_ITEMS`` items, so that no more than one block is held and the effects do not depend on the blocks.
+        ``SEED_ITEMS`` items, so that no more than one block is held and the effects do not depend on the
+        blocks.
         """
         n_draws = self.delta_b.shape[0]
         size = max(1, block_values // max(n_draws, 1)) // SEED_ITEMS * SEED_ITEMS or SEED_ITEMS

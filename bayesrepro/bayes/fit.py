@@ -373,7 +373,8 @@ def _fit_fast(frame, spec, object, settings, effects) -> tuple[Draws, pd.DataFra
 
 def _add_effects(draws: Draws, frame, stats, spec, sd, object, seed) -> None:
     """Fixed and level effects and the finite-population components; the items' effects are drawn when read."""
-    from .effects import BLOCK_VALUES, draw_effects
+    from .effects import draw_effects
+    from .level_effects import BLOCK_VALUES as LEVEL_BLOCK_VALUES
 
     shape = draws.shape
     flat = {name: value.reshape(-1) for name, value in sd.items()}
@@ -386,7 +387,7 @@ def _add_effects(draws: Draws, frame, stats, spec, sd, object, seed) -> None:
         if group.name == stats.dominant:
             draws.add_deferred(f"1|{group.name}", lambda: effects.dominant.draw().reshape(*shape, -1), (dim,), coords)
             draws.add_level_blocks(f"1|{group.name}", lambda: ((items, values.reshape(*shape, -1)) for items, values
-                                                               in effects.dominant.blocks(BLOCK_VALUES)))
+                                                               in effects.dominant.blocks(LEVEL_BLOCK_VALUES)))
         else:
             draws.add(f"1|{group.name}", effects.levels[group.name].reshape(*shape, -1), (dim,), coords)
     variances = {name: value.reshape(shape) for name, value in effects.variances.items()}

@@ -21,7 +21,7 @@ from ..errors import BayesreproError
 from .convergence import ess_bulk_columns, r_hat_columns
 from .posterior import check_probability
 
-BLOCK_VALUES = 1 << 22     # draws × levels of one block summarised at a time (32 MB)
+BLOCK_VALUES = 1 << 20     # draws × levels of one block summarised at a time (8 MB; its summary needs ~15 times that)
 INTERCEPT = "(Intercept)"  # lme4's name of an intercept column
 COLUMNS = ["group", "term", "level", "estimate", "sd", "low", "high", "r_hat", "ess_bulk"]
 

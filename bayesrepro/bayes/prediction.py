@@ -78,8 +78,9 @@ def _fixed_part(fit, data: pd.DataFrame) -> np.ndarray:
                                       else fitted.unique())}
             new = sorted({str(v) for v in data[column].dropna()} - known)
             if new:
-                raise BayesreproError(f"column '{column}' has level '{new[0]}', unseen in the fit: a fixed effect has "
-                                      "no estimate for it (make it a grouping factor, (1|" + column + "), to predict it)")
+                raise BayesreproError(f"column '{column}' has level '{new[0]}', unseen in the fit: a fixed effect "
+                                      f"has no estimate for it (make it a grouping factor, (1|{column}), to "
+                                      "predict it)")
         if data[column].isna().any():
             raise BayesreproError(f"column '{column}' of the data to predict has missing values")
     rows = frame.design_rows(data.reset_index(drop=True))

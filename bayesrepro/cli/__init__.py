@@ -1,8 +1,8 @@
 """The `bayesrepro` command line: one subcommand per module in this package.
 
-Exit statuses (the table is in the README): 0 success; 1 an internal error (a
-bug: one line, the traceback with BAYESREPRO_DEBUG=1); 2 bad input or
-options, nothing computed; 3 the analysis ran but a fit or the sampler did not
+Exit statuses (the table is in the user guide, "Exit statuses, bad input and
+safety"): 0 success; 1 an internal error (a bug: one line, the traceback with
+BAYESREPRO_DEBUG=1); 2 bad input or options, nothing computed; 3 the analysis ran but a fit or the sampler did not
 converge; 130 interrupted (Ctrl-C), nothing written.
 """
 

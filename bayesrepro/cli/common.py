@@ -46,7 +46,8 @@ def add_data_options(parser, drop_missing: bool = True, engines: bool = False, p
     parser.add_argument("data", help="CSV/TSV (optionally .gz), Parquet or JSON Lines file, harness logs "
                         "(lm-eval:PATH, inspect:PATH), or a bundled dataset name")
     parser.add_argument("--where", metavar="EXPR",
-                        help="condition selecting rows, e.g. \"mode == 'Marking'\" (see the README for the language)")
+                        help="condition selecting rows, e.g. \"mode == 'Marking'\" (the user guide's page "
+                             "\"Your data\" describes the language)")
     parser.add_argument("--categorical", default="", metavar="COL,COL",
                         help="comma-separated columns to treat as categories")
     if drop_missing:

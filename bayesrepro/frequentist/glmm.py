@@ -55,6 +55,7 @@ class GlmmFit(MixedFit):
     method: str = "ml"
 
     residual_parameters: ClassVar[int] = 0
+    exact: ClassVar[bool] = True         # the criterion's optimum, computed (not with Monte Carlo traces)
 
     @property
     def title(self) -> str:
@@ -117,6 +118,12 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
     """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
+    reason = _monte_carlo_reason(frame, family, nagq)
+    if reason:
+        from .monte_carlo_laplace import fit_monte_carlo_laplace
+
+        return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
+                            lambda: fit_monte_carlo_laplace(frame, family, notes, reason=reason))
     if frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
                                  coupling_beyond_cells([group.n_levels for group in frame.groups])):
         from .binary_slopes import fit_binary_slopes
@@ -125,6 +132,31 @@ def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
                             lambda: fit_binary_slopes(frame, family, nagq, notes))
     return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
                         lambda: fit_binomial_cells(frame.binomial(), family.link, nagq, family.name, notes))
+
+
+def _monte_carlo_reason(frame: ModelFrame, family: Family, nagq: int) -> str:
+    """Why the Laplace fit of 0/1 scores takes Monte Carlo traces (``monte_carlo_laplace``): two large crossed
+    factors whose exact sparse factor would be large or slow (``monte_carlo_reml.exact_factor_quick``), the path's
+    own memory within the limit; "" where the exact fit is taken."""
+    if not (frame.has_rows and nagq == 1 and len(frame.groups) >= 2):
+        return ""
+    from ..design.memory_estimate import format_bytes, resolve_limit
+    from ..progress import announce_path
+    from .general_lmm import dense_schur_levels, needs_general_core
+    from .monte_carlo_laplace import monte_carlo_binary_model
+    from .monte_carlo_reml import exact_factor_quick, monte_carlo_bytes
+
+    if not (monte_carlo_binary_model(frame, family, nagq) and needs_general_core(frame)):
+        return ""
+    limit = resolve_limit(frame.max_memory)
+    levels = dense_schur_levels(frame)
+    quick, bound, seconds = exact_factor_quick(levels, limit)
+    if quick or monte_carlo_bytes(frame) > limit:
+        return ""
+    reason = (f"a sparse factor of {levels:,} levels could need up to {format_bytes(bound)} and ~{seconds:.0f} s a "
+              f"factorisation (memory limit {format_bytes(limit)}, --max-memory)")
+    announce_path(f"ML by Laplace with Monte Carlo traces: {reason}", None)
+    return reason
 
 
 def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",

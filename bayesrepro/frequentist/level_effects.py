@@ -6,7 +6,9 @@
 - Gaussian random slopes: the sparse Z and Λθ of lme4's formulation on the rows;
 - binary scores: penalized IRLS at the ML estimates, on the binomial cells, or on the rows where the fit used
   the sparse Laplace core (slopes, crowd designs);
-- moment estimates (too many levels for an exact fit): modes by conjugate gradients, no conditional SDs.
+- fits that are not the criterion's exact optimum (moment estimates, Monte Carlo traces: too many levels for an
+  exact factor): modes by conjugate gradients (Gaussian) or by the Monte Carlo path's own Newton steps (0/1
+  scores), no conditional SDs.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from ..errors import BayesreproError
 from ..runtime import numerical_work
 from .conditional_modes import TermLayout, binary_modes, gaussian_modes, iterative_gaussian_modes
 
-MOMENTS_NOTE = ("conditional SDs are not computed for moment estimates (the exact factor of this design is beyond "
-                "the memory limit): sd is NaN; the estimates are the BLUPs at the moment estimates")
+MOMENTS_NOTE = ("conditional SDs are not computed where the exact factor of the design is out of reach (moment "
+                "estimates, Monte Carlo traces): sd is NaN; the estimates are the modes at the fitted variances")
 COLUMNS = ("group", "term", "level", "estimate", "sd", "low", "high")
 
 
@@ -50,10 +52,10 @@ def fitted_effects(frame, family, fit) -> FittedEffects:
     """The conditional modes and SDs of every term of ``fit`` (an ``LmmFit``, ``MomentFit`` or ``GlmmFit``)."""
     with numerical_work():
         if family.binary:
-            return _binary_effects(frame, family, fit)
+            return _binary_effects(frame, family, fit) if fit.exact else _monte_carlo_binary_effects(frame, fit)
         if frame.spec.has_slopes:
             return _row_effects(frame, fit)
-        return _sums_effects(frame, fit, iterative=fit.method == "moments")
+        return _sums_effects(frame, fit, iterative=not fit.exact)
 
 
 def effects_table(effects: FittedEffects, groups: list[str], prob: float) -> pd.DataFrame:
@@ -134,6 +136,22 @@ def _sums_effects(frame, fit, iterative: bool) -> FittedEffects:
                             sd[layout.columns()][:, None], np.array([[v]]))
                   for term, g, layout, v in zip(_intercept_terms(frame), frame.groups, layouts, variances))
     return FittedEffects(terms, (MOMENTS_NOTE,) if iterative else ())
+
+
+def _monte_carlo_binary_effects(frame, fit) -> FittedEffects:
+    """Random intercepts of 0/1 scores fitted with Monte Carlo traces: the modes by that path's own Newton steps
+    (conjugate gradients on the crossed system), no conditional SDs."""
+    from .monte_carlo_laplace import MonteCarloLaplace
+
+    sizes = [g.n_levels for g in frame.groups]
+    variances = np.array([fit.variances[g.name] for g in frame.groups])
+    score = MonteCarloLaplace([g.codes for g in frame.groups], sizes, frame.X, frame.y, probes=1, seed=0)
+    modes = score.mode(variances, np.asarray(fit.beta, dtype=float))
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    terms = tuple(LevelTerm(term, ("(Intercept)",), g.levels, modes[offsets[k]:offsets[k + 1], None],
+                            np.full((sizes[k], 1), np.nan), np.array([[variances[k]]]))
+                  for k, (term, g) in enumerate(zip(_intercept_terms(frame), frame.groups)))
+    return FittedEffects(terms, (MOMENTS_NOTE,))
 
 
 def _design_parts(frame, fit, sigma2: float):

@@ -31,6 +31,7 @@ class LmmFit(MixedFit):
     criterion: float                     # REML criterion or ML deviance (−2 log L)
 
     residual_parameters: ClassVar[int] = 1
+    exact: ClassVar[bool] = True         # the criterion's optimum, computed (not moments, not Monte Carlo traces)
 
     @property
     def title(self) -> str:

@@ -21,13 +21,16 @@ a (K+1)×(K+1) solve, whatever the number of levels. It is unbiased but not
 efficient: its standard errors (a parametric bootstrap under the fitted
 normal model, on the same design) say how much it loses against REML.
 
-``choose_fit`` is where a command picks between the exact REML/ML paths and
-this one: the exact path when its factor fits the memory limit.
+``choose_fit`` is where a command picks between the exact REML/ML paths, the
+Monte Carlo REML path (``monte_carlo_reml.py``) and this one: the exact path
+when its factor fits the memory limit and is quick, the Monte Carlo path where
+it is not, this one only where the Monte Carlo path would pass the limit too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -49,12 +52,18 @@ class MomentFit(LmmFit):
     variance_se: dict[str, float] = field(default_factory=dict)
     replicates: int = 0
 
+    exact: ClassVar[bool] = False
+
     @property
     def title(self) -> str:
         return f"Linear mixed model fit by the method of moments: {self.formula}"
 
+    def path_fields(self) -> dict:
+        """The standard errors of the variances and the simulated responses they come from."""
+        return {"variance_se": dict(self.variance_se), "replicates": self.replicates}
+
     def to_dict(self) -> dict:
-        return {**super().to_dict(), "variance_se": dict(self.variance_se), "replicates": self.replicates}
+        return {**super().to_dict(), **self.path_fields()}
 
     def __str__(self) -> str:
         table = self.vca().assign(std_error=[self.variance_se.get(name, np.nan) for name in self.variances])
@@ -150,37 +159,48 @@ def fit_moments(frame: ModelFrame, replicates: int = DEFAULT_REPLICATES, seed: i
 
 
 def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) -> LmmFit:
-    """The exact REML/ML fit where it fits the memory limit; else, for an intercept-only model with rows in
-    memory, the moment estimates; else the exact path's refusal.
+    """The exact REML/ML fit where its factor is small and quick enough; else, for random intercepts with the rows
+    in memory, REML/ML with Monte Carlo traces (``monte_carlo_reml``); the moment estimates of an intercept-only
+    model only where that path would pass the memory limit too; else the exact path's refusal.
 
-    Random slopes go to the sparse core. Two large crossed factors with the rows in memory go there too, whose factor is bounded by a dense
-    factor of the levels left after the largest factor is eliminated: the sparse path is taken while that bound
-    fits a quarter of the limit. Otherwise the dense path's block decides (its memory and estimated time).
+    Random slopes go to the sparse core. Two large crossed factors with the rows in memory go there too, whose factor
+    is bounded by a dense factor of the levels left after the largest factor is eliminated: the sparse path is taken
+    while that bound fits a quarter of the limit and its factorisation would take seconds
+    (``monte_carlo_reml.exact_factor_quick``). Otherwise the dense path's block decides (its memory and estimated time).
     """
-    from .core_memory import SPARSE_FACTOR_COPIES
     from .general_lmm import dense_schur_levels, needs_general_core
     from .lmm import fit_model_frame
+    from .monte_carlo_reml import exact_factor_quick, fit_monte_carlo, monte_carlo_bytes, monte_carlo_model
 
     limit = resolve_limit(frame.max_memory)
     if frame.spec.has_slopes:   # no moments for slopes; the exact fit refuses past the limit (core_memory)
         announce_path(f"exact {method.upper()} on the sparse core (random slopes)", progress)
         return fit_model_frame(frame, method)
+    iterative = monte_carlo_model(frame)
     if needs_general_core(frame):
         levels = dense_schur_levels(frame)
-        bound = SPARSE_FACTOR_COPIES * 8 * levels * levels
-        if bound <= limit / 4 or not _moment_model(frame):
+        quick, bound, seconds = exact_factor_quick(levels, limit)
+        if quick or not (iterative or _moment_model(frame)):
             announce_path(f"exact {method.upper()} on the sparse core ({levels:,} levels after eliminating the "
                           f"largest factor; at most {format_bytes(bound)} of factor)", progress)
             return fit_model_frame(frame, method)
-        reason = (f"a sparse factor of {levels:,} levels could need up to {format_bytes(bound)}, more than a quarter "
-                  f"of the memory limit {format_bytes(limit)} (--max-memory)")
+        reason = (f"a sparse factor of {levels:,} levels could need up to {format_bytes(bound)} and ~{seconds:.0f} s "
+                  f"a factorisation (memory limit {format_bytes(limit)}, --max-memory)")
     else:
         estimate = frame.dense_estimate("gaussian")
-        if not beyond_dense_path(estimate, frame.max_memory) or not _moment_model(frame):
+        if not beyond_dense_path(estimate, frame.max_memory) or not (iterative or _moment_model(frame)):
             announce_path(f"exact {method.upper()} with {estimate.describe()}", progress)
             return fit_model_frame(frame, method)
         reason = (f"the exact path would need {estimate.describe()} (memory limit {format_bytes(limit)}, "
                   f"--max-memory)")
+    needed = monte_carlo_bytes(frame) if iterative else 0
+    if iterative and needed <= limit:
+        announce_path(f"{method.upper()} with Monte Carlo traces (about {format_bytes(needed)}): {reason}", progress)
+        return fit_monte_carlo(frame, method, reason=reason)
+    if not _moment_model(frame):
+        return fit_model_frame(frame, method)    # exact however long, refused in one line past the limit
+    if iterative:
+        reason += f"; the Monte Carlo {method.upper()} path would need about {format_bytes(needed)}"
     announce_path(f"{METHOD}: {reason}", progress)
     return fit_moments(frame, reason=reason)
 
