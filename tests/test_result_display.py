@@ -62,6 +62,7 @@ def results():
             "Fit": model.fit(),
             "GlrtTest": model.glrt(h0="score ~ 1 + (1|item) + (1|system:seed)", bootstrap_samples=100, seed=1),
             "Posterior": model.sample(seed=1, **short),
+            "ModelCheck": model.fit().check(seed=0, simulations=99),
             "Comparison": model.compare(n_boot=100, seed=1, **short),
             "PowerPlan": model.plan(vary={"seed": [2, 5]}, simulations=0),
             "Baselines": br.baselines(_binary(), score="correct", item="item", system="system"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pandas as pd
 
@@ -127,13 +125,9 @@ class ModelCheck(Result):
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        table = self.tests.drop(columns="finding").to_html(index=False, border=0, escape=True, na_rep="",
-                                                            float_format=lambda v: f"{v:.4g}")
-        items = [t.sentence for t in self._tests] + [f"{name}: {finding}" for name, finding, _ in self._panels]
-        findings = "".join(f"<li>{html.escape(text)}</li>" for text in items + [f"note: {n}" for n in self.notes])
-        head = html.escape(self._text().splitlines()[0])
-        return f"<p>{head}</p>{table}<ul>{findings}</ul>"
+    def _html_tables(self) -> list:
+        figures = pd.DataFrame([{"figure": name, "finding": finding} for name, finding, _ in self._panels])
+        return [("tests (Monte-Carlo p-values; flagged: Holm-adjusted p below 5 %)", self.tests), ("figures", figures)]
 
 
 def residual_frame(fitted: np.ndarray, residual: np.ndarray, quantile: np.ndarray) -> pd.DataFrame:
