@@ -19,6 +19,7 @@ _EXPORTS = {
     "Model": "bayesrepro.api.model",
     "Fit": "bayesrepro.api.fit",
     "Posterior": "bayesrepro.api.posterior",
+    "ModelCheck": "bayesrepro.api.model_check",
     "LevelEffects": "bayesrepro.api.level_effects",
     "GlrtTest": "bayesrepro.api.results",
     "Comparison": "bayesrepro.api.results",

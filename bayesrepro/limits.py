@@ -137,6 +137,7 @@ TREE_DEPTH = Count("--max-depth", 1, 20)
 
 # --- planning -----------------------------------------------------------------------------------------------------
 SIMULATIONS = Count("--simulations", 0, 10_000, "0 gives the closed form alone")
+CHECK_SIMULATIONS = Count("--simulations", 19, 10_000, "a Monte-Carlo p-value below 5 % needs 19")  # model checks
 WORKERS = Count("--workers", 1, max(2, os.cpu_count() or 1), "processes; more than the cores only wait for them")
 REPLICATES = Count("--replicates", 1, 1_000)
 PLANNED_COUNT = 1_000_000         # a count of --vary or --max: levels of one facet in a planned design

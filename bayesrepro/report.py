@@ -194,6 +194,7 @@ def render(spec: Spec, portions: list[Portion], options: ReportOptions, describe
                          sampling=options.sampling, prob=options.prob)
         parts.append(_results(heading, spec, result))
         parts.append(_planning(spec, portion.rows, result))
+        parts.append(_model_checks(portion, result))
         flags[portion.level or "all"] = result.flags
         not_converged += [f"{heading}: {problem}" for problem in result.not_converged()]
     parts.append(_versions())
@@ -309,6 +310,32 @@ def _planning(spec: Spec, rows: pd.DataFrame | None, result) -> str:
               f"estimated at zero included. <code>bayesrepro plan</code> simulates it, finds the cheapest allocation "
               f"and the assurance.</p>"
             + _frame(planned.table) + _image(figure))
+
+
+def _model_checks(portion: Portion, result) -> str:
+    """Both engines' model checks (``Fit.check``, ``Posterior.check``): their tests, findings and figures."""
+    from .model_checks.comparison import comparison_checks
+
+    heading = "<h3>Model checks: the data against data simulated from each engine's model</h3>"
+    if portion.rows is None:
+        return heading + "<p>Not checked here: model checks simulate the rows in memory (<code>--engine memory</code>).</p>"
+    parts = [heading, "<p>Every test reads its statistic against the same statistic of the simulated data sets "
+                      "(Monte-Carlo p-values, Holm-adjusted over the tests of a check; flagged below 5 %). Quantile "
+                      "residuals are uniform when the model is right, for 0/1 scores too.</p>"]
+    for check in comparison_checks(portion.frame, result, result.prob):
+        if isinstance(check, str):
+            parts.append(f"<h4>Posterior</h4><p>Not checked: {_e(check)}.</p>")
+            continue
+        title = "REML/ML fit" if check.engine == "frequentist" else "Posterior (posterior predictive draws)"
+        verdict = ("<p class='flag'>Some checks reject the model.</p>" if check.flagged
+                   else "<p class='ok'>No check rejects the model.</p>")
+        findings = check.to_dict()
+        items = [t["finding"] for t in findings["tests"]] + [f"{f['figure']}: {f['finding']}"
+                                                             for f in findings["figures"]]
+        parts += [f"<h4>{title}</h4>", verdict, _frame(check.tests.drop(columns="finding")),
+                  "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in items + [f"note: {n}" for n in check.notes])
+                  + "</ul>", _image(check.plot())]
+    return "\n".join(parts)
 
 
 def _d_study(spec: Spec, result) -> str:

@@ -15,7 +15,7 @@ nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ["significance", "annotation_reliability", "grid_reliability", "meta_parameter_importance", "quick_start"]
-OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark"]
+OTHER_NOTEBOOKS = ["instruments", "planning", "binary_benchmark", "model_checks"]
 ALL_NOTEBOOKS = NOTEBOOKS + OTHER_NOTEBOOKS + ["harness_logs", "random_slopes"]
 
 

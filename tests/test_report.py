@@ -211,3 +211,27 @@ def test_contrast_headings_and_intervals_name_their_reference(tmp_path, report):
     _, paper, _ = report
     assert "Contrasts: Wald z (ML fit, Holm within each family) and posterior" in paper
     assert "<th>Wald z 95 % low</th>" in paper and "Kenward-Roger" not in paper
+
+
+def test_report_checks_both_engines_models(report):
+    _, page, _ = report
+    assert "Model checks: the data against data simulated from each engine" in page
+    assert "<h4>REML/ML fit</h4>" in page and "<h4>Posterior (posterior predictive draws)</h4>" in page
+    assert page.count("quantile residuals Q-Q: The ordered quantile residuals") == 2
+
+
+@pytest.mark.slow
+def test_the_model_checks_of_a_report_escape_level_names(tmp_path):
+    rng = np.random.default_rng(4)
+    hostile = "<script>alert(1)</script>"
+    items = [hostile] + [f"i{k}" for k in range(1, 30)]
+    scores = pd.DataFrame({"item": np.repeat(items, 4), "score": np.repeat(rng.normal(0, 1, 30), 4)
+                           + rng.normal(0, 0.5, 120)})
+    scores.loc[scores["item"] == hostile, "score"] += 12.0      # an item far in the tail: the finding names it
+    data = tmp_path / "scores.csv"
+    scores.to_csv(data, index=False)
+    out = tmp_path / "report.html"
+    write_report(str(data), "minimal_phi", out, columns={"score": "score", "item": "item"}, options=FAST)
+    page = out.read_text(encoding="utf-8")
+    assert "Some levels of item lie further in the tails" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; (z = +" in page and "<script" not in page.lower()

@@ -64,6 +64,7 @@ def results():
             "Posterior": model.sample(seed=1, **short),
             "LevelEffects": model.effects(),
             "Ranking": model.rank(factor="system", n_boot=100, seed=1, **short),
+            "ModelCheck": model.fit().check(seed=0, simulations=99),
             "Comparison": model.compare(n_boot=100, seed=1, **short),
             "PowerPlan": model.plan(vary={"seed": [2, 5]}, simulations=0),
             "Baselines": br.baselines(_binary(), score="correct", item="item", system="system"),

@@ -237,6 +237,57 @@ class Fit(Result):
             self._effects = fitted_effects(self._require_frame("level effects"), self.family, self.engine_fit)
         return self._effects
 
+    # --- model checks: residuals and simulation-based checks of the fit (model_checks) ---
+
+    @public
+    def residuals(self, kind: str = "response", seed: int | None = None) -> np.ndarray:
+        """Residuals of every row fitted.
+
+        Parameters
+        ----------
+        kind : {"response", "pearson", "deviance", "quantile"}, default "response"
+            ``"response"``: the score minus its conditional fitted value (lme4's ``residuals(m, "response")``; the
+            observed proportion for binomial scores). ``"pearson"`` and ``"deviance"``: as lme4 defines them (for a
+            Gaussian fit both equal the response residual; for a binomial fit √n(y/n − μ)/√(μ(1 − μ)) and the
+            signed root of the row's deviance). ``"quantile"``: randomized quantile residuals, each score's rank
+            among 250 scores simulated from the fit with fresh random effects (ties randomized), uniform on (0, 1)
+            when the model is right, for binary scores too.
+        seed : int, optional
+            Seed of the simulations of quantile residuals (None: a fresh one).
+
+        Returns
+        -------
+        numpy.ndarray
+            One residual per row.
+        """
+        from ..model_checks.frequentist import fit_residuals
+
+        return fit_residuals(self, kind, seed)
+
+    @public
+    def check(self, seed: int | None = 0, simulations: int = 250):
+        """Check the model against data sets simulated from the fit: residuals, dispersion, slopes, outlying levels.
+
+        Parameters
+        ----------
+        seed : int or None, default 0
+            Seed of the simulations and of the randomized residuals (None: a fresh one).
+        simulations : int, default 250
+            Simulated data sets every test reads its statistic against (19 to 10,000); the smallest p-value a
+            test can give is 1/(simulations + 1).
+
+        Returns
+        -------
+        ModelCheck
+            Every test with its p-value and finding, and the figures; ``to_dict()`` equals ``bayesrepro check
+            --json``.
+        """
+        from ..model_checks.frequentist import check_fit
+
+        return check_fit(self, seed, simulations)
+
+    # --- end of model checks ---
+
     def _problems(self) -> list[str]:
         fit = self.engine_fit
         return [] if fit.converged else [f"the {fit.method.upper()} fit did not converge ({fit.message})"]

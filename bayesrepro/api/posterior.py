@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .display import Result
+from .display import Result, public
 
 
 class Posterior(Result):
@@ -213,6 +213,32 @@ class Posterior(Result):
             return predictive_draws(self.bayes, data, kind, max_draws)
         except BayesreproError as error:
             raise error.for_python() from None
+
+    # --- model checks: the posterior predictive against the data (model_checks) ---
+
+    @public
+    def check(self, seed: int | None = 0, simulations: int = 250):
+        """Check the model against data sets drawn from the posterior predictive, level effects drawn afresh.
+
+        Parameters
+        ----------
+        seed : int or None, default 0
+            Seed of the predictive draws and of the randomized residuals (None: a fresh one).
+        simulations : int, default 250
+            Predictive data sets, one per posterior draw evenly spaced over the chains (19 to 10,000).
+
+        Returns
+        -------
+        ModelCheck
+            The tests of ``Fit.check`` read against the predictive data sets, the Q–Q plot of the quantile
+            residuals and ArviZ's posterior predictive checks of the scores and of the mean per level;
+            ``to_dict()`` equals ``bayesrepro check --bayes --json``. Models with random intercepts.
+        """
+        from ..model_checks.posterior import check_posterior
+
+        return check_posterior(self, seed, simulations)
+
+    # --- end of model checks ---
 
     def _problems(self) -> list[str]:
         return [] if self.converged else [f"the sampler did not converge ({self.bayes.diagnostics.line()})"]

@@ -23,8 +23,8 @@ from ..errors import COMMAND_LINE, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, Bayesrepr
 from .contained import DEBUG_VARIABLE, run_contained
 
 # modules of this package, each registering its subcommand (import_logs registers `import`)
-COMMANDS = ("vca", "effects", "glrt", "demo", "phi", "compare", "report", "bootstrap", "permutation", "budget", "agreement",
-            "circularity", "baselines", "import_logs", "plan", "rank")
+COMMANDS = ("vca", "effects", "glrt", "demo", "phi", "compare", "rank", "check", "report", "bootstrap", "permutation",
+            "budget", "agreement", "circularity", "baselines", "import_logs", "plan")
 EXIT_INTERNAL = 1
 
 

@@ -1,0 +1,135 @@
+"""Residuals of a fitted model: response, Pearson and deviance (as lme4 defines them), and simulation-based
+randomized quantile residuals (Dunn & Smyth 1996; the simulated form of DHARMa).
+
+The quantile residual of an observation is its rank among values simulated from the fitted model, randomized
+between the ranks it ties with: with S simulations, (#{s < y} + U·(#{s = y} + 1)) / (S + 1), U uniform. When the
+observed value and the simulated ones are exchangeable (the model is right), this is exactly uniform on (0, 1),
+for continuous and for 0/1 scores alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import xlogy
+
+
+def quantile_residuals(observed: np.ndarray, simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The randomized quantile residual of every observation among its simulated values.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The n observed scores.
+    simulated : numpy.ndarray
+        n × S scores simulated from the fitted model, one column per simulated data set.
+    rng : numpy.random.Generator
+        Source of the randomization between tied ranks.
+
+    Returns
+    -------
+    numpy.ndarray
+        n residuals in (0, 1).
+    """
+    observed = np.asarray(observed, dtype=float)
+    simulated = np.asarray(simulated, dtype=float)
+    less = (simulated < observed[:, None]).sum(axis=1)
+    tied = (simulated == observed[:, None]).sum(axis=1)
+    return (less + rng.uniform(size=len(observed)) * (tied + 1)) / (simulated.shape[1] + 1)
+
+
+def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Every simulated data set's quantile residuals among the other simulated data sets.
+
+    Each column plays the observed scores once, ranked among the S − 1 other columns: the reference
+    distribution of any statistic of the residuals, with the same dependence between rows (shared levels)
+    as the observed residuals have under the model.
+
+    Parameters
+    ----------
+    simulated : numpy.ndarray
+        n × S simulated scores.
+    rng : numpy.random.Generator
+        Source of the randomization between tied ranks.
+
+    Returns
+    -------
+    numpy.ndarray
+        n × S residuals in (0, 1), single precision (they are ranks among S values: 2⁻²⁴ is far below 1/S).
+    """
+    simulated = np.asarray(simulated, dtype=float)
+    rows, s = simulated.shape
+    order = np.argsort(simulated, axis=1)
+    ordered = np.take_along_axis(simulated, order, axis=1)
+    starts = np.ones((rows, s), dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    del ordered
+    positions = np.arange(s, dtype=np.float32)
+    if starts.all():   # no ties (continuous scores): a value's rank is its position
+        ranked = positions + rng.random(size=(rows, s), dtype=np.float32)
+    else:
+        below = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)     # values below, among all columns
+        ends = np.ones((rows, s), dtype=bool)
+        ends[:, :-1] = starts[:, 1:]
+        last = np.minimum.accumulate(np.where(ends, positions, s)[:, ::-1], axis=1)[:, ::-1]
+        ranked = below + rng.random(size=(rows, s), dtype=np.float32) * (last - below + 1)  # ties among the others
+    residuals = np.empty((rows, s), dtype=np.float32)
+    np.put_along_axis(residuals, order, ranked / np.float32(s), axis=1)
+    return residuals
+
+
+def pearson_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,
+                      trials: np.ndarray | None = None) -> np.ndarray:
+    """Pearson residuals as lme4's ``residuals(m, type = "pearson")``.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The scores: Gaussian scores, 0/1 scores, or successes out of ``trials``.
+    fitted : numpy.ndarray
+        The conditional fitted values: the mean, or the probability of success.
+    binary : bool
+        Whether the model is binomial.
+    trials : numpy.ndarray, optional
+        Trials of every row of a binomial model (None: one each).
+
+    Returns
+    -------
+    numpy.ndarray
+        For a Gaussian fit the response residual y − ŷ (lme4 does not scale it by σ); for a binomial fit
+        √n (y/n − μ) / √(μ(1 − μ)), y/n the observed proportion.
+    """
+    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    if not binary:
+        return observed - fitted
+    n = np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)
+    return np.sqrt(n) * (observed / n - fitted) / np.sqrt(fitted * (1.0 - fitted))
+
+
+def deviance_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,
+                       trials: np.ndarray | None = None) -> np.ndarray:
+    """Deviance residuals as lme4's ``residuals(m, type = "deviance")``.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The scores: Gaussian scores, 0/1 scores, or successes out of ``trials``.
+    fitted : numpy.ndarray
+        The conditional fitted values: the mean, or the probability of success.
+    binary : bool
+        Whether the model is binomial.
+    trials : numpy.ndarray, optional
+        Trials of every row of a binomial model (None: one each).
+
+    Returns
+    -------
+    numpy.ndarray
+        For a Gaussian fit y − ŷ; for a binomial fit sign(y/n − μ) times the square root of the row's unit
+        deviance 2[y log(y/(nμ)) + (n − y) log((n − y)/(n(1 − μ)))].
+    """
+    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    if not binary:
+        return observed - fitted
+    n = np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)
+    failures = n - observed
+    unit = 2.0 * (xlogy(observed, observed / (n * fitted)) + xlogy(failures, failures / (n * (1.0 - fitted))))
+    return np.sign(observed / n - fitted) * np.sqrt(np.maximum(unit, 0.0))
