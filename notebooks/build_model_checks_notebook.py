@@ -35,11 +35,14 @@ pd.set_option("display.max_colwidth", 200)"""),
     ("md", """## 1. A leaderboard of 0/1 scores
 
 Three systems answer 300 questions, five seeds each, under four prompts (`br.simulate_binary_grid`). The binary
-model's raw residuals are two bands; its quantile residuals are uniform when the model is right. (Rank
-probabilities of the systems come from `Model.rank`, not part of this build of the package, so they are left
-out here.)"""),
+model's raw residuals are two bands; its quantile residuals are uniform when the model is right. First the
+leaderboard itself: `Model.rank` gives each system's chance of being best, its expected rank and a rank interval,
+from the posterior and, beside it, from a parametric bootstrap of the ML fit."""),
     ("code", """board = br.simulate_binary_grid(items=300, random_state=1)
-board_fit = br.Model("correct ~ system + (1|item) + (1|seed) + (1|prompt)", board, categorical=["seed"]).fit()
+board_model = br.Model("correct ~ system + (1|item) + (1|seed) + (1|prompt)", board, categorical=["seed"],
+                       progress=False)
+board_model.rank(factor="system", n_boot=200, seed=1, draws=500, tune=500, chains=2)"""),
+    ("code", """board_fit = board_model.fit()
 board_check = board_fit.check(seed=0)
 board_check"""),
     ("code", """board_check.plot()"""),
