@@ -125,6 +125,9 @@ def corpus_dir(tmp_path_factory):
     for name, text in specs.items():
         (folder / name).write_text(text)
     os.mkfifo(folder / "fifo.toml")
+    # integer labels a double cannot tell apart (2**53 and 2**53 + 1), as a fixed and a grouping term
+    labels = frame.assign(rid=[2**53 + (k // 3) % 2 for k in range(len(frame))])
+    labels.to_csv(folder / "labels53.csv", index=False)
     return folder
 
 
@@ -167,6 +170,10 @@ def quick_cases(values=(10**12,)):
         ["vca", "rows.csv", "--formula", "score ~ 1 + (1|item:seed) + (1|system)"],
         ["vca", "rows.csv", "--formula", "score ~ " + " + ".join(["x"] * 2000) + " + (1|item)"],
         ["vca", "rows.csv", "--formula", "score ~ " + "(" * 5000 + "x" + ")" * 5000 + " + (1|item)"],
+        # integers beyond 2**53 as labels, under every engine
+        *[["vca", "labels53.csv", "--formula", formula, "--engine", engine]
+          for formula in ("score ~ rid + (1|item) + (1|seed)", "score ~ 1 + (1|item) + (1|rid)")
+          for engine in ("memory", "duckdb")],
         # spec files
         *[["report", "rows.csv", "--spec", name, "--out", "out/r.html"]
           for name in ("format.toml", "conversion.toml", "attribute.toml", "columns.toml", "model.toml",
