@@ -293,3 +293,45 @@ def test_inspect_logs_as_a_data_source_of_the_analysis_commands(tmp_path):
 def test_nan_scores_stay_missing(tmp_path):
     write(tmp_path / "a.eval", samples=samples([1.0, math.nan, 0.0], scorer="mean"))
     assert read_logs("inspect", [tmp_path])["mean"].isna().tolist() == [False, True, False]
+
+
+def forge_zip64_sizes(path, name, size=None, packed=None):
+    """Rewrite the directory entry of member ``name`` with ZIP64 sizes that claim ``size`` / ``packed`` bytes."""
+    import struct
+
+    central, end = struct.Struct("<4sHHHHHHIIIHHHHHII"), struct.Struct("<4sHHHHIIH")
+    data = path.read_bytes()
+    at_end = data.rfind(b"PK\x05\x06")
+    fields = end.unpack_from(data, at_end)
+    directory_size, directory_offset = fields[5], fields[6]
+    directory, entries, at = data[directory_offset:directory_offset + directory_size], [], 0
+    while at < len(directory):
+        entry = list(central.unpack_from(directory, at))
+        name_length, extra_length, comment_length = entry[10], entry[11], entry[12]
+        entry_name = directory[at + central.size:at + central.size + name_length]
+        whole = directory[at:at + central.size + name_length + extra_length + comment_length]
+        if entry_name == name.encode():
+            extra = struct.pack("<HHQQ", 1, 16, entry[9] if size is None else size, entry[8] if packed is None else packed)
+            entry[8] = entry[9] = 0xFFFFFFFF
+            entry[11] = len(extra)
+            whole = central.pack(*entry) + entry_name + extra
+        entries.append(whole)
+        at += central.size + name_length + extra_length + comment_length
+    rewritten = b"".join(entries)
+    path.write_bytes(data[:directory_offset] + rewritten +
+                     end.pack(b"PK\x05\x06", 0, 0, fields[3], fields[4], len(rewritten), directory_offset, 0))
+
+
+@pytest.mark.parametrize("member", ["header.json", "summaries.json"])
+@pytest.mark.parametrize("claim, message", [
+    ({"packed": 2**62}, r"claims 4,611,686,018,427,387,904 compressed bytes at offset [0-9,]+, past the end of the "
+                        r"[0-9,]+-byte file"),
+    ({"packed": 2**62, "size": 2**62}, r"claims 4,611,686,018,427,387,904 compressed bytes"),
+    ({"size": 2**62}, r"declares 4,611,686,018,427,387,904 bytes, more than the [0-9,]+ a \.eval member is read up to"),
+])
+def test_forged_zip64_sizes_are_checked_against_the_file_before_memory_is_spent(tmp_path, member, claim, message):
+    path = write(tmp_path / "a.eval")
+    forge_zip64_sizes(path, member, **claim)
+    with pytest.raises(BayesreproError, match=message) as error:
+        read_logs("inspect", [path])
+    assert member in str(error.value) and str(path) in str(error.value)

@@ -384,3 +384,16 @@ def test_bad_input_is_one_line_on_stderr(tmp_path, args, message):
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bayesrepro: error: ") and message in lines[0], run.stderr
     assert not list(tmp_path.glob("t.*")) and not list(tmp_path.glob(".t.*"))
+
+
+def test_model_args_nested_hundreds_of_levels_deep_are_imported(tmp_path):
+    nested = value = {}
+    for _ in range(700):   # the nested generators of a recursive flattening passed the recursion limit
+        value["level"] = {}
+        value = value["level"]
+    value.update({"r": 8, "alpha": [1, 2]})
+    write_run(tmp_path, model_args={"pretrained": "org/model", "peft": nested})
+    table = read_logs("lm-eval", [tmp_path], notify=pytest.fail)
+    deep = "peft_" + "level_" * 700
+    assert table[deep + "r"].unique().tolist() == ["8"] and table[deep + "alpha"].unique().tolist() == ["[1, 2]"]
+    assert table["pretrained"].unique().tolist() == ["org/model"]

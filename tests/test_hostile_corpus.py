@@ -128,7 +128,24 @@ def corpus_dir(tmp_path_factory):
     # integer labels a double cannot tell apart (2**53 and 2**53 + 1), as a fixed and a grouping term
     labels = frame.assign(rid=[2**53 + (k // 3) % 2 for k in range(len(frame))])
     labels.to_csv(folder / "labels53.csv", index=False)
+    harness_logs(folder)
     return folder
+
+
+def harness_logs(folder: Path) -> None:
+    """Harness logs that once crashed the import: model_args nested hundreds deep, a forged ZIP64 size."""
+    from test_harness_inspect import forge_zip64_sizes, write
+    from test_harness_lm_eval import write_run
+
+    nested = value = {}
+    for _ in range(700):
+        value["a"] = {}
+        value = value["a"]
+    value["r"] = 8
+    write_run(folder / "deep_args", model_args={"pretrained": "m", "peft": nested})
+    for member in ("header.json", "summaries.json"):
+        path = write(folder / f"forged_{member}.eval")
+        forge_zip64_sizes(path, member, packed=2**62)
 
 
 def count_options():
@@ -174,6 +191,11 @@ def quick_cases(values=(10**12,)):
         *[["vca", "labels53.csv", "--formula", formula, "--engine", engine]
           for formula in ("score ~ rid + (1|item) + (1|seed)", "score ~ 1 + (1|item) + (1|rid)")
           for engine in ("memory", "duckdb")],
+        # harness logs that once crashed the import
+        ["import", "lm-eval", "deep_args", "--out", "out/deep.parquet"],
+        *[["import", "inspect", f"forged_{member}.eval", "--out", "out/forged.parquet"]
+          for member in ("header.json", "summaries.json")],
+        ["vca", "inspect:forged_summaries.json.eval", "--formula", "match ~ 1 + (1|item)"],
         # spec files
         *[["report", "rows.csv", "--spec", name, "--out", "out/r.html"]
           for name in ("format.toml", "conversion.toml", "attribute.toml", "columns.toml", "model.toml",
