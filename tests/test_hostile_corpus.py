@@ -129,7 +129,11 @@ def corpus_dir(tmp_path_factory):
     labels = frame.assign(rid=[2**53 + (k // 3) % 2 for k in range(len(frame))])
     labels.to_csv(folder / "labels53.csv", index=False)
     harness_logs(folder)
+    frame.rename(columns={"item": ODD, "system": "a`b"}).to_csv(folder / "odd_names.csv", index=False)
     return folder
+
+
+ODD = 'x") TO \'out.csv\'; --'   # legal in a CSV header
 
 
 def harness_logs(folder: Path) -> None:
@@ -196,6 +200,12 @@ def quick_cases(values=(10**12,)):
         *[["import", "inspect", f"forged_{member}.eval", "--out", "out/forged.parquet"]
           for member in ("header.json", "summaries.json")],
         ["vca", "inspect:forged_summaries.json.eval", "--formula", "match ~ 1 + (1|item)"],
+        # odd but legal names, in backticks in --formula, --object and --where, under every engine
+        *[["vca", "odd_names.csv", "--formula", f"score ~ 1 + (1|`{ODD}`) + (1|seed)", "--object", f"`{ODD}`",
+           "--where", f"`{ODD}` != 'NA' and score > -9", "--engine", engine] for engine in ("memory", "duckdb")],
+        ["vca", "odd_names.csv", "--formula", "score ~ `a`b` + (1|seed)"],
+        ["vca", "odd_names.csv", "--formula", "score ~ `a``b` + (1|seed)"],
+        ["vca", "rows.csv", "--formula", "score ~ " + " + ".join(["seed"] * 3000) + " + (1|item)"],
         # spec files
         *[["report", "rows.csv", "--spec", name, "--out", "out/r.html"]
           for name in ("format.toml", "conversion.toml", "attribute.toml", "columns.toml", "model.toml",
