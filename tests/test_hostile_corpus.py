@@ -130,6 +130,10 @@ def corpus_dir(tmp_path_factory):
     labels.to_csv(folder / "labels53.csv", index=False)
     harness_logs(folder)
     frame.rename(columns={"item": ODD, "system": "a`b"}).to_csv(folder / "odd_names.csv", index=False)
+    from test_readers import late_surrogate_csv
+
+    (folder / "surrogate.csv").write_bytes(late_surrogate_csv(quoted=True))
+    (folder / "surrogate.jsonl").write_text('{"score": 1, "item": "a"}\n{"score": 2, "item": "b\\udc00"}\n')
     return folder
 
 
@@ -206,6 +210,9 @@ def quick_cases(values=(10**12,)):
         ["vca", "odd_names.csv", "--formula", "score ~ `a`b` + (1|seed)"],
         ["vca", "odd_names.csv", "--formula", "score ~ `a``b` + (1|seed)"],
         ["vca", "rows.csv", "--formula", "score ~ " + " + ".join(["seed"] * 3000) + " + (1|item)"],
+        # a lone surrogate, in a CSV and as a JSON escape
+        *[["vca", name, "--formula", "score ~ 1 + (1|item)", "--engine", engine]
+          for name in ("surrogate.csv", "surrogate.jsonl") for engine in ("memory", "duckdb")],
         # spec files
         *[["report", "rows.csv", "--spec", name, "--out", "out/r.html"]
           for name in ("format.toml", "conversion.toml", "attribute.toml", "columns.toml", "model.toml",

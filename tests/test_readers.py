@@ -204,3 +204,42 @@ def test_bundled_datasets_follow_the_same_rule(name, tmp_path):
             assert list(bundled[column].cat.categories) == sorted(bundled[column].cat.categories)
         else:
             np.testing.assert_array_equal(bundled[column], text[column].astype(float))
+
+
+SURROGATE = "\ud800".encode("utf-8", "surrogatepass")   # the bytes of a lone surrogate, which UTF-8 forbids
+
+
+def late_surrogate_csv(quoted: bool) -> bytes:
+    """A CSV whose row 25,001 holds a lone surrogate, far past the start the reader checks first."""
+    rows = [f"{k % 7},i{k % 5}".encode() for k in range(30000)]
+    rows[25000] = b"2," + (b'"i0' + SURROGATE + b'"' if quoted else b"i0" + SURROGATE)
+    return b"score,item\n" + b"\n".join(rows) + b"\n"
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_lone_surrogate_deep_in_a_csv_is_named_by_its_row_under_every_engine(engine, quoted, tmp_path):
+    import bayesrepro as br
+
+    path = write(tmp_path / "late.csv", late_surrogate_csv(quoted))
+    row = "line 25002" if engine == "memory" else r"data row 25001 \(row 1 is the first below the header\)"
+    with pytest.raises(BayesreproError, match=rf"data file '.*late\.csv': {row} is not UTF-8 text \(.*lone "
+                                              r"surrogate.*\); fix or remove that value, or save the file as UTF-8"):
+        br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit()
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_lone_surrogate_escape_in_json_lines_is_named_by_its_line(engine, tmp_path):
+    import bayesrepro as br
+
+    lines = [json.dumps({"score": k % 7, "item": f"i{k % 5}"}) for k in range(300)]
+    lines[250] = '{"score": 2, "item": "i0\\ud800"}'
+    lines[10] = '{"score": 2, "item": "i0\\ud83d\\ude00"}'   # a whole pair: one character, read as such
+    path = write(tmp_path / "late.jsonl", "\n".join(lines) + "\n")
+    message = (r"line 251, field \"item\": holds a lone surrogate \(\\ud800\)" if engine == "memory" else
+               r"line 251 is not UTF-8 text \(.*lone surrogate")
+    with pytest.raises(BayesreproError, match=message):
+        br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit()
+    lines[250] = lines[251]
+    write(tmp_path / "late.jsonl", "\n".join(lines) + "\n")
+    assert br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit().to_dict()["n_obs"] == 300
