@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesreproError, first_line
+from . import long_fields
 
 DELIMITED = {(".csv", ".csv.gz"): ",", (".tsv", ".tsv.gz"): "\t"}
 JSON_LINES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
@@ -75,15 +76,25 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
         bad_rows.append(row)
         return "error"
 
-    try:
-        table = pa_csv.read_csv(
+    def read(block_size: int | None = None):
+        return pa_csv.read_csv(
             str(path.absolute()),   # as written: arrow would read a leading ~ as the home directory
-            read_options=pa_csv.ReadOptions(use_threads=False),
+            read_options=pa_csv.ReadOptions(use_threads=False, **({"block_size": block_size} if block_size else {})),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
                                               invalid_row_handler=refuse_row),
             convert_options=pa_csv.ConvertOptions(column_types={name: pa.string() for name in header},
                                                   null_values=[""], strings_can_be_null=True),
         )
+
+    try:
+        try:
+            table = read()
+        except pa.ArrowInvalid as exc:
+            if "straddling" not in str(exc):
+                raise
+            # a row longer than arrow's block (1 MB): read again with blocks that hold the longest row allowed
+            long_fields.refuse_long_row(path, delimiter)
+            table = read(long_fields.MAX_LINE_BYTES)
     except (pa.ArrowInvalid, OSError, EOFError, zlib.error) as exc:
         if bad_rows:
             row = bad_rows[0]

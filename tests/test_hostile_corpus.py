@@ -133,6 +133,9 @@ def corpus_dir(tmp_path_factory):
     from test_readers import late_surrogate_csv
 
     (folder / "surrogate.csv").write_bytes(late_surrogate_csv(quoted=True))
+    from test_readers import long_field_csv
+
+    (folder / "long_field.csv").write_bytes(long_field_csv(3_000_000, quoted=True))
     (folder / "surrogate.jsonl").write_text('{"score": 1, "item": "a"}\n{"score": 2, "item": "b\\udc00"}\n')
     return folder
 
@@ -212,7 +215,7 @@ def quick_cases(values=(10**12,)):
         ["vca", "rows.csv", "--formula", "score ~ " + " + ".join(["seed"] * 3000) + " + (1|item)"],
         # a lone surrogate, in a CSV and as a JSON escape
         *[["vca", name, "--formula", "score ~ 1 + (1|item)", "--engine", engine]
-          for name in ("surrogate.csv", "surrogate.jsonl") for engine in ("memory", "duckdb")],
+          for name in ("surrogate.csv", "surrogate.jsonl", "long_field.csv") for engine in ("memory", "duckdb")],
         # spec files
         *[["report", "rows.csv", "--spec", name, "--out", "out/r.html"]
           for name in ("format.toml", "conversion.toml", "attribute.toml", "columns.toml", "model.toml",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
+from ... import long_fields
 from ...readers import delimiter_hint
 from .files import data_files as named_files, duckdb_literal_name, shared_header
 from .grouped import DUCKDB, GroupedSource, column_kind_of_sql_type, renamed_columns, text_doubled
@@ -27,7 +28,9 @@ from .polling import run_polled
 RAGGED_ROW = re.compile(r"CSV Error on Line: (\d+)\n.*?Expected Number of Columns: (\d+) Found: (\d+).*?file = ([^\n]*)",
                         re.DOTALL)
 TEXT_READER = ("read_csv($files, auto_detect = false, header = true, delim = {delim}, quote = '\"', "
-               "escape = '\"', strict_mode = true, columns = {columns})")
+               "escape = '\"', strict_mode = true, columns = {columns}, max_line_size = {line}, buffer_size = {buffer})")
+# DuckDB's reports of a line longer than it reads
+LONG_LINE = re.compile(r"Maximum line size|Parallel CSV Reader currently does not support a full read")
 READERS = {
     (".csv", ".csv.gz"): ",",
     (".tsv", ".tsv.gz"): "\t",
@@ -62,6 +65,9 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
             return run_polled(lambda: connection.execute(sql, parameters or {}).fetchdf(),
                               lambda: connection.query_progress() / 100, bar, connection.interrupt)
         except duckdb.Error as exc:
+            if kind in (",", "\t") and LONG_LINE.search(str(exc)):
+                for file in files:
+                    long_fields.refuse_long_row(Path(file), kind)
             raise BayesreproError(_ragged_row(str(exc), kind) or _not_utf8(str(exc), path)
                                   or f"DuckDB could not read '{path}': {first_line(exc)}") from None
         except UnicodeError:   # a text DuckDB read but Python cannot hold
@@ -70,7 +76,9 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
     if kind in (",", "\t"):
         names = shared_header(files, kind)
         columns = "{" + ", ".join(f"{text_doubled(f'v{k}')}: 'VARCHAR'" for k in range(len(names))) + "}"
-        relation = f"(SELECT * FROM {TEXT_READER.format(delim=text_doubled(kind), columns=columns)})"
+        line = long_fields.MAX_LINE_BYTES
+        reader = TEXT_READER.format(delim=text_doubled(kind), columns=columns, line=line, buffer=2 * line)
+        relation = f"(SELECT * FROM {reader})"
         kinds = {name: "text" for name in names}
     elif kind == "parquet":
         names, kinds = _parquet_columns(files[0], run, params)
