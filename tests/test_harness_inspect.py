@@ -5,6 +5,7 @@ The same reader is run on logs written by Inspect itself in test_harness_real.py
 
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -335,3 +336,31 @@ def test_forged_zip64_sizes_are_checked_against_the_file_before_memory_is_spent(
     with pytest.raises(BayesreproError, match=message) as error:
         read_logs("inspect", [path])
     assert member in str(error.value) and str(path) in str(error.value)
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+@pytest.mark.parametrize("bare", [0, 2])
+def test_a_score_entry_that_is_a_bare_value_is_named_not_dropped(tmp_path, monkeypatch, suffix, bare):
+    from bayesrepro.harness import log_writers
+
+    written = log_writers._summary
+
+    def bare_score(sample, model):   # "match": "C" instead of {"value": "C", ...}
+        summary = written(sample, model)
+        if sample.id == f"s{bare}":
+            summary["scores"]["match"] = summary["scores"]["match"]["value"]
+        return summary
+
+    monkeypatch.setattr(log_writers, "_summary", bare_score)
+    path = write(tmp_path / f"a{suffix}", values=("C", "I", "P", "C"))
+    assert f'"match": {json.dumps(["C", "I", "P", "C"][bare])}'.encode() in (
+        path.read_bytes() if suffix == ".json" else _summaries_of(path))
+    value = json.dumps(["C", "I", "P", "C"][bare])
+    with pytest.raises(BayesreproError, match=rf"score 'match' of sample s{bare} \(epoch 1\) is {re.escape(value)}, "
+                                              r"not an object \{\"value\": \.\.\.\} as Inspect writes a score"):
+        read_logs("inspect", [path])
+
+
+def _summaries_of(path):
+    with EvalArchive(path) as archive:
+        return archive.read_raw(archive.member("summaries.json"))

@@ -16,6 +16,7 @@ the ranges, which run for real and must finish within the limit.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -146,7 +147,7 @@ ODD = 'x") TO \'out.csv\'; --'   # legal in a CSV header
 def harness_logs(folder: Path) -> None:
     """Harness logs that once crashed the import: model_args nested hundreds deep, a forged ZIP64 size."""
     from test_harness_inspect import forge_zip64_sizes, write
-    from test_harness_lm_eval import write_run
+    from test_harness_lm_eval import LmEvalTask, documents, write_run
 
     nested = value = {}
     for _ in range(700):
@@ -157,6 +158,16 @@ def harness_logs(folder: Path) -> None:
     for member in ("header.json", "summaries.json"):
         path = write(folder / f"forged_{member}.eval")
         forge_zip64_sizes(path, member, packed=2**62)
+    # two runs of one model and date in two folders; filters a-b and a_b of one metric
+    write_run(folder / "two_folders" / "a", seed=1)
+    write_run(folder / "two_folders" / "b", seed=2)
+    task = LmEvalTask("gsm", documents(4))
+    write_run(folder / "filters", task=task, scores={"acc,a-b": [1.0, 0.0, 0.0, 1.0], "acc,a_b": [1.0, 1.0, 0.0, 1.0]})
+    # an Inspect score written as a bare value
+    log = write(folder / "bare_score.json")
+    payload = json.loads(log.read_text())
+    payload["samples"][1]["scores"]["match"] = "I"
+    log.write_text(json.dumps(payload))
 
 
 def count_options():
@@ -207,6 +218,9 @@ def quick_cases(values=(10**12,)):
         *[["import", "inspect", f"forged_{member}.eval", "--out", "out/forged.parquet"]
           for member in ("header.json", "summaries.json")],
         ["vca", "inspect:forged_summaries.json.eval", "--formula", "match ~ 1 + (1|item)"],
+        ["import", "lm-eval", "two_folders", "--out", "out/two.parquet"],
+        ["import", "lm-eval", "filters", "--out", "out/filters.parquet"],
+        ["import", "inspect", "bare_score.json", "--out", "out/bare.parquet"],
         # odd but legal names, in backticks in --formula, --object and --where, under every engine
         *[["vca", "odd_names.csv", "--formula", f"score ~ 1 + (1|`{ODD}`) + (1|seed)", "--object", f"`{ODD}`",
            "--where", f"`{ODD}` != 'NA' and score > -9", "--engine", engine] for engine in ("memory", "duckdb")],
