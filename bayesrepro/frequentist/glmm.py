@@ -114,11 +114,17 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
     return fit_glmm_frame(frame, resolved, nagq)
 
 
+def fitted_on_rows(frame: ModelFrame, nagq: int = 1) -> bool:
+    """Is the binary model of ``frame`` fitted by the sparse Laplace criterion on its rows (random slopes, or
+    crossed factors beyond the cell engine), not from its cells?"""
+    return frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
+                                     coupling_beyond_cells([group.n_levels for group in frame.groups]))
+
+
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
     """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
-    if frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
-                                 coupling_beyond_cells([group.n_levels for group in frame.groups])):
+    if fitted_on_rows(frame, nagq):
         from .binary_slopes import fit_binary_slopes
 
         return frame.fitted(("glmm", family.name, family.link, family.note, nagq),
