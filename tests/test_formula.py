@@ -1,3 +1,5 @@
+import json
+
 import pandas as pd
 import pytest
 
@@ -147,3 +149,20 @@ def test_a_term_repeated_thousands_of_times_is_named(term, expected):
 def test_thousands_of_distinct_terms_are_refused_saying_so():
     with pytest.raises(BayesreproError, match=r"has 3002 terms or parentheses nested too deeply to parse"):
         parse_formula("score ~ 1 + " + " + ".join(f"x{k}" for k in range(3000)) + " + (1|item)")
+
+
+@pytest.mark.parametrize("name", ['x") TO \'out.csv\'; --', "a b"])
+def test_plan_takes_a_compared_factor_named_oddly(name, tmp_path, monkeypatch, capsys):
+    from bayesrepro.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    odd_frame([name, name + "2", "x", "score"]).to_csv("odd.csv", index=False)
+    status = main(["plan", "odd.csv", "--formula", f"score ~ `{name}2` + (1|`{name}`)", "--contrast", f"{name}2=B-A",
+                   "--vary", f"{name}=5,10", "--simulations", "0", "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert len(json.loads(out)["rows"]) == 2   # one row per number of levels tried
+    # a term of the factor is not the factor: refused as before
+    assert main(["plan", "odd.csv", "--formula", f"score ~ C(`{name}2`) + (1|`{name}`)", "--contrast",
+                 f"{name}2=B-A", "--vary", f"{name}=5,10", "--simulations", "0"]) == 2
+    assert "the fixed part must be the compared factor" in capsys.readouterr().err
