@@ -181,10 +181,11 @@ class EvalArchive:
             raise self._corrupt(member, f"it claims {member.packed_size:,} compressed bytes at offset "
                                         f"{member.offset:,}, past the end of the {self._size:,}-byte file")
         if member.size > limit or member.packed_size > limit + _INFLATE_CHUNK:
+            declared = (f"{member.size:,} bytes inflated" if member.size > limit else
+                        f"{member.packed_size:,} compressed bytes")
             raise BayesreproError(
-                f"'{self.path}': member '{member.name}' declares {max(member.size, member.packed_size):,} bytes, "
-                f"more than the "
-                f"{limit:,} a .eval member is read up to; the archive is damaged or not an Inspect log"
+                f"'{self.path}': member '{member.name}' declares {declared}, more than the {limit:,} a .eval member "
+                "is read up to; the archive is damaged or not an Inspect log"
             )
         if member.size > RATIO_FLOOR and member.size > MAX_RATIO * member.packed_size:
             raise BayesreproError(
