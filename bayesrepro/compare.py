@@ -35,6 +35,7 @@ from .design import ModelFrame, model_frame, parse_formula, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.binary_slope_bootstrap import binary_slope_bootstrap
+from .frequentist.general_lmm import needs_general_core
 from .frequentist.glmm import fitted_on_rows
 from .frequentist.bootstrap_test import BATCH, model_map, null_model, simulator_for
 from .frequentist.deviance import ProfiledDeviance
@@ -225,7 +226,8 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
         elif resolved.binary:
             boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object,
                                                               bar.update)
-        elif frame.spec.has_slopes:
+        elif frame.spec.has_slopes or (frame.has_rows and needs_general_core(frame)):
+            # slopes, or crossed factors whose dense block would be large (a crowd): refitted on the sparse core
             boot, unconverged = slope_variance_bootstrap(fit, frame, int(n_boot), rng, bar.update)
         else:
             boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng, bar.update)

@@ -1,4 +1,5 @@
-"""Parametric bootstrap of the variance components of a random-slope model, simulated on the rows.
+"""Parametric bootstrap of the variance components of a random-slope model (or of crossed factors too large for
+the dense path, a crowd design), simulated on the rows.
 
 The grouped statistics that ``compare.parametric_bootstrap`` resamples hold
 random intercepts only; with slopes each replicate is simulated from the REML
@@ -26,7 +27,7 @@ from .sparse_deviance import SparseProfiledDeviance
 def slope_variance_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
                              progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, int]:
     """REML term variances of ``n_boot`` data sets simulated from ``fit``; and how many refits did not converge."""
-    frame = frame.require_rows("a parametric bootstrap of a model with random slopes")
+    frame = frame.require_rows("a parametric bootstrap on the sparse core")
     model = row_model(frame, fit)
     design = model.design
     mean = frame.X @ fit.beta
