@@ -35,6 +35,8 @@ from .design import ModelFrame, model_frame, parse_formula, resolve_family
 from .design.cells import mean_of
 from .compare_binary import binary_comparison, glmm_bootstrap
 from .frequentist.binary_slope_bootstrap import binary_slope_bootstrap
+from .frequentist.general_lmm import needs_general_core
+from .frequentist.glmm import fitted_on_rows
 from .frequentist.bootstrap_test import reml_refits
 from .frequentist.fitting import fit_frame
 from .frequentist.lmm import LmmFit
@@ -216,13 +218,14 @@ def compare(formula, data=None, object: str | None = None, *, factor: str | None
     variances, method = fit.components, "ML (Laplace)" if resolved.binary else "REML"
     rng = np.random.default_rng(None if seed is None else [int(seed), 1])
     with Progress("bootstrap", enabled=settings.show_progress) as bar:
-        if resolved.binary and frame.spec.has_slopes:
+        if resolved.binary and fitted_on_rows(frame):   # slopes, or crossed factors beyond the cell engine
             boot, unconverged, boot_observed = binary_slope_bootstrap(fit, frame, int(n_boot), rng, object,
                                                                       bar.update)
         elif resolved.binary:
             boot, unconverged, boot_observed = glmm_bootstrap(fit, frame.binomial(), int(n_boot), rng, object,
                                                               bar.update)
-        elif frame.spec.has_slopes:
+        elif frame.spec.has_slopes or (frame.has_rows and needs_general_core(frame)):
+            # slopes, or crossed factors whose dense block would be large (a crowd): refitted on the sparse core
             boot, unconverged = slope_variance_bootstrap(fit, frame, int(n_boot), rng, bar.update)
         else:
             boot, unconverged = parametric_bootstrap(fit, frame, int(n_boot), rng, bar.update)
@@ -277,7 +280,7 @@ def parametric_bootstrap(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.ra
     Each replicate draws new level effects of every grouping factor and new
     residuals from the fitted variances, keeps Xβ̂, and refits by REML from the
     fitted θ. REML sees a response only through U'y and y'y, which are drawn
-    from their distribution without simulating rows
+    from their distribution, or through the rows when the frame has them
     (``frequentist.bootstrap_test.ResponseSimulator``): a frame built from
     grouped sums by a producer is resampled as one built from rows.
     ``progress(fraction)`` is told how far it got.

@@ -280,6 +280,44 @@ def _label(value) -> str:
     return str(value)
 
 
+# 2**53: integers beyond it are not all held exactly by a double
+EXACT_DOUBLE_INTEGERS = 2**53
+
+
+def inexact_integer(values: pd.Series):
+    """An integer of the column that a double cannot hold exactly (beyond 2**53), or None.
+
+    Such a column read as numbers would be rounded, and two of its labels
+    (ids, hashes) could become one number: it is read as labels instead.
+    """
+    if values.dtype.kind in "iu":
+        numbers = values.to_numpy()
+        large = numbers[(numbers > EXACT_DOUBLE_INTEGERS) | (numbers < -EXACT_DOUBLE_INTEGERS)] if values.dtype.kind == "i" \
+            else numbers[numbers > EXACT_DOUBLE_INTEGERS]
+        candidates = (int(v) for v in np.unique(large))
+    elif values.dtype == object:
+        candidates = (int(v) for v in values.dropna() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                      and abs(int(v)) > EXACT_DOUBLE_INTEGERS)
+    else:
+        return None
+    return next((v for v in candidates if int(float(v)) != v), None)
+
+
+def integers_as_labels(frame: pd.DataFrame, columns) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` with each of ``columns`` whose integers a double cannot hold exactly as a factor of its labels,
+    and a note for each (every engine reads such a column so: see ``inexact_integer``)."""
+    notes = []
+    for column in dict.fromkeys(columns):
+        example = inexact_integer(frame[column])
+        if example is None:
+            continue
+        labels = level_labels(frame[column])
+        frame = frame.assign(**{column: pd.Categorical(labels, categories=sorted(set(labels.dropna())))})
+        notes.append(f"column '{column}' holds integers a double cannot hold exactly ({example}, beyond 2^53): it is "
+                     "read as labels (a factor), not as numbers; divide or recode them to use it as a covariate")
+    return frame, notes
+
+
 def is_categorical(values: pd.Series) -> bool:
     """Category or text: a column whose values are levels, not numbers."""
     return (

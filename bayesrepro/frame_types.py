@@ -41,7 +41,21 @@ def _check_column(name: str, values: pd.Series) -> None:
         if pd.api.types.infer_dtype(values, skipna=True) not in _PLAIN_OBJECTS:
             cells = values[values.map(lambda cell: isinstance(cell, _CELL_TYPES))]
             if len(cells):
+                kind = type(cells.iloc[0])
                 raise BayesreproError(
-                    f"column '{name}' holds a value of type {type(cells.iloc[0]).__name__} in the row with index label "
-                    f"{shown(cells.index[0])}; a cell holds one number or text: expand or convert such cells"
+                    f"column '{name}' holds a value of type {kind.__name__} in the row with index label "
+                    f"{shown(cells.index[0])}; a cell holds one number or text: {_conversion(name, kind)}"
                 )
+
+
+def _conversion(name: str, kind: type) -> str:
+    """How to turn cells of ``kind`` into values the analyses read."""
+    column = f"frame[{name!r}]"
+    if issubclass(kind, (bytes, bytearray)):
+        return f"decode them as text, {column} = {column}.str.decode('utf-8')"
+    if issubclass(kind, complex):
+        return f"keep their real part, {column} = {column}.map(lambda v: v.real)"
+    if issubclass(kind, (list, tuple)):
+        return (f"split them into one column per part ({column}.apply(pd.Series)), or label each whole value as "
+                f"text, {column} = {column}.map(str)")
+    return f"label each value as text, {column} = {column}.map(str), or expand it into columns"

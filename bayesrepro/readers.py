@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesreproError, first_line
+from . import long_fields
 
 DELIMITED = {(".csv", ".csv.gz"): ",", (".tsv", ".tsv.gz"): "\t"}
 JSON_LINES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
@@ -75,15 +76,25 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
         bad_rows.append(row)
         return "error"
 
-    try:
-        table = pa_csv.read_csv(
+    def read(block_size: int | None = None):
+        return pa_csv.read_csv(
             str(path.absolute()),   # as written: arrow would read a leading ~ as the home directory
-            read_options=pa_csv.ReadOptions(use_threads=False),
+            read_options=pa_csv.ReadOptions(use_threads=False, **({"block_size": block_size} if block_size else {})),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True,
                                               invalid_row_handler=refuse_row),
             convert_options=pa_csv.ConvertOptions(column_types={name: pa.string() for name in header},
                                                   null_values=[""], strings_can_be_null=True),
         )
+
+    try:
+        try:
+            table = read()
+        except pa.ArrowInvalid as exc:
+            if "straddling" not in str(exc):
+                raise
+            # a row longer than arrow's block (1 MB): read again with blocks that hold the longest row allowed
+            long_fields.refuse_long_row(path, delimiter)
+            table = read(long_fields.MAX_LINE_BYTES)
     except (pa.ArrowInvalid, OSError, EOFError, zlib.error) as exc:
         if bad_rows:
             row = bad_rows[0]
@@ -92,6 +103,13 @@ def read_delimited(path: Path, delimiter: str, text_columns=()) -> pd.DataFrame:
             raise BayesreproError(
                 f"data file '{path}': {where} (row 1 is the first row below the header) has {row.actual_columns} field(s) but the header "
                 f"has {row.expected_columns}; every row needs one field per column{delimiter_hint(delimiter)}"
+            ) from None
+        if "invalid UTF8" in first_line(exc) and (found := first_invalid_utf8(path)) is not None:
+            line, offset = found
+            raise BayesreproError(
+                f"data file '{path}': line {line} is not UTF-8 text (byte 0x{offset[1]:02x} at offset {offset[0]:,}: "
+                "a byte sequence, or half of a character, a lone surrogate, that no UTF-8 text holds); fix or remove "
+                "that value, or save the file as UTF-8"
             ) from None
         raise BayesreproError(f"could not read data file '{path}': {_arrow_message(exc)}") from None
     if table.num_rows == 0:
@@ -147,6 +165,25 @@ def read_header(path: Path, delimiter: str) -> list[str]:
 
 def _open_bytes(path: Path):
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
+
+
+def first_invalid_utf8(path: Path, chunk: int = 1 << 20) -> tuple[int, tuple[int, int]] | None:
+    """The line (1 for the header) and (offset, byte) of the first byte of ``path`` that is not UTF-8, or None."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, offset = 1, 0
+    with _open_bytes(path) as handle:
+        while True:
+            block = handle.read(chunk)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                # the decoder may hold up to 3 bytes of the previous block: find the bad byte in this one
+                at = max(exc.start - (len(exc.object) - len(block)), 0)
+                return line + block.count(b"\n", 0, at), (offset + at, block[at] if at < len(block) else 0)
+            if not block:
+                return None
+            line += block.count(b"\n")
+            offset += len(block)
 
 
 def _decode_start(path: Path, start: bytes) -> str:
@@ -286,6 +323,11 @@ def _decimals_as_doubles(table):
 
 # --- JSON Lines -----------------------------------------------------------------------------------
 
+# half of a UTF-16 pair, as JSON's \\u escapes write it (a whole pair decodes to one character)
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def read_json_lines(path: Path) -> pd.DataFrame:
     """One JSON object per line; strings stay text, numbers stay numbers, a column must not mix them."""
     columns: dict[str, dict[int, object]] = {}
@@ -330,7 +372,21 @@ def _json_object(path: Path, number: int, line: str) -> dict:
     if not isinstance(record, dict):
         raise BayesreproError(f"data file '{path}' line {number} is a JSON {type(record).__name__}, "
                               "not an object; write one {\"column\": value, ...} object per line")
+    if SURROGATE_ESCAPE.search(line):
+        _refuse_lone_surrogates(path, number, record)
     return record
+
+
+def _refuse_lone_surrogates(path: Path, number: int, record: dict) -> None:
+    """Refuse a key or text value holding half of a UTF-16 pair alone: no UTF-8 text can hold it."""
+    for key, value in record.items():
+        found = LONE_SURROGATE.search(key) or (LONE_SURROGATE.search(value) if isinstance(value, str) else None)
+        if found:
+            raise BayesreproError(
+                f"data file '{path}' line {number}, field {json.dumps(key)}: holds a lone surrogate "
+                f"(\\u{ord(found.group()):04x}), half of a character that no UTF-8 text can hold; the tool that "
+                "wrote it cut a character in two: fix or remove that value"
+            )
 
 
 def _json_column(path: Path, name: str, values: dict[int, object], n_rows: int) -> pd.Series:

@@ -230,3 +230,48 @@ def test_loo_inside_compare_reports_paretos_warning_as_a_note_not_as_a_python_wa
         assert cmp._loo_difference(None, None, notes) == {"loo_elpd_diff": 4.0, "loo_se": 1.5}
     assert [w for w in shown if "Pareto" in str(w.message)] == []
     assert notes == ["PSIS-LOO warned (Pareto k > 0.7 for some items): its elpd difference is approximate"]
+
+
+def test_the_rows_simulator_of_crowd_designs_draws_what_the_statistics_simulator_draws(monkeypatch):
+    """U'y and y'y simulated through the rows' sparse design (crowd designs) follow the distribution the
+    statistics-only simulator draws them from: equal means and standard deviations within Monte-Carlo error."""
+    from bayesrepro.frequentist import bootstrap_test
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    item, rater = rng.integers(0, 300, n), rng.integers(0, 60, n)
+    data = pd.DataFrame({"item": item.astype(str), "rater": rater.astype(str),
+                         "score": rng.normal(size=n) + rng.normal(size=300)[item]})
+    frame = build_model_frame("score ~ 1 + (1|item) + (1|rater)", data)
+    assert bootstrap_test.simulator_for(frame).rows is None            # 60 raters: the statistics' path
+    monkeypatch.setattr(bootstrap_test, "DENSE_SCHUR_LIMIT", 10)
+    through_rows = bootstrap_test.simulator_for(frame)
+    from_stats = bootstrap_test.ResponseSimulator(frame.stats())
+    assert through_rows.rows is not None and from_stats.rows is None
+    stats = frame.stats()
+    c = np.tile(rng.normal(size=(len(stats.dominant_counts) + len(stats.rest_zy) + stats.n_fixed, 1)), (1, 3000))
+    a, a_yy = through_rows.draw(c, 0.7, np.random.default_rng(1))
+    b, b_yy = from_stats.draw(c, 0.7, np.random.default_rng(2))
+    se = np.sqrt((a.var(axis=0) + b.var(axis=0)) / 3000)
+    assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 5 * se)            # 5 SEs over 361 columns
+    assert np.all(np.abs(a.std(axis=0) / b.std(axis=0) - 1) < 5 * np.sqrt(2 / 3000))
+    assert abs(a_yy.mean() - b_yy.mean()) < 5 * np.sqrt((a_yy.var() + b_yy.var()) / 3000)
+
+
+def test_compare_on_a_crowd_design_bootstraps_through_the_rows(monkeypatch):
+    """The parametric bootstrap of a crowd design (simulated through the rows) recovers the fitted variances."""
+    from bayesrepro.frequentist import bootstrap_test
+
+    monkeypatch.setattr(bootstrap_test, "DENSE_SCHUR_LIMIT", 10)
+    rng = np.random.default_rng(3)
+    n = 2000
+    item, rater = rng.integers(0, 400, n), rng.integers(0, 80, n)
+    data = pd.DataFrame({"item": item.astype(str), "rater": rater.astype(str),
+                         "score": rng.normal(size=400)[item] + rng.normal(0, 0.5, 80)[rater] + rng.normal(0, 0.7, n)})
+    frame = build_model_frame("score ~ 1 + (1|item) + (1|rater)", data)
+    fit = fit_lmm("score ~ 1 + (1|item) + (1|rater)", data)
+    boot, unconverged = cmp.parametric_bootstrap(fit, frame, 200, np.random.default_rng(5))
+    assert unconverged == 0
+    for name in ("item", "rater", "Residual"):   # REML is nearly unbiased here: the mean within 4 SEs (+2% bias)
+        tolerance = 4 * boot[name].std() / np.sqrt(200) + 0.02 * fit.variances[name]
+        assert abs(boot[name].mean() - fit.variances[name]) < tolerance

@@ -1,3 +1,5 @@
+import json
+
 import pandas as pd
 import pytest
 
@@ -53,3 +55,114 @@ def test_reference_grid_rows_use_the_fit_coding(ter):
     frame = build_model_frame("ter ~ system + (1|sentence_id)", ter)
     rows = frame.design_rows(pd.DataFrame({"system": ["Baseline", "PostEdit"]}))
     assert rows.tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 1.0]]
+
+
+# --- names that are legal in a CSV header but not plain identifiers -----------------------------------------
+
+ODD_NAMES = ['x") TO \'out.csv\'; --', "a b", 'c"d', "it's", "g|h", "p(q)", "t~u", "DROP TABLE x; --", "é"]
+
+
+def odd_frame(names):
+    """Rows whose fixed factor, grouping factor, slope and score columns carry ``names`` (one each)."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for g in range(10):
+        effect, slope = rng.normal(), rng.normal(0, 0.3)
+        for system in ("A", "B"):
+            for x in (0.0, 1.0, 2.0):
+                rows.append((f"g{g}", system, x, effect + slope * x + 0.5 * (system == "B") + rng.normal(0, 0.2)))
+    frame = pd.DataFrame(rows, columns=["group", "system", "x", "score"])
+    return frame.rename(columns=dict(zip(["group", "system", "x", "score"], names)))
+
+
+def quoted(name):
+    return f"`{name}`"
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_odd_column_names_in_backticks_fit_as_plain_ones_with_every_engine(name, engine, tmp_path, monkeypatch):
+    import bayesrepro as br
+
+    monkeypatch.chdir(tmp_path)
+    plain = odd_frame(["group", "system", "x", "score"])
+    expected = br.Model("score ~ system + (1|group)", plain, where="system != 'C'").fit().to_dict()
+    names = [name, name + "2", name + "3", name + "4"]
+    odd_frame(names).to_csv("odd.csv", index=False)
+    g, system, _, score = map(quoted, names)
+    model = br.Model(f"{score} ~ {system} + (1|{g})", "odd.csv", engine=engine, object=g,
+                     where=f"{system} != 'C'")
+    fit = model.fit().to_dict()
+    assert fit["reml_criterion"] == pytest.approx(expected["reml_criterion"], rel=1e-9)
+    assert [c["variance"] for c in fit["components"]] == pytest.approx(
+        [c["variance"] for c in expected["components"]], rel=1e-6)
+    assert fit["object"] == name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.csv"]   # nothing written: no SQL ran from a name
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_odd_names_as_slopes_and_in_terms_rebuilt_as_text(name):
+    import bayesrepro as br
+
+    names = [name, name + "2", name + "3", name + "4"]
+    g, system, x, score = map(quoted, names)
+    plain = odd_frame(["group", "system", "x", "score"])
+    expected = br.Model("score ~ C(system) + I(x * 2) + (1 + x|group)", plain).fit().to_dict()
+    fit = br.Model(f"{score} ~ C({system}) + I({x} * 2) + (1 + {x}|{g})", odd_frame(names)).fit().to_dict()
+    assert fit["reml_criterion"] == pytest.approx(expected["reml_criterion"], rel=1e-7)
+    spec = parse_formula(f"{score} ~ {system}*{x} + (1 + {x}||{g})", slopes=True)
+    # the parts rebuilt as text parse back to the same model
+    again = parse_formula(spec.rewritten(), slopes=True)
+    assert (again.response, again.fixed_variables, again.group_factors) == (
+        spec.response, spec.fixed_variables, spec.group_factors) == (names[3], (names[1], names[2]), ((name,),))
+    assert again.random_terms == spec.random_terms
+
+
+def test_nested_operators_in_a_call_keep_their_parentheses():
+    data = odd_frame(["group", "system", "x", "score"]).assign(z=lambda d: (d["x"] + 1) * 2)
+    computed = build_model_frame("score ~ I((x + 1) * 2) + (1|group)", data)
+    # (formulae names the column I(x + 1 * 2), but the term rebuilt as text keeps the parentheses)
+    assert computed.spec.fixed_terms == ("I((x + 1) * 2)",)
+    assert computed.X[:, 1].tolist() == data["z"].tolist()
+
+
+@pytest.mark.parametrize("formula", ["y ~ 1 + (1|`a`b`)", "y ~ 1 + (1|`a``b`)", "y ~ `a + (1|g)", "`y` ~ `x``"])
+def test_a_backtick_inside_a_backticked_name_is_named(formula):
+    with pytest.raises(BayesreproError, match=r"has a backtick inside a backticked name .*rename that column"):
+        parse_formula(formula)
+
+
+@pytest.mark.parametrize("term, expected", [
+    ("seed", r"repeats the term 'seed' 3000 times, too often to parse; a term counts once"),
+    ("(1|item)", r"repeats the term '\(1\|item\)' 3000 times"),
+    ("C(seed)", r"repeats the term 'C\(seed\)' 3000 times"),
+])
+def test_a_term_repeated_thousands_of_times_is_named(term, expected):
+    with pytest.raises(BayesreproError, match=expected):
+        parse_formula("score ~ 1 + " + " + ".join([term] * 3000) + " + (1|g)")
+    # repeated a few hundred times it parses, and counts once
+    assert parse_formula("score ~ 1 + " + " + ".join([term] * 300) + " + (1|g)").group_factors[-1] == ("g",)
+
+
+def test_thousands_of_distinct_terms_are_refused_saying_so():
+    with pytest.raises(BayesreproError, match=r"has 3002 terms or parentheses nested too deeply to parse"):
+        parse_formula("score ~ 1 + " + " + ".join(f"x{k}" for k in range(3000)) + " + (1|item)")
+
+
+@pytest.mark.parametrize("name", ['x") TO \'out.csv\'; --', "a b"])
+def test_plan_takes_a_compared_factor_named_oddly(name, tmp_path, monkeypatch, capsys):
+    from bayesrepro.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    odd_frame([name, name + "2", "x", "score"]).to_csv("odd.csv", index=False)
+    status = main(["plan", "odd.csv", "--formula", f"score ~ `{name}2` + (1|`{name}`)", "--contrast", f"{name}2=B-A",
+                   "--vary", f"{name}=5,10", "--simulations", "0", "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert len(json.loads(out)["rows"]) == 2   # one row per number of levels tried
+    # a term of the factor is not the factor: refused as before
+    assert main(["plan", "odd.csv", "--formula", f"score ~ C(`{name}2`) + (1|`{name}`)", "--contrast",
+                 f"{name}2=B-A", "--vary", f"{name}=5,10", "--simulations", "0"]) == 2
+    assert "the fixed part must be the compared factor" in capsys.readouterr().err

@@ -491,3 +491,71 @@ def test_where_on_the_command_line(profile, workdir):
         check_run(["vca", "rows.csv", "--formula", "score ~ 1 + (1|item)", "--where", text], workdir)
 
     run()
+
+
+# --- integer labels around 2**53 -------------------------------------------------------------------
+
+# integers around 2**53 (where doubles stop holding every integer), at the ends of int64, and small ones
+LARGE_INTEGERS = [2**53 - 1, 2**53, 2**53 + 1, 2**53 + 2, 2**53 + 3, -(2**53) - 1, -(2**53) - 2, 2**62 + 1,
+                  2**63 - 1, 7, 12]
+
+
+def labelled_rows(labels: list[int], role: str) -> pd.DataFrame:
+    """Rows whose column ``rid`` holds ``labels``, each with an effect of its own (a fixed or a grouping term)."""
+    rng = np.random.default_rng(len(labels))
+    rows = []
+    for i in range(12):
+        item_effect = rng.normal()
+        for k, label in enumerate(labels):
+            for seed in (1, 2):
+                rows.append((label, f"i{i}", seed, item_effect + 0.7 * k + rng.normal(0, 0.3)))
+    frame = pd.DataFrame(rows, columns=["rid", "item", "seed", "score"])
+    if role == "grouping":   # a third factor for the labels' random effect to be told apart from the item's
+        frame["seed"] = [k % 3 for k in range(len(frame))]
+    return frame
+
+
+def write_labelled(frame: pd.DataFrame, folder: Path, kind: str):
+    if kind == "frame":
+        return frame
+    path = folder / f"labels.{kind}"
+    if kind == "csv":
+        frame.to_csv(path, index=False)
+    elif kind == "jsonl":
+        with open(path, "w") as handle:   # integers as written: pandas' writer goes through doubles
+            for row in frame.itertuples(index=False):
+                handle.write(json.dumps(row._asdict()) + "\n")
+    else:
+        frame.to_parquet(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("profile", PROFILE)
+def test_integer_labels_beyond_2_53_give_one_fit_whatever_the_engine(profile, tmp_path):
+    """A column of integers that doubles cannot hold exactly is read as labels by every engine and reader, as a
+    fixed term or a grouping one: its fit is that of the same labels written as text. Integers a double holds
+    exactly stay numbers (a covariate)."""
+    import bayesrepro as br
+
+    @fuzz(profile, 12)
+    @given(st.lists(st.sampled_from(LARGE_INTEGERS), min_size=2, max_size=3, unique=True),
+           st.sampled_from(["fixed", "grouping"]), st.sampled_from(["frame", "csv", "jsonl", "parquet"]),
+           st.sampled_from(["memory", "duckdb"]))
+    def run(labels, role, kind, engine):
+        if kind == "frame" and engine == "duckdb":
+            engine = "memory"   # a DataFrame is read in memory
+        frame = labelled_rows(labels, role)
+        formula = ("score ~ rid + (1|item) + (1|seed)" if role == "fixed" else
+                   "score ~ 1 + (1|item) + (1|rid) + (1|seed)")
+        exact = all(int(float(label)) == label for label in labels)
+        reference = frame.assign(rid=frame["rid"].astype(float) if exact and role == "fixed" else
+                                 "L" + frame["rid"].astype(str))
+        expected = br.Model(formula, reference).fit().to_dict()
+        fit = br.Model(formula, write_labelled(frame, tmp_path, kind), engine=engine).fit().to_dict()
+        assert fit["reml_criterion"] == pytest.approx(expected["reml_criterion"], rel=1e-7, abs=1e-7), \
+            (labels, role, kind, engine)
+        assert len(fit["fixed_effects"]) == len(expected["fixed_effects"]), (labels, role, kind, engine)
+        named = [note for note in fit["notes"] if "beyond 2^53" in note]
+        assert bool(named) == (role == "fixed" and not exact), (labels, role, fit["notes"])
+
+    run()

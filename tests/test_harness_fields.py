@@ -260,3 +260,22 @@ def test_the_model_frame_of_a_dataframe_refuses_what_it_cannot_read():
     frame = pd.DataFrame({"score": [1.0 + 1j, 2.0, 3.0, 4.0], "item": ["a", "b", "a", "b"]})
     with pytest.raises(BayesreproError, match="column 'score' holds complex numbers"):
         build_model_frame("score ~ 1 + (1|item)", frame)
+
+
+@pytest.mark.parametrize("cells, conversion, convert", [
+    ([(k % 6, "a") for k in range(24)], "frame['g'] = frame['g'].map(str)", lambda g: g.map(str)),
+    ([bytes([65 + k % 6]) for k in range(24)], "frame['g'] = frame['g'].str.decode('utf-8')",
+     lambda g: g.str.decode("utf-8")),
+    ([frozenset({k % 6}) for k in range(24)], "frame['g'] = frame['g'].map(str)", lambda g: g.map(str)),
+])
+def test_a_grouping_column_of_tuples_or_bytes_is_refused_saying_how_to_convert_it(cells, conversion, convert):
+    import bayesrepro as br
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"score": rng.normal(size=24) + rng.normal(size=6)[[k % 6 for k in range(24)]], "g": cells})
+    with pytest.raises(BayesreproError, match=r"column 'g' holds a value of type \w+ in the row with index label 0"
+                                              r"; a cell holds one number or text: .*" + re.escape(conversion)) as error:
+        br.Model("score ~ 1 + (1|g)", frame).fit()
+    frame["g"] = convert(frame["g"])    # the conversion the message names
+    fit = br.Model("score ~ 1 + (1|g)", frame).fit()
+    assert fit.to_dict()["components"][0]["name"] == "g"

@@ -5,6 +5,7 @@ The same reader is run on logs written by Inspect itself in test_harness_real.py
 
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -293,3 +294,74 @@ def test_inspect_logs_as_a_data_source_of_the_analysis_commands(tmp_path):
 def test_nan_scores_stay_missing(tmp_path):
     write(tmp_path / "a.eval", samples=samples([1.0, math.nan, 0.0], scorer="mean"))
     assert read_logs("inspect", [tmp_path])["mean"].isna().tolist() == [False, True, False]
+
+
+def forge_zip64_sizes(path, name, size=None, packed=None):
+    """Rewrite the directory entry of member ``name`` with ZIP64 sizes that claim ``size`` / ``packed`` bytes."""
+    import struct
+
+    central, end = struct.Struct("<4sHHHHHHIIIHHHHHII"), struct.Struct("<4sHHHHIIH")
+    data = path.read_bytes()
+    at_end = data.rfind(b"PK\x05\x06")
+    fields = end.unpack_from(data, at_end)
+    directory_size, directory_offset = fields[5], fields[6]
+    directory, entries, at = data[directory_offset:directory_offset + directory_size], [], 0
+    while at < len(directory):
+        entry = list(central.unpack_from(directory, at))
+        name_length, extra_length, comment_length = entry[10], entry[11], entry[12]
+        entry_name = directory[at + central.size:at + central.size + name_length]
+        whole = directory[at:at + central.size + name_length + extra_length + comment_length]
+        if entry_name == name.encode():
+            extra = struct.pack("<HHQQ", 1, 16, entry[9] if size is None else size, entry[8] if packed is None else packed)
+            entry[8] = entry[9] = 0xFFFFFFFF
+            entry[11] = len(extra)
+            whole = central.pack(*entry) + entry_name + extra
+        entries.append(whole)
+        at += central.size + name_length + extra_length + comment_length
+    rewritten = b"".join(entries)
+    path.write_bytes(data[:directory_offset] + rewritten +
+                     end.pack(b"PK\x05\x06", 0, 0, fields[3], fields[4], len(rewritten), directory_offset, 0))
+
+
+@pytest.mark.parametrize("member", ["header.json", "summaries.json"])
+@pytest.mark.parametrize("claim, message", [
+    ({"packed": 2**62}, r"claims 4,611,686,018,427,387,904 compressed bytes at offset [0-9,]+, past the end of the "
+                        r"[0-9,]+-byte file"),
+    ({"packed": 2**62, "size": 2**62}, r"claims 4,611,686,018,427,387,904 compressed bytes"),
+    ({"size": 2**62}, r"declares 4,611,686,018,427,387,904 bytes inflated, more than the [0-9,]+ a \.eval member is "
+                      r"read up to"),
+])
+def test_forged_zip64_sizes_are_checked_against_the_file_before_memory_is_spent(tmp_path, member, claim, message):
+    path = write(tmp_path / "a.eval")
+    forge_zip64_sizes(path, member, **claim)
+    with pytest.raises(BayesreproError, match=message) as error:
+        read_logs("inspect", [path])
+    assert member in str(error.value) and str(path) in str(error.value)
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+@pytest.mark.parametrize("bare", [0, 2])
+def test_a_score_entry_that_is_a_bare_value_is_named_not_dropped(tmp_path, monkeypatch, suffix, bare):
+    from bayesrepro.harness import log_writers
+
+    written = log_writers._summary
+
+    def bare_score(sample, model):   # "match": "C" instead of {"value": "C", ...}
+        summary = written(sample, model)
+        if sample.id == f"s{bare}":
+            summary["scores"]["match"] = summary["scores"]["match"]["value"]
+        return summary
+
+    monkeypatch.setattr(log_writers, "_summary", bare_score)
+    path = write(tmp_path / f"a{suffix}", values=("C", "I", "P", "C"))
+    assert f'"match": {json.dumps(["C", "I", "P", "C"][bare])}'.encode() in (
+        path.read_bytes() if suffix == ".json" else _summaries_of(path))
+    value = json.dumps(["C", "I", "P", "C"][bare])
+    with pytest.raises(BayesreproError, match=rf"score 'match' of sample s{bare} \(epoch 1\) is {re.escape(value)}, "
+                                              r"not an object \{\"value\": \.\.\.\} as Inspect writes a score"):
+        read_logs("inspect", [path])
+
+
+def _summaries_of(path):
+    with EvalArchive(path) as archive:
+        return archive.read_raw(archive.member("summaries.json"))

@@ -384,3 +384,53 @@ def test_bad_input_is_one_line_on_stderr(tmp_path, args, message):
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bayesrepro: error: ") and message in lines[0], run.stderr
     assert not list(tmp_path.glob("t.*")) and not list(tmp_path.glob(".t.*"))
+
+
+def test_model_args_nested_hundreds_of_levels_deep_are_imported(tmp_path):
+    nested = value = {}
+    for _ in range(700):   # the nested generators of a recursive flattening passed the recursion limit
+        value["level"] = {}
+        value = value["level"]
+    value.update({"r": 8, "alpha": [1, 2]})
+    write_run(tmp_path, model_args={"pretrained": "org/model", "peft": nested})
+    table = read_logs("lm-eval", [tmp_path], notify=pytest.fail)
+    deep = "peft_" + "level_" * 700
+    assert table[deep + "r"].unique().tolist() == ["8"] and table[deep + "alpha"].unique().tolist() == ["[1, 2]"]
+    assert table["pretrained"].unique().tolist() == ["org/model"]
+
+
+def test_a_samples_file_of_a_task_the_results_file_does_not_list_is_named_as_such(tmp_path):
+    write_run(tmp_path)
+    date = "2026-01-01T10-00-00.000001"
+    stray = LmEvalTask("other", documents(3))
+    (tmp_path / "org__model" / f"samples_other_{date}.jsonl").write_text(stray.lines({"acc": [1.0, 0.0, 1.0]}))
+    lines = []
+    table = read_logs("lm-eval", [tmp_path], notify=lines.append)
+    assert len(table) == 5 and set(table["task"]) == {"qa"}
+    assert len(lines) == 1
+    assert re.search(r"samples of task 'other', which the results file 'results_2026-01-01T10-00-00\.000001\.json' "
+                     r"beside it does not list \(it lists: qa\); its rows are not imported", lines[0]), lines
+    assert "without their results file" not in lines[0]
+    with pytest.raises(BayesreproError, match=r"task 'other', which the results file .* does not list"):
+        read_logs("lm-eval", [tmp_path], strict=True)
+
+
+def test_two_runs_of_one_model_and_date_in_two_folders_are_both_imported_named_by_folder(tmp_path):
+    write_run(tmp_path / "a", seed=1)
+    write_run(tmp_path / "b", seed=2, scores={"acc": [0.0, 0.0, 1.0, 1.0, 0.0], "acc_norm": [1.0, 0.0, 0.0, 1.0, 0.0]})
+    table = read_logs("lm-eval", [tmp_path / "a", tmp_path / "b"], notify=pytest.fail)
+    runs = table.groupby("run")["seed"].first().to_dict()
+    assert runs == {"a/org__model/2026-01-01T10-00-00.000001": 1, "b/org__model/2026-01-01T10-00-00.000001": 2}
+    assert table.loc[table["seed"] == 2, "acc"].tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]
+    # a copy of one run in a second folder is still the same run
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    with pytest.raises(BayesreproError, match=r"are the same run \(org__model/2026-01-01T10-00-00\.000001\)"):
+        read_logs("lm-eval", [tmp_path / "a", tmp_path / "copy"])
+
+
+def test_filters_that_differ_only_in_signs_get_distinct_columns(tmp_path):
+    task = LmEvalTask("gsm", documents(4))
+    write_run(tmp_path, task=task, scores={"acc,a-b": [1.0, 0.0, 0.0, 1.0], "acc,a_b": [1.0, 1.0, 0.0, 1.0]})
+    table = read_logs("lm-eval", [tmp_path], notify=pytest.fail)
+    assert table["acc_a_x2d_b"].tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert table["acc_a_b"].tolist() == [1.0, 1.0, 0.0, 1.0]

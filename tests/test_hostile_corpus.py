@@ -16,6 +16,7 @@ the ranges, which run for real and must finish within the limit.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -125,7 +126,48 @@ def corpus_dir(tmp_path_factory):
     for name, text in specs.items():
         (folder / name).write_text(text)
     os.mkfifo(folder / "fifo.toml")
+    # integer labels a double cannot tell apart (2**53 and 2**53 + 1), as a fixed and a grouping term
+    labels = frame.assign(rid=[2**53 + (k // 3) % 2 for k in range(len(frame))])
+    labels.to_csv(folder / "labels53.csv", index=False)
+    harness_logs(folder)
+    frame.rename(columns={"item": ODD, "system": "a`b"}).to_csv(folder / "odd_names.csv", index=False)
+    from test_readers import late_surrogate_csv
+
+    (folder / "surrogate.csv").write_bytes(late_surrogate_csv(quoted=True))
+    from test_readers import long_field_csv
+
+    (folder / "long_field.csv").write_bytes(long_field_csv(3_000_000, quoted=True))
+    (folder / "surrogate.jsonl").write_text('{"score": 1, "item": "a"}\n{"score": 2, "item": "b\\udc00"}\n')
     return folder
+
+
+ODD = 'x") TO \'out.csv\'; --'   # legal in a CSV header
+
+
+def harness_logs(folder: Path) -> None:
+    """Harness logs that once crashed the import: model_args nested hundreds deep, a forged ZIP64 size."""
+    from test_harness_inspect import forge_zip64_sizes, write
+    from test_harness_lm_eval import LmEvalTask, documents, write_run
+
+    nested = value = {}
+    for _ in range(700):
+        value["a"] = {}
+        value = value["a"]
+    value["r"] = 8
+    write_run(folder / "deep_args", model_args={"pretrained": "m", "peft": nested})
+    for member in ("header.json", "summaries.json"):
+        path = write(folder / f"forged_{member}.eval")
+        forge_zip64_sizes(path, member, packed=2**62)
+    # two runs of one model and date in two folders; filters a-b and a_b of one metric
+    write_run(folder / "two_folders" / "a", seed=1)
+    write_run(folder / "two_folders" / "b", seed=2)
+    task = LmEvalTask("gsm", documents(4))
+    write_run(folder / "filters", task=task, scores={"acc,a-b": [1.0, 0.0, 0.0, 1.0], "acc,a_b": [1.0, 1.0, 0.0, 1.0]})
+    # an Inspect score written as a bare value
+    log = write(folder / "bare_score.json")
+    payload = json.loads(log.read_text())
+    payload["samples"][1]["scores"]["match"] = "I"
+    log.write_text(json.dumps(payload))
 
 
 def count_options():
@@ -167,6 +209,27 @@ def quick_cases(values=(10**12,)):
         ["vca", "rows.csv", "--formula", "score ~ 1 + (1|item:seed) + (1|system)"],
         ["vca", "rows.csv", "--formula", "score ~ " + " + ".join(["x"] * 2000) + " + (1|item)"],
         ["vca", "rows.csv", "--formula", "score ~ " + "(" * 5000 + "x" + ")" * 5000 + " + (1|item)"],
+        # integers beyond 2**53 as labels, under every engine
+        *[["vca", "labels53.csv", "--formula", formula, "--engine", engine]
+          for formula in ("score ~ rid + (1|item) + (1|seed)", "score ~ 1 + (1|item) + (1|rid)")
+          for engine in ("memory", "duckdb")],
+        # harness logs that once crashed the import
+        ["import", "lm-eval", "deep_args", "--out", "out/deep.parquet"],
+        *[["import", "inspect", f"forged_{member}.eval", "--out", "out/forged.parquet"]
+          for member in ("header.json", "summaries.json")],
+        ["vca", "inspect:forged_summaries.json.eval", "--formula", "match ~ 1 + (1|item)"],
+        ["import", "lm-eval", "two_folders", "--out", "out/two.parquet"],
+        ["import", "lm-eval", "filters", "--out", "out/filters.parquet"],
+        ["import", "inspect", "bare_score.json", "--out", "out/bare.parquet"],
+        # odd but legal names, in backticks in --formula, --object and --where, under every engine
+        *[["vca", "odd_names.csv", "--formula", f"score ~ 1 + (1|`{ODD}`) + (1|seed)", "--object", f"`{ODD}`",
+           "--where", f"`{ODD}` != 'NA' and score > -9", "--engine", engine] for engine in ("memory", "duckdb")],
+        ["vca", "odd_names.csv", "--formula", "score ~ `a`b` + (1|seed)"],
+        ["vca", "odd_names.csv", "--formula", "score ~ `a``b` + (1|seed)"],
+        ["vca", "rows.csv", "--formula", "score ~ " + " + ".join(["seed"] * 3000) + " + (1|item)"],
+        # a lone surrogate, in a CSV and as a JSON escape
+        *[["vca", name, "--formula", "score ~ 1 + (1|item)", "--engine", engine]
+          for name in ("surrogate.csv", "surrogate.jsonl", "long_field.csv") for engine in ("memory", "duckdb")],
         # spec files
         *[["report", "rows.csv", "--spec", name, "--out", "out/r.html"]
           for name in ("format.toml", "conversion.toml", "attribute.toml", "columns.toml", "model.toml",

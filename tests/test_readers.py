@@ -204,3 +204,91 @@ def test_bundled_datasets_follow_the_same_rule(name, tmp_path):
             assert list(bundled[column].cat.categories) == sorted(bundled[column].cat.categories)
         else:
             np.testing.assert_array_equal(bundled[column], text[column].astype(float))
+
+
+SURROGATE = "\ud800".encode("utf-8", "surrogatepass")   # the bytes of a lone surrogate, which UTF-8 forbids
+
+
+def late_surrogate_csv(quoted: bool) -> bytes:
+    """A CSV whose row 25,001 holds a lone surrogate, far past the start the reader checks first."""
+    rows = [f"{k % 7},i{k % 5}".encode() for k in range(30000)]
+    rows[25000] = b"2," + (b'"i0' + SURROGATE + b'"' if quoted else b"i0" + SURROGATE)
+    return b"score,item\n" + b"\n".join(rows) + b"\n"
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_lone_surrogate_deep_in_a_csv_is_named_by_its_row_under_every_engine(engine, quoted, tmp_path):
+    import bayesrepro as br
+
+    path = write(tmp_path / "late.csv", late_surrogate_csv(quoted))
+    row = "line 25002" if engine == "memory" else r"data row 25001 \(row 1 is the first below the header\)"
+    with pytest.raises(BayesreproError, match=rf"data file '.*late\.csv': {row} is not UTF-8 text \(.*lone "
+                                              r"surrogate.*\); fix or remove that value, or save the file as UTF-8"):
+        br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit()
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_lone_surrogate_escape_in_json_lines_is_named_by_its_line(engine, tmp_path):
+    import bayesrepro as br
+
+    lines = [json.dumps({"score": k % 7, "item": f"i{k % 5}"}) for k in range(300)]
+    lines[250] = '{"score": 2, "item": "i0\\ud800"}'
+    lines[10] = '{"score": 2, "item": "i0\\ud83d\\ude00"}'   # a whole pair: one character, read as such
+    path = write(tmp_path / "late.jsonl", "\n".join(lines) + "\n")
+    message = (r"line 251, field \"item\": holds a lone surrogate \(\\ud800\)" if engine == "memory" else
+               r"line 251 is not UTF-8 text \(.*lone surrogate")
+    with pytest.raises(BayesreproError, match=message):
+        br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit()
+    lines[250] = lines[251]
+    write(tmp_path / "late.jsonl", "\n".join(lines) + "\n")
+    assert br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit().to_dict()["n_obs"] == 300
+
+
+def long_field_csv(size: int, row: int = 1500, quoted: bool = False) -> bytes:
+    """A CSV whose data row ``row`` holds a field of ``size`` bytes in its column 'note'."""
+    field = b'"' + b'x""y,\n' * (size // 5) + b'"' if quoted else b"x" * size
+    lines = [b"score,item,note,other"] + [b"%d,i%d,%s,z" % (k % 7, k % 5, field if k + 1 == row else b"n")
+                                           for k in range(2000)]
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_field_of_megabytes_is_read_by_every_engine(engine, quoted, tmp_path):
+    import bayesrepro as br
+
+    path = write(tmp_path / "long.csv", long_field_csv(3_000_000, quoted=quoted))
+    fit = br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit().to_dict()
+    assert fit["n_obs"] == 2000
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_field_past_the_row_limit_is_named_by_row_column_and_size(engine, quoted, tmp_path, monkeypatch):
+    import bayesrepro as br
+    from bayesrepro import long_fields
+
+    # the limits scaled down a hundredfold (64 MB rows, 256 MB lines as written): the same code paths
+    monkeypatch.setattr(long_fields, "MAX_ROW_BYTES", 2**20)
+    monkeypatch.setattr(long_fields, "MAX_LINE_BYTES", 4 * 2**20)
+    path = write(tmp_path / "long.csv", long_field_csv(5_000_000, row=1234, quoted=quoted))
+    size = "6,000,002" if quoted else "5,000,000"   # as written: its quotes, and "" for each quote in it
+    with pytest.raises(BayesreproError, match=rf"data file '.*long\.csv': data row 1,234 \(row 1 is the first below "
+                                              rf"the header\), column 'note', holds a field of {size} bytes as written, more "
+                                              r"than the 1,048,576 a row may hold; .*drop that column") as error:
+        br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit()
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_field_of_hundreds_of_megabytes_is_named_within_bounded_memory(engine, tmp_path):
+    import resource
+
+    import bayesrepro as br
+
+    path = write(tmp_path / "long.csv", long_field_csv(300_000_000))
+    with pytest.raises(BayesreproError, match=r"data row 1,500 .*column 'note', holds a field of 300,000,000 bytes"):
+        br.Model("score ~ 1 + (1|item)", str(path), engine=engine).fit()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 4 * 2**20   # KB: under 4 GB

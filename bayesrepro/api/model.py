@@ -63,8 +63,11 @@ class Model:
         from ..design import parse_formula
         from ..errors import BayesreproError
 
+        from ..design.random_terms import unquote_factor
+
         self.formula = str(formula)
         self.spec = parse_formula(self.formula, slopes=True)
+        object = unquote_factor(object) if isinstance(object, str) else object
         if object is not None and object not in self.spec.group_names:
             raise BayesreproError(f"--object '{object}' is not a grouping factor of --formula {self.formula!r}; "
                                   f"choose one of: {', '.join(self.spec.group_names) or 'none (add a (1|g) term)'}")

@@ -15,6 +15,7 @@ independent terms, ``(1 | g) + (0 + x | g)``.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -22,7 +23,8 @@ import numpy as np
 
 from ..errors import BayesreproError, first_line
 from .formulae_loader import load_formulae
-from .random_terms import RandomTerm, bar_terms, require_flat_bars
+from .random_terms import (RandomTerm, bar_terms, masked, quote_name, require_flat_bars, right_of_tilde,
+                           term_source)
 
 formulae = load_formulae()
 
@@ -59,12 +61,15 @@ class FormulaSpec:
     @property
     def response_term(self) -> str:
         """The left-hand side as written in a formula: the score column, or p(successes, trials)."""
-        return self.response if self.trials is None else f"p({self.response}, {self.trials})"
+        if self.trials is None:
+            return quote_name(self.response)
+        trials = quote_name(self.trials) if isinstance(self.trials, str) else self.trials
+        return f"p({quote_name(self.response)}, {trials})"
 
     @property
     def fixed_formula(self) -> str:
         terms = ["1" if self.intercept else "0", *self.fixed_terms]
-        return f"{self.response} ~ {' + '.join(terms)}"
+        return f"{quote_name(self.response)} ~ {' + '.join(terms)}"
 
     def rewritten(self, drop_fixed=lambda variables: False, drop_group=lambda columns: False) -> str:
         """This formula as text without the fixed terms (selected by the columns they read) / groupings."""
@@ -73,7 +78,8 @@ class FormulaSpec:
         if self.has_slopes:
             terms += [term.text for term in self.random_terms if not drop_group(term.factor)]
         else:
-            terms += [f"(1|{':'.join(columns)})" for columns in self.group_factors if not drop_group(columns)]
+            terms += [f"(1|{':'.join(map(quote_name, columns))})" for columns in self.group_factors
+                      if not drop_group(columns)]
         return f"{self.response_term} ~ {' + '.join(terms)}"
 
     @property
@@ -98,9 +104,12 @@ def parse_formula(formula: str, slopes: bool = False) -> FormulaSpec:
     elsewhere they are refused in one line."""
     if not isinstance(formula, str) or "~" not in formula:
         raise BayesreproError(f"formula {formula!r} needs the form 'score ~ terms', e.g. 'ter ~ system + (1|sentence_id)'")
+    require_quotable_names(formula)
     require_flat_bars(formula)
     try:
-        model = formulae.model_description(formula.replace("||", "|"))
+        model = formulae.model_description(_single_bars(formula))
+    except RecursionError:   # formulae's parser recurses once per term
+        raise _too_long(formula) from None
     except Exception as exc:  # formulae raises its own ParseError/ScanError types
         raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     if model.response is None:
@@ -112,7 +121,7 @@ def parse_formula(formula: str, slopes: bool = False) -> FormulaSpec:
                 _check_calls(call, formula)
     response, trials = _response(model.response.term, formula)
     intercept = any(term.kind == "intercept" or type(term).__name__ == "Intercept" for term in model.common_terms)
-    fixed_terms = tuple(term.name for term in model.common_terms if type(term).__name__ != "Intercept")
+    fixed_terms = tuple(term_source(term) for term in model.common_terms if type(term).__name__ != "Intercept")
     term_variables = tuple(
         frozenset(v for v in term.var_names if v) for term in model.common_terms if type(term).__name__ != "Intercept"
     )
@@ -131,10 +140,59 @@ def parse_formula(formula: str, slopes: bool = False) -> FormulaSpec:
                        trials, random_terms)
 
 
+def require_quotable_names(formula: str) -> None:
+    """Every backtick closes a name, and no name holds one: formulae cannot read a backtick inside a name."""
+    if "`" not in formula:
+        return
+    quoted = masked(formula)
+    delimiters = [k for k, char in enumerate(formula) if char == "`" and quoted[k] == "`"]
+    doubled = formula.find("``")
+    if len(delimiters) % 2 == 0 and doubled < 0:
+        return
+    start = doubled if doubled >= 0 else delimiters[-1]
+    raise BayesreproError(
+        f"formula {formula!r} has a backtick inside a backticked name (near {formula[max(0, start - 12):start + 12]!r}); "
+        "a name in backticks cannot itself hold a backtick: rename that column in the data (e.g. '`' to '_')"
+    )
+
+
+def _too_long(formula: str) -> BayesreproError:
+    """Why formulae's parser ran out of recursion: the term repeated most, or the number of terms or of nested
+    parentheses."""
+    terms = _top_level_terms(right_of_tilde(formula))
+    counts = Counter(" ".join(term.split()) for term in terms)
+    term, times = counts.most_common(1)[0] if counts else ("", 0)
+    short = formula if len(formula) <= 80 else formula[:60] + " ... " + formula[-15:]
+    if times > 1:
+        return BayesreproError(f"formula {short!r} repeats the term '{term[:60]}' {times} times, too often to parse; "
+                               "a term counts once: write each term once")
+    return BayesreproError(f"formula {short!r} has {len(terms)} terms or parentheses nested too deeply to parse; "
+                           "write fewer terms (a factor's levels are one term, e.g. 'system', not one per level)")
+
+
+def _top_level_terms(text: str) -> list[str]:
+    """The terms of ``text`` joined by '+' outside parentheses, braces, backticks and quotes."""
+    quoted, terms, depth, start = masked(text), [], 0, 0
+    for k, char in enumerate(quoted + "+"):
+        depth += {"(": 1, ")": -1, "{": 1, "}": -1, "[": 1, "]": -1}.get(char, 0)
+        if char == "+" and depth == 0:
+            terms.append(text[start:k].strip())
+            start = k + 1
+    return [term for term in terms if term]
+
+
+def _single_bars(formula: str) -> str:
+    """The formula with lme4's double bars as single ones (formulae reads one), names left as written."""
+    quoted = masked(formula)
+    return "".join("" if quoted[k:k + 2] == "||" else char for k, char in enumerate(formula))
+
+
 def _parse_side(text: str, formula: str):
     """formulae's description of one side of a bar, ``response ~ text``; its calls are checked."""
     try:
         model = formulae.model_description(text)
+    except RecursionError:
+        raise _too_long(formula) from None
     except Exception as exc:  # formulae raises its own ParseError/ScanError types
         raise BayesreproError(f"could not parse formula {formula!r}: {first_line(exc)}") from None
     for term in [*model.common_terms, *model.group_terms]:

@@ -13,7 +13,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..data import as_factor, check_score, is_categorical, read_table, remove_missing, require_columns
+from ..data import (as_factor, check_score, integers_as_labels, is_categorical, read_table, remove_missing,
+                    require_columns)
 from ..errors import BayesreproError, first_line
 from ..frame_types import check_frame
 from .binomial import binomial_cells, binomial_trials
@@ -228,7 +229,8 @@ def build_model_frame(formula: str | FormulaSpec, data: pd.DataFrame, drop_missi
     require_columns(data, [spec.response], "response (left of '~')")
     require_columns(data, spec.variables[1:], f"formula term in {spec.formula!r},")
     frame, note = remove_missing(data, spec.variables, drop_missing)
-    notes = [note] if note else []
+    frame, notes = integers_as_labels(frame, spec.fixed_variables)
+    notes = ([note] if note else []) + notes
     y = check_score(frame, spec.response)
     trials = None
     if spec.trials is not None:

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ..errors import BayesreproError, first_line
 from .formula import FORMULA_NAMESPACE, FormulaSpec
 from .formulae_loader import load_formulae
+from .random_terms import quote_name
 from .random_checks import BuiltTerm, require_identifiable, require_slope_values
 
 formulae = load_formulae()
@@ -158,7 +159,7 @@ def _term_matrix(term, data: pd.DataFrame, spec: FormulaSpec) -> tuple[np.ndarra
     columns = {v: _as_category(data[v]) for v in term.slope_variables}
     columns[spec.response] = np.zeros(len(data))
     try:
-        design = formulae.design_matrices(f"{spec.response} ~ {term.expression}", pd.DataFrame(columns, index=data.index),
+        design = formulae.design_matrices(f"{quote_name(spec.response)} ~ {term.expression}", pd.DataFrame(columns, index=data.index),
                                           na_action="error",
                                           env=formulae.environment.Environment([FORMULA_NAMESPACE])).common
     except Exception as exc:  # formulae surfaces pandas/numpy errors from inside term evaluation

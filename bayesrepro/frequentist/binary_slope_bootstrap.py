@@ -109,10 +109,11 @@ class BinarySlopeBootstrapJob:
 
 def binary_slope_bootstrap(fit: GlmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Generator,
                            object: str | None = None, progress=None) -> tuple[pd.DataFrame, int, np.ndarray | None]:
-    """What ``compare_binary.glmm_bootstrap`` returns, for a binary model with random slopes: the latent
+    """What ``compare_binary.glmm_bootstrap`` returns, for a binary model fitted on its rows (random slopes, or
+    crossed factors beyond the cell engine, ``glmm.fitted_on_rows``): the latent
     components of ``n_boot`` replicates (``fit.components``' columns), how many refits did not converge, and each
     refit's observation-scale φ of ``object`` (None without one). The chunks' seeds are drawn from ``rng``."""
-    frame = frame.require_rows("a parametric bootstrap of a binary model with random slopes")
+    frame = frame.require_rows("a parametric bootstrap of a binary model fitted on its rows")
     model = sparse_refit_model(frame, fit)
     design = model.criterion.design
     fixed_cells = binomial_cells(dataclasses.replace(frame, groups=[]))

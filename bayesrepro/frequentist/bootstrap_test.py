@@ -86,14 +86,25 @@ def check_samples(samples, option: str = "--bootstrap-samples") -> int:
 
 
 class ResponseSimulator:
-    """Draws U'y and y'y of responses y = Uc + ε simulated under a model's design, without rows."""
+    """Draws U'y and y'y of responses y = Uc + ε simulated under a model's design.
 
-    def __init__(self, stats: GaussianStats):
+    Without rows (a frame of grouped sums) U'ε is drawn from its distribution:
+    the dominant factor's part level by level, the rest through a root of its
+    Schur complement, a dense block of the other factors' levels. With rows in
+    memory (``for_frame``) y is simulated row by row through the sparse U,
+    which costs O(rows) however many levels the factors have (crowd designs
+    with thousands of raters).
+    """
+
+    def __init__(self, stats: GaussianStats, rows: sp.csr_matrix | None = None):
         if stats.n_groups == 0:
             raise BayesreproError("a parametric bootstrap of a mixed model needs a random intercept in H1")
         self.stats = stats
         self.n1 = len(stats.dominant_counts)
         self.counts = stats.dominant_counts
+        self.rows = rows
+        if rows is not None:
+            return
         cross = sp.csr_matrix(stats.cross) if sp.issparse(stats.cross) else stats.cross
         self.coupling = sp.hstack([sp.csr_matrix(cross), sp.csr_matrix(stats.dominant_zx)], format="csr") \
             if sp.issparse(stats.cross) else np.hstack([cross, stats.dominant_zx])
@@ -106,7 +117,8 @@ class ResponseSimulator:
         self.rest_gram = rest
         scaled = self.coupling.multiply(1.0 / self.counts[:, None]) if sp.issparse(self.coupling) \
             else self.coupling / self.counts[:, None]
-        schur = rest - np.asarray(self.coupling.T @ scaled)
+        product = self.coupling.T @ scaled
+        schur = rest - (product.toarray() if sp.issparse(product) else np.asarray(product))
         values, vectors = np.linalg.eigh(0.5 * (schur + schur.T))
         keep = values > 1e-10 * max(values.max(), 1.0)
         self.root = vectors[:, keep] * np.sqrt(values[keep])      # Schur complement = root root'
@@ -119,6 +131,9 @@ class ResponseSimulator:
         (random effects of every level, then the fixed effects).
         """
         size = c.shape[1]
+        if self.rows is not None:
+            y = np.asarray(self.rows @ c) + sigma * rng.standard_normal((self.rows.shape[0], size))
+            return np.asarray(self.rows.T @ y).T, (y * y).sum(axis=0)
         n1 = self.n1
         z1 = rng.standard_normal((n1, size))
         z2 = rng.standard_normal((self.root.shape[1], size))
@@ -133,6 +148,23 @@ class ResponseSimulator:
         noise_ss = sigma**2 * (inside + rng.chisquare(self.outside_df, size) if self.outside_df > 0 else inside)
         yty = (c * gc).sum(axis=0) + 2.0 * (c * noise).sum(axis=0) + noise_ss
         return (gc + noise).T, yty
+
+
+# Above this many levels of the non-dominant factors (and fixed effects) the Schur complement's dense root
+# costs more than simulating rows: a frame with rows is then simulated through them.
+DENSE_SCHUR_LIMIT = 1000
+
+
+def simulator_for(frame: ModelFrame) -> ResponseSimulator:
+    """The response simulator of a frame: through its rows when it has them and the other factors have many
+    levels (a crowd design), else from its statistics."""
+    stats = frame.stats()
+    if not frame.has_rows or stats.n_groups == 0 or len(stats.rest_zy) + stats.n_fixed <= DENSE_SCHUR_LIMIT:
+        return ResponseSimulator(stats)
+    n = len(frame.y)
+    blocks = [sp.csr_matrix((np.ones(n), (np.arange(n), frame.groups[k].codes)), shape=(n, frame.groups[k].n_levels))
+              for k in stats.order]
+    return ResponseSimulator(stats, sp.hstack([*blocks, sp.csr_matrix(frame.X)], format="csr"))
 
 
 @dataclass(frozen=True)
@@ -237,9 +269,10 @@ def reml_refits(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Gene
     residuals from the fitted variances, keeps Xβ̂, and is refitted by REML from
     the fitted θ, in the statistics (no rows). Yields ``(criterion, solution,
     converged)``: the replicate's REML criterion, its ``Solution`` at the refitted
-    θ (β in the frame's coordinates) and whether the search converged.
+    θ (β in the frame's coordinates) and whether the search converged. A crowd design's responses are simulated
+    through its rows (``simulator_for``).
     """
-    simulator = ResponseSimulator(frame.stats())
+    simulator = simulator_for(frame)
     truth = null_model(fit, frame, frame, frame.X_cells)     # the fit itself, written on its own design
     restated = model_map(frame, frame, frame.X_cells)
     objective = ProfiledDeviance(frame.stats(), reml=True)
@@ -255,7 +288,8 @@ def reml_refits(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.random.Gene
 
 @dataclass(frozen=True)
 class BootstrapJob:
-    """Everything a worker needs to simulate under H0 and refit both models: no rows, no frames."""
+    """Everything a worker needs to simulate under H0 and refit both models: no frames (rows only as the sparse
+    design of a crowd-scale simulator)."""
 
     simulator: ResponseSimulator
     null: NullModel
@@ -288,7 +322,7 @@ def bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: LmmFit, fit1: Lm
                   x0_on_h1_cells: np.ndarray) -> BootstrapJob:
     """Simulation under H0's ML fit and refits of both models, from the fits' θ."""
     return BootstrapJob(
-        ResponseSimulator(frame1.stats()),
+        simulator_for(frame1),
         null_model(fit0, frame0, frame1, x0_on_h1_cells),
         (model_map(frame0, frame1, x0_on_h1_cells), model_map(frame1, frame1, frame1.X_cells)),
         # refits start at the fitted θ, its boundary components at exactly zero

@@ -115,6 +115,13 @@ def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, 
     return fit_glmm_frame(frame, resolved, nagq)
 
 
+def fitted_on_rows(frame: ModelFrame, nagq: int = 1) -> bool:
+    """Is the binary model of ``frame`` fitted by the sparse Laplace criterion on its rows (random slopes, or
+    crossed factors beyond the cell engine), not from its cells?"""
+    return frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
+                                     coupling_beyond_cells([group.n_levels for group in frame.groups]))
+
+
 def fit_glmm_frame(frame: ModelFrame, family: Family, nagq: int = 1) -> GlmmFit:
     """The ML fit of ``frame`` as ``family`` with ``nagq`` nodes, computed once per frame (``ModelFrame.fitted``)."""
     notes = list(frame.notes) + ([family.note] if family.note else [])
@@ -156,13 +163,6 @@ def _monte_carlo_reason(frame: ModelFrame, family: Family, nagq: int) -> str:
               f"factorisation (memory limit {format_bytes(limit)}, --max-memory)")
     announce_path(f"ML by Laplace with Monte Carlo traces: {reason}", None)
     return reason
-
-
-def fitted_on_rows(frame: ModelFrame, nagq: int = 1) -> bool:
-    """Whether ``fit_glmm_frame`` fits ``frame`` on its rows by the sparse Laplace criterion (random slopes, or
-    crossed factors coupling more levels than the cell engine holds) rather than on its binomial cells."""
-    return frame.spec.has_slopes or (frame.has_rows and nagq == 1 and
-                                     coupling_beyond_cells([group.n_levels for group in frame.groups]))
 
 
 def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1, family: str = "binomial",

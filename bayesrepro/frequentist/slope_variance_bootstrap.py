@@ -1,4 +1,5 @@
-"""Parametric bootstrap of the variance components of a random-slope model, simulated on the rows.
+"""Parametric bootstrap of the variance components of a random-slope model (or of crossed factors too large for
+the dense path, a crowd design), simulated on the rows.
 
 The grouped statistics that ``compare.parametric_bootstrap`` resamples hold
 random intercepts only; with slopes each replicate is simulated from the REML
@@ -27,7 +28,7 @@ def slope_reml_refits(fit: LmmFit, frame: ModelFrame, n_boot: int, rng: np.rando
     """REML refits of ``n_boot`` responses simulated on the rows from ``fit``, one at a time: yields
     ``(criterion, θ, converged)``, the replicate's sparse REML criterion (``criterion.solve(θ).beta`` its fixed
     effects), the refitted θ and whether the search converged."""
-    frame = frame.require_rows("a parametric bootstrap of a model with random slopes")
+    frame = frame.require_rows("a parametric bootstrap on the sparse core")
     model = row_model(frame, fit)
     design = model.design
     mean = frame.X @ fit.beta

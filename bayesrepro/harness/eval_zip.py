@@ -107,7 +107,7 @@ class EvalArchive:
 
     def _read_directory(self) -> bytes:
         self._file.seek(0, 2)
-        size = self._file.tell()
+        size = self._size = self._file.tell()
         tail_start = max(0, size - _END.size - _FULL16)
         self._file.seek(tail_start)
         tail = self._file.read()
@@ -176,10 +176,16 @@ class EvalArchive:
         return data
 
     def _check_size(self, member: Member, limit: int) -> None:
-        if member.size > limit:
+        # every size is checked before anything is allocated for it: a forged ZIP64 entry may claim 2**62 bytes
+        if member.offset + member.packed_size > self._size:
+            raise self._corrupt(member, f"it claims {member.packed_size:,} compressed bytes at offset "
+                                        f"{member.offset:,}, past the end of the {self._size:,}-byte file")
+        if member.size > limit or member.packed_size > limit + _INFLATE_CHUNK:
+            declared = (f"{member.size:,} bytes inflated" if member.size > limit else
+                        f"{member.packed_size:,} compressed bytes")
             raise BayesreproError(
-                f"'{self.path}': member '{member.name}' declares {member.size:,} bytes inflated, more than the "
-                f"{limit:,} a .eval member is read up to; the archive is damaged or not an Inspect log"
+                f"'{self.path}': member '{member.name}' declares {declared}, more than the {limit:,} a .eval member "
+                "is read up to; the archive is damaged or not an Inspect log"
             )
         if member.size > RATIO_FLOOR and member.size > MAX_RATIO * member.packed_size:
             raise BayesreproError(

@@ -84,7 +84,13 @@ def _scores(source: Path, record: dict, metrics: Sequence[str]) -> dict[str, flo
     if not isinstance(scores, dict):
         raise LogFields(source, "Inspect log").refusal(f"scores of sample {record['id']}", scores, "an object")
     for scorer, score in scores.items():
-        value = score.get("value") if isinstance(score, dict) else None
+        if not isinstance(score, dict):
+            raise BayesreproError(
+                f"Inspect log '{source}': score '{scorer}' of sample {record['id']} (epoch {record.get('epoch')}) is "
+                f"{json.dumps(score)[:40]}, not an object {{\"value\": ...}} as Inspect writes a score; the log was "
+                f"edited or written by another tool: write it as {{\"value\": {json.dumps(score)[:20]}}}"
+            )
+        value = score.get("value")
         for name, entry in (value.items() if isinstance(value, dict) else [(scorer, value)]):
             if name in metrics:
                 number = _float(source, record["id"], name, entry)

@@ -20,8 +20,9 @@ finish (or did not arrive) and are skipped, not refused.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -88,8 +89,29 @@ def find_runs(files: list[FoundFile]) -> tuple[list[Run], list[Skipped]]:
         elif isinstance(read, Skipped):
             skipped.append(read)
     claimed = {path.resolve() for path in _samples_paths(runs, skipped)}
-    skipped += _orphans([found.path for path, found in samples.items() if path not in claimed])
-    return runs, skipped
+    skipped += _orphans([found.path for path, found in samples.items() if path not in claimed], runs)
+    return _told_apart(runs), skipped
+
+
+def _told_apart(runs: list[Run]) -> list[Run]:
+    """Runs of one model and date in different folders (seed 1 in a/, seed 2 in b/) named with the folders that
+    tell them apart (a/org__model/<date>, b/org__model/<date>); copies of one run keep one name (and are refused
+    as the same run)."""
+    by_name: dict[str, list[Run]] = {}
+    for run in runs:
+        by_name.setdefault(run.name, []).append(run)
+    renamed = {}
+    for name, group in by_name.items():
+        if len({run.identity for run in group}) < 2:
+            continue
+        folders = [run.source.parent.resolve().parts for run in group]
+        common = 0
+        while all(len(parts) > common + 1 and parts[common] == folders[0][common] for parts in folders):
+            common += 1
+        for run, parts in zip(group, folders):
+            apart = parts[common:-1] or parts[common:]
+            renamed[id(run)] = replace(run, name=f"{'/'.join(apart)}/{name}")
+    return [renamed.get(id(run), run) for run in runs]
 
 
 def _results_file_of(samples_path: Path) -> Path | None:
@@ -107,16 +129,28 @@ def _samples_paths(runs: list[Run], skipped: list[Skipped]) -> list[Path]:
     return paths
 
 
-def _orphans(paths: list[Path]) -> list[Skipped]:
-    """Samples files without their results file, one entry per run (folder and date)."""
+def _orphans(paths: list[Path], read: list[Run]) -> list[Skipped]:
+    """Samples files without their results file, one entry per run (folder and date); a samples file of a task
+    that the results file of its folder and date does not list is named as such."""
+    owners = {(run.source.parent.resolve(), run.started): run for run in read}
     runs: dict[tuple[Path, str], list[Path]] = {}
     for path in paths:
         runs.setdefault((path.parent, SAMPLES_FILE.match(path.name)["date"]), []).append(path)
-    return [
-        Skipped(files[0], f"{len(files)} samples file(s) of {date} without their results file (results_{date}.json): "
-                          "the run did not finish, or its results file was not copied")
-        for (_, date), files in runs.items()
-    ]
+    skipped = []
+    for (folder, date), files in runs.items():
+        owner = owners.get((folder.resolve(), date))
+        if owner is None:
+            skipped.append(Skipped(files[0], f"{len(files)} samples file(s) of {date} without their results file "
+                                             f"(results_{date}.json): the run did not finish, or its results file "
+                                             "was not copied"))
+            continue
+        listed = ", ".join(task.task for task in owner.detail.tasks)
+        for path in files:
+            task = SAMPLES_FILE.match(path.name)["task"]
+            skipped.append(Skipped(path, f"samples of task '{task}', which the results file '{owner.source.name}' "
+                                         f"beside it does not list (it lists: {listed}); its rows are not imported: "
+                                         "remove the file, or copy in the results file of the run that wrote it"))
+    return skipped
 
 
 def _read_results(found: FoundFile) -> Run | Skipped | None:
@@ -151,7 +185,9 @@ def _read_results(found: FoundFile) -> Run | Skipped | None:
     metrics = tuple(dict.fromkeys(column for task in tasks for column in task.columns))
     seed = fields.whole(config, "random_seed", "config.random_seed", INT64)
     settings = {task.task: (("seed", seed), ("num_fewshot", task.num_fewshot)) for task in tasks}
-    return Run(path, name, name, model, model_args, {}, metrics, settings, date, RunDetail(seed, tasks))
+    # a copy of a run has the same content; two runs of one model and date (in two folders) do not
+    identity = f"{name}#{hashlib.sha256(text).hexdigest()}"
+    return Run(path, name, identity, model, model_args, {}, metrics, settings, date, RunDetail(seed, tasks))
 
 
 def _model_from_args(model_args: dict[str, str]) -> str | None:
@@ -202,7 +238,7 @@ def _task_samples(fields: LogFields, data: dict, task: str, date: str, groups: d
     if not pairs:
         raise BayesreproError(f"lm-eval results file '{path}' has no metrics for task '{task}'")
     filters = list(dict.fromkeys(f for _, f in pairs))
-    columns = {(metric if len(filters) == 1 else f"{metric}_{_slug(f)}"): (metric, f) for metric, f in pairs}
+    columns = _metric_columns(pairs, len(filters) > 1, f"lm-eval results file '{path}', task '{task}'")
     task_config = fields.object(data["configs"], task, f"configs.{task}")
     checked = {column: (aggregates[f"{metric},{f}"], aggregation_of(task_config, metric))
                for column, (metric, f) in columns.items()}
@@ -213,6 +249,30 @@ def _task_samples(fields: LogFields, data: dict, task: str, date: str, groups: d
     counts = fields.object(fields.object(data, "n-samples", "n-samples"), task, f"n-samples.{task}")
     documents = fields.whole(counts, "effective", f"n-samples.{task}.effective")
     return TaskSamples(task, samples, groups.get(task, task), shots, documents, columns, checked)
+
+
+def _metric_columns(pairs: list[tuple[str, str]], by_filter: bool, where: str) -> dict[str, tuple[str, str]]:
+    """The column of each (metric, filter): the metric, or metric_filter when a task has several filters. Filters
+    whose names differ only in signs (a-b, a_b) are written with the signs' code points where they would meet
+    (acc_a_x2d_b beside acc_a_b)."""
+    plain = [metric if not by_filter else f"{metric}_{_slug(f)}" for metric, f in pairs]
+    meeting = {name for name in plain if plain.count(name) > 1}
+    columns: dict[str, tuple[str, str]] = {}
+    for name, (metric, f) in zip(plain, pairs):
+        if name in meeting and by_filter and _slug(f) != f:
+            name = f"{metric}_{_escaped(f)}"
+        other = columns.setdefault(name, (metric, f))
+        if other != (metric, f):
+            raise BayesreproError(
+                f"{where}: metric '{other[0]}' under filter '{other[1]}' and metric '{metric}' under filter '{f}' "
+                f"would both become the column '{name}'; import one of them with --metric"
+            )
+    return columns
+
+
+def _escaped(filter_name: str) -> str:
+    """A filter's name with each sign that is not a letter, digit or '_' written as x and its code point."""
+    return re.sub(r"\W", lambda m: f"_x{ord(m.group()):x}_", filter_name).strip("_").replace("__", "_")
 
 
 def _slug(filter_name: str) -> str:

@@ -26,11 +26,27 @@ def flatten_model_args(args: str | dict | None, where: str) -> dict[str, str]:
 
 
 def _flat_pairs(args: dict):
-    for key, value in args.items():
+    # a stack, not recursion: arguments may nest deeper than Python's recursion limit
+    stack = [("", iter(args.items()))]
+    while stack:
+        prefix, items = stack[-1]
+        entry = next(items, None)
+        if entry is None:
+            stack.pop()
+            continue
+        key, value = prefix + str(entry[0]), entry[1]
         if isinstance(value, dict):
-            yield from ((f"{key}_{inner}", text) for inner, text in _flat_pairs(value))
+            stack.append((key + "_", iter(value.items())))
         elif value is not None:
-            yield str(key), value if isinstance(value, str) else json.dumps(value)
+            yield key, value if isinstance(value, str) else _json_value(value, key)
+
+
+def _json_value(value, key: str) -> str:
+    try:
+        return json.dumps(value)
+    except RecursionError:
+        raise BayesreproError(f"model argument '{key[:80]}' nests lists deeper than Python can write; "
+                              "flatten it in the log's model_args") from None
 
 
 def _unique(pairs, where: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ import pandas as pd
 from ..data import read_table
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from ..design.cells import levels_of
+from ..design.random_terms import quote_name
 from ..errors import BayesreproError
 from ..frequentist.fitting import component_variances, fit_frame
 from .assumptions import GAUSSIAN, LINEAR_PROBABILITY, Assumptions
@@ -55,7 +56,7 @@ def parse_contrast(text: str) -> Contrast:
 def check_formula_for_contrast(formula: str | FormulaSpec, factor: str) -> None:
     """Plans cover models whose fixed part is the compared factor alone, with at least one random intercept."""
     spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
-    if spec.fixed_terms != (factor,) or not spec.intercept:
+    if spec.fixed_terms != (quote_name(factor),) or not spec.intercept:
         raise BayesreproError(
             f"--formula: the fixed part must be the compared factor '{factor}' alone (with the intercept), "
             f"e.g. '{spec.response} ~ {factor} + (1|item)'; other fixed terms are not planned for"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...errors import BayesreproError, first_line
 from ...progress import Progress
+from ... import long_fields
 from ...readers import delimiter_hint
 from .files import data_files as named_files, duckdb_literal_name, shared_header
 from .grouped import DUCKDB, GroupedSource, column_kind_of_sql_type, renamed_columns, text_doubled
@@ -27,7 +28,9 @@ from .polling import run_polled
 RAGGED_ROW = re.compile(r"CSV Error on Line: (\d+)\n.*?Expected Number of Columns: (\d+) Found: (\d+).*?file = ([^\n]*)",
                         re.DOTALL)
 TEXT_READER = ("read_csv($files, auto_detect = false, header = true, delim = {delim}, quote = '\"', "
-               "escape = '\"', strict_mode = true, columns = {columns})")
+               "escape = '\"', strict_mode = true, columns = {columns}, max_line_size = {line}, buffer_size = {buffer})")
+# DuckDB's reports of a line longer than it reads
+LONG_LINE = re.compile(r"Maximum line size|Parallel CSV Reader currently does not support a full read")
 READERS = {
     (".csv", ".csv.gz"): ",",
     (".tsv", ".tsv.gz"): "\t",
@@ -62,13 +65,20 @@ def duckdb_source(path: str, where=None, drop_missing: bool = False, threads: in
             return run_polled(lambda: connection.execute(sql, parameters or {}).fetchdf(),
                               lambda: connection.query_progress() / 100, bar, connection.interrupt)
         except duckdb.Error as exc:
-            raise BayesreproError(_ragged_row(str(exc), kind) or f"DuckDB could not read '{path}': {first_line(exc)}") \
-                from None
+            if kind in (",", "\t") and LONG_LINE.search(str(exc)):
+                for file in files:
+                    long_fields.refuse_long_row(Path(file), kind)
+            raise BayesreproError(_ragged_row(str(exc), kind) or _not_utf8(str(exc), path)
+                                  or f"DuckDB could not read '{path}': {first_line(exc)}") from None
+        except UnicodeError:   # a text DuckDB read but Python cannot hold
+            raise BayesreproError(_NOT_UTF8.format(path=path, where="a text value")) from None
 
     if kind in (",", "\t"):
         names = shared_header(files, kind)
         columns = "{" + ", ".join(f"{text_doubled(f'v{k}')}: 'VARCHAR'" for k in range(len(names))) + "}"
-        relation = f"(SELECT * FROM {TEXT_READER.format(delim=text_doubled(kind), columns=columns)})"
+        line = long_fields.MAX_LINE_BYTES
+        reader = TEXT_READER.format(delim=text_doubled(kind), columns=columns, line=line, buffer=2 * line)
+        relation = f"(SELECT * FROM {reader})"
         kinds = {name: "text" for name in names}
     elif kind == "parquet":
         names, kinds = _parquet_columns(files[0], run, params)
@@ -90,6 +100,26 @@ def _ragged_row(message: str, delimiter: str) -> str | None:
     return (f"data file '{file}': data row {int(line) - 1} (row 1 is the first row below the header) has {actual} "
             f"field(s) but the header has {expected}; every row needs one field per column"
             f"{delimiter_hint(delimiter)}")
+
+
+_NOT_UTF8 = ("data file '{path}': {where} is not UTF-8 text (a byte sequence, or half of a character, a lone "
+             "surrogate, that no UTF-8 text holds); fix or remove that value, or save the file as UTF-8")
+# DuckDB's reports of text that is not UTF-8: a CSV line, a JSON line, or a value it could not give to Python
+_CSV_UNICODE = re.compile(r"CSV Error on Line: (\d+)\n.*?Invalid unicode", re.DOTALL)
+_JSON_SURROGATE = re.compile(r"Malformed JSON in file \"([^\n]*?)\", at byte \d+ in line (\d+): [^\n]*surrogate")
+
+
+def _not_utf8(message: str, path: str) -> str | None:
+    """DuckDB's report of text that is not UTF-8 in the user's terms: the file, the row or line, what to do."""
+    if found := _CSV_UNICODE.search(message):
+        return _NOT_UTF8.format(path=path, where=f"data row {int(found.group(1)) - 1} (row 1 is the first below "
+                                                 "the header)")
+    if found := _JSON_SURROGATE.search(message):
+        # DuckDB counts the line after the one that holds it
+        return _NOT_UTF8.format(path=found.group(1), where=f"line {int(found.group(2)) - 1}")
+    if "Python Conversion Failure" in message or "UnicodeDecodeError" in message:
+        return _NOT_UTF8.format(path=path, where="a text value")
+    return None
 
 
 def data_files(path: str) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ...data import check_score_scale
+from ...data import EXACT_DOUBLE_INTEGERS, check_score_scale
 from ...errors import BayesreproError
 from ...readers import INTEGER, NUMBER
 from ...where import BOOL as BOOL_KIND, NUMBER as NUMBER_KIND, OTHER as OTHER_KIND, TEXT as TEXT_KIND
@@ -214,6 +214,18 @@ class GroupedSource:
                 f"COUNT(DISTINCT {c}) AS texts_{k}", f"COUNT(DISTINCT TRY_CAST({c} AS DOUBLE)) AS numbers_{k}",
                 f"COUNT(DISTINCT TRY_CAST({c} AS BIGINT)) AS integers_{k}"]
 
+    def _inexact_integers(self, column: str, k: int) -> list[str]:
+        """How many values of a column are integers beyond 2**53 that a double does not hold exactly, and one."""
+        c, exact = self.ref(column), self.dialect.exact_integer_type
+        if self.schema[column] == TEXT_KIND:
+            integer = f"(CASE WHEN {self.dialect.is_integer(c)} THEN TRY_CAST({c} AS {exact}) END)"
+        else:
+            integer = f"(CASE WHEN {c} % 1 = 0 AND abs({c}) < 1e38 THEN CAST({c} AS {exact}) END)"
+        inexact = (f"abs({integer}) > {EXACT_DOUBLE_INTEGERS} "
+                   f"AND CAST(CAST({integer} AS DOUBLE) AS {exact}) <> {integer}")
+        return [f"COUNT(*) FILTER (WHERE {inexact}) AS inexact_{k}",
+                f"CAST(MIN({integer}) FILTER (WHERE {inexact}) AS {self.dialect.text_type}) AS inexact_example_{k}"]
+
     def frame(self, formula: str | FormulaSpec) -> GroupedFrame:
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
         self._check_formula(spec)
@@ -280,6 +292,10 @@ class GroupedSource:
         text_fixed = [v for v in spec.fixed_variables if self.schema[v] == TEXT_KIND and v not in self.text_columns]
         for k, v in enumerate(text_fixed):
             parts += self._numeric_counts(v, k)
+        number_fixed = [v for v in dict.fromkeys(spec.fixed_variables)
+                        if self.schema[v] in (NUMBER_KIND, TEXT_KIND) and v not in self.text_columns]
+        for k, v in enumerate(number_fixed):
+            parts += self._inexact_integers(v, k)
         counts = self.run(f"SELECT {', '.join(parts)} FROM {self._rows(None)}", self.params).iloc[0]
         n = int(counts["rows_"])
         if n == 0:
@@ -312,6 +328,13 @@ class GroupedSource:
                    for v in spec.fixed_variables}
         for k, v in enumerate(text_fixed):
             numeric[v] = _is_numeric(counts, k)
+        for k, v in enumerate(number_fixed):
+            if numeric[v] and int(counts[f"inexact_{k}"]):
+                # as the memory engine reads such a column (``data.integers_as_labels``)
+                numeric[v] = False
+                notes.append(f"column '{v}' holds integers a double cannot hold exactly ({counts[f'inexact_example_{k}']}, "
+                             "beyond 2^53): it is read as labels (a factor), not as numbers; divide or recode them to "
+                             "use it as a covariate")
         plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),
                         [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))],
                         binary=int(counts["nonbinary"]) == 0)
