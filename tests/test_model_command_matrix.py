@@ -69,6 +69,7 @@ class ModelClass:
     h0: str                       # the null model of glrt
     plan: tuple[str, ...]         # plan's options beside --formula
     crowd: bool = False           # run with the crowd-scale thresholds lowered
+    ranked: str = "system"        # the factor of rank: a fixed factor, or a grouping factor where there is none
     phi_object: tuple[str, ...] = field(default=())
 
 
@@ -81,7 +82,7 @@ CLASSES = {
     "gaussian-slopes": ModelClass("rows.csv", "score ~ system + (1 + x|item)", "score ~ 1 + (1 + x|item)",
                                   SYSTEM_PLAN),
     "gaussian-crowd": ModelClass("crowd.csv", "score ~ 1 + (1|item) + (1|rater)", "score ~ 1 + (1|item)",
-                                 CROWD_PLAN, crowd=True),
+                                 CROWD_PLAN, crowd=True, ranked="rater"),
     "binary-intercepts": ModelClass("rows.csv", "correct ~ system + (1|item)", "correct ~ 1 + (1|item)",
                                     SYSTEM_PLAN),
     "binary-crossed": ModelClass("rows.csv", "correct ~ system + (1|item) + (1|rater)",
@@ -91,7 +92,7 @@ CLASSES = {
     "binary-counts": ModelClass("rows.csv", "p(successes, trials) ~ system + (1|item)",
                                 "p(successes, trials) ~ 1 + (1|item)", SYSTEM_PLAN),
     "binary-crowd": ModelClass("crowd.csv", "correct ~ 1 + (1|item) + (1|rater)", "correct ~ 1 + (1|item)",
-                               CROWD_PLAN, crowd=True),
+                               CROWD_PLAN, crowd=True, ranked="rater"),
 }
 
 # few draws: the result (status 0, or 3 with its warning when they do not converge) is what is checked
@@ -103,8 +104,15 @@ COMMANDS = {
     "compare": lambda c: ["compare", c.data, "--formula", c.formula, "--bootstrap", "100", *SMALL_DRAWS],
     "plan": lambda c: ["plan", c.data, "--formula", c.formula, *c.plan],
     "plan-dstudy": lambda c: ["plan", c.data, "--formula", c.formula, "--vary", "item=8,16"],
+    "effects": lambda c: ["effects", c.data, "--formula", c.formula],
+    "effects-bayes": lambda c: ["effects", c.data, "--formula", c.formula, "--bayes", *SMALL_DRAWS],
+    "rank": lambda c: ["rank", c.data, "--formula", c.formula, "--factor", c.ranked, "--bootstrap", "100",
+                       *SMALL_DRAWS],
+    "check": lambda c: ["check", c.data, "--formula", c.formula, "--simulations", "19", "--seed", "1"],
+    "check-bayes": lambda c: ["check", c.data, "--formula", c.formula, "--bayes", "--simulations", "19",
+                              *SMALL_DRAWS],
 }
-SAMPLING = {"phi", "compare"}   # these sample: slow
+SAMPLING = {"phi", "compare", "effects-bayes", "rank", "check-bayes"}   # these sample: slow
 
 # The documented refusals: (class, command) -> the one line it ends with (a regular expression). Any other
 # refusal of a class and command fails the test.
