@@ -120,3 +120,18 @@ def test_a_million_row_crowd_is_estimated_within_its_errors_and_issue_24s_tolera
         assert abs(fit.variances[name] - sd ** 2) < 3 * fit.variance_se[name], name
     assert abs(np.sqrt(fit.variances["item"]) / truth.item_sd - 1) < 0.03
     assert abs(np.sqrt(fit.variances["Residual"]) / truth.residual_sd - 1) < 0.01
+
+
+def test_a_slow_exact_fit_of_grouped_sums_names_the_path_the_rows_allow(tmp_path):
+    from types import SimpleNamespace
+
+    from bayesrepro.frequentist.moments import _rows_remedy
+
+    table, _ = simulate_crowd(600, 200, 40, random_state=1)
+    path = tmp_path / "crowd.csv"
+    table.to_csv(path, index=False)
+    formula = "score ~ 1 + (1|item) + (1|rater)"
+    grouped, rows = model_frame(formula, str(path), engine="duckdb"), model_frame(formula, table)
+    slow, quick = SimpleNamespace(seconds=8000.0), SimpleNamespace(seconds=5.0)
+    assert "--engine memory" in _rows_remedy(grouped, slow)
+    assert _rows_remedy(grouped, quick) == "" and _rows_remedy(rows, slow) == ""

@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..design import ModelFrame
-from ..design.memory_estimate import beyond_dense_path, format_bytes, resolve_limit
+from ..design.memory_estimate import DENSE_SECONDS_LIMIT, beyond_dense_path, format_bytes, resolve_limit
 from ..errors import BayesreproError
 from ..progress import announce_path
 from .fit_result import indented
@@ -189,7 +189,8 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     else:
         estimate = frame.dense_estimate("gaussian")
         if not beyond_dense_path(estimate, frame.max_memory) or not (iterative or _moment_model(frame)):
-            announce_path(f"exact {method.upper()} with {estimate.describe()}", progress)
+            announce_path(f"exact {method.upper()} with {estimate.describe()}{_rows_remedy(frame, estimate)}",
+                          progress)
             return fit_model_frame(frame, method)
         reason = (f"the exact path would need {estimate.describe()} (memory limit {format_bytes(limit)}, "
                   f"--max-memory)")
@@ -203,6 +204,15 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
         reason += f"; the Monte Carlo {method.upper()} path would need about {format_bytes(needed)}"
     announce_path(f"{METHOD}: {reason}", progress)
     return fit_moments(frame, reason=reason)
+
+
+def _rows_remedy(frame: ModelFrame, estimate) -> str:
+    """Where a slow exact fit is taken only because the rows are not in memory (grouped sums from DuckDB or Spark),
+    the path that the rows would allow."""
+    if frame.has_rows or frame.spec.has_slopes or len(frame.groups) < 2 or estimate.seconds <= DENSE_SECONDS_LIMIT:
+        return ""
+    return ("; with the rows in memory (--engine memory) REML with Monte Carlo traces needs memory and time linear "
+            "in the rows")
 
 
 def _moment_model(frame: ModelFrame) -> bool:
