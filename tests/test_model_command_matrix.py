@@ -116,12 +116,16 @@ SAMPLING = {"phi", "compare", "effects-bayes", "rank", "check-bayes"}   # these 
 
 # The documented refusals: (class, command) -> the one line it ends with (a regular expression). Any other
 # refusal of a class and command fails the test.
+SLOPE_POSTERIOR_CHECK = r"^bayesrepro: error: the posterior's model check takes random intercepts; .*drop --bayes"
 SLOPE_POWER = (r"^bayesrepro: error: random slope '\(1 \+ x\|item\)': plan computes the power of a contrast for "
                r"random intercepts only; plan phi of the slope model")
 REFUSALS: dict[tuple[str, str], str] = {
     # README, planning: the power of a contrast is refused for slope models (plan-dstudy gives their phi)
     ("gaussian-slopes", "plan"): SLOPE_POWER,
     ("binary-slopes", "plan"): SLOPE_POWER,
+    # guide, model checks: the posterior's check takes random intercepts (the REML/ML fit checks slope models)
+    ("gaussian-slopes", "check-bayes"): SLOPE_POSTERIOR_CHECK,
+    ("binary-slopes", "check-bayes"): SLOPE_POSTERIOR_CHECK,
 }
 
 
