@@ -22,13 +22,26 @@ CATEGORICAL = "learning_rate,seed,encoder_dropout,decoder_dropout,decoder_dropou
 
 
 def measure(command: str, repeats: int, extra: list[str]) -> dict:
-    runs = [run_command([*bayesrepro_command(), command, "kreutzer_marking_partial", "--formula", GRID,
-                         "--categorical", CATEGORICAL, "--json", *extra]) for _ in range(repeats)]
+    return summary([run_command([*bayesrepro_command(), command, "kreutzer_marking_partial", "--formula", GRID,
+                                 "--categorical", CATEGORICAL, "--json", *extra]) for _ in range(repeats)])
+
+
+def summary(runs: list) -> dict:
+    """The median wall seconds and the peak memory of repeated runs of one command, or the first failure."""
     failed = [run for run in runs if run.status != "ok"]
     if failed:
         return {"status": failed[0].status, "stderr": failed[0].stderr[-300:]}
     return {"status": "ok", "seconds": statistics.median(run.seconds for run in runs),
             "peak_mb": max(run.peak_mb for run in runs)}
+
+
+def print_summaries(summaries: dict[str, dict], width: int) -> None:
+    """One line per command: its ``summary``, the label padded to ``width``."""
+    for label, result in summaries.items():
+        if result["status"] != "ok":
+            print(f"  {label}: {result['status']} {result.get('stderr', '')}")
+        else:
+            print(f"  {label:{width}s} {result['seconds']:6.1f} s  {result['peak_mb']:6.0f} MB")
 
 
 def main() -> None:
@@ -40,11 +53,7 @@ def main() -> None:
     vca = measure("vca", args.repeats, [])
     check = measure("check", args.repeats, ["--simulations", str(args.simulations)])
     print(f"kreutzer_marking_partial: 56,214 rows; check with {args.simulations} simulations")
-    for label, result in (("vca", vca), ("check", check)):
-        if result["status"] != "ok":
-            print(f"  {label}: {result['status']} {result.get('stderr', '')}")
-        else:
-            print(f"  {label:6s} {result['seconds']:6.1f} s  {result['peak_mb']:6.0f} MB")
+    print_summaries({"vca": vca, "check": check}, 6)
     if vca["status"] == check["status"] == "ok":
         print(f"  check/vca wall {check['seconds'] / vca['seconds']:.2f}x (target <= 3)")
 

@@ -11,20 +11,15 @@ wall time and under 1 GB. Printed: median wall seconds, peak resident memory, th
 from __future__ import annotations
 
 import argparse
-import statistics
 
+from bench_check import print_summaries, summary
 from bench_crowd import DESIGNS, FORMULA
 from bench_frequentist import bayesrepro_command, run_command
 
 
 def measure(design, command: str, repeats: int) -> dict:
-    runs = [run_command([*bayesrepro_command(), command, str(design.path()), "--formula", FORMULA, "--object", "item",
-                         "--json"]) for _ in range(repeats)]
-    failed = [run for run in runs if run.status != "ok"]
-    if failed:
-        return {"status": failed[0].status, "stderr": failed[0].stderr[-300:]}
-    return {"status": "ok", "seconds": statistics.median(run.seconds for run in runs),
-            "peak_mb": max(run.peak_mb for run in runs)}
+    return summary([run_command([*bayesrepro_command(), command, str(design.path()), "--formula", FORMULA,
+                                 "--object", "item", "--json"]) for _ in range(repeats)])
 
 
 def main() -> None:
@@ -36,11 +31,7 @@ def main() -> None:
         design = DESIGNS[name]
         vca, effects = (measure(design, command, args.repeats) for command in ("vca", "effects"))
         print(f"\n{name}: {design.rows:,} rows, {design.items:,} items x {design.raters:,} raters")
-        for label, result in (("vca", vca), ("effects", effects)):
-            if result["status"] != "ok":
-                print(f"  {label}: {result['status']} {result.get('stderr', '')}")
-            else:
-                print(f"  {label:8s} {result['seconds']:6.1f} s  {result['peak_mb']:6.0f} MB")
+        print_summaries({"vca": vca, "effects": effects}, 8)
         if vca["status"] == effects["status"] == "ok":
             print(f"  effects/vca wall {effects['seconds'] / vca['seconds']:.2f}x (target <= 2), "
                   f"peak {effects['peak_mb']:.0f} MB (target < 1024)")

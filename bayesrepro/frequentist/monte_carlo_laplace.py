@@ -31,7 +31,7 @@ errors, and the Monte Carlo error is linearised with it as in
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -47,7 +47,7 @@ from .conjugate_gradients import NotConverged
 from .fit_result import indented
 from .glmm import GlmmFit, fixed_rows
 from .laplace import LaplaceDeviance
-from .monte_carlo_reml import DEFAULT_PROBES, FLOOR, PATH
+from .monte_carlo_reml import DEFAULT_PROBES, FLOOR, MonteCarloFields
 
 MODE_TOLERANCE = 1e-9
 MAX_NEWTON = 50
@@ -268,27 +268,15 @@ def monte_carlo_binary_model(frame: ModelFrame, family: Family, nagq: int) -> bo
 
 
 @dataclass(kw_only=True)
-class MonteCarloGlmmFit(GlmmFit):
+class MonteCarloGlmmFit(MonteCarloFields, GlmmFit):
     """A ``GlmmFit`` whose variances and β solve the Laplace score equations with Monte Carlo traces: their standard
     errors from the slope of the estimated score and the Monte Carlo error of each estimate."""
-
-    variance_se: dict[str, float] = field(default_factory=dict)
-    monte_carlo_se: dict[str, float] = field(default_factory=dict)
-    probes: int = 0
 
     exact: ClassVar[bool] = False
 
     @property
     def approximation(self) -> str:
         return "Laplace, Monte Carlo traces"
-
-    def path_fields(self) -> dict:
-        """The path, the standard errors of the variances, their Monte Carlo errors and the vectors of the traces."""
-        return {"path": PATH, "variance_se": dict(self.variance_se), "monte_carlo_se": dict(self.monte_carlo_se),
-                "probes": self.probes}
-
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), **self.path_fields()}
 
     def __str__(self) -> str:
         table = pd.DataFrame({"variance": self.variances, "std_error": self.variance_se,

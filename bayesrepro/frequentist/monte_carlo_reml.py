@@ -60,13 +60,30 @@ FLOOR = 1e-8
 
 
 @dataclass(kw_only=True)
-class MonteCarloFit(LmmFit):
-    """An ``LmmFit`` whose variances solve the REML (ML) score equations with Monte Carlo traces: their standard
-    errors from the average information and the Monte Carlo error of each estimate."""
+class MonteCarloFields:
+    """What a fit with Monte Carlo traces reports beyond its exact counterpart: the standard errors of the
+    variances, their Monte Carlo errors and the ±1 vectors per factor. Mixed in before the fit's class, whose
+    ``to_dict`` it extends."""
 
     variance_se: dict[str, float] = field(default_factory=dict)
     monte_carlo_se: dict[str, float] = field(default_factory=dict)
     probes: int = 0
+
+    def path_fields(self) -> dict:
+        """The path, the standard errors of the variances, their Monte Carlo errors and the vectors of the traces."""
+        return {"path": PATH, "variance_se": dict(self.variance_se), "monte_carlo_se": dict(self.monte_carlo_se),
+                "probes": self.probes}
+
+    def to_dict(self) -> dict:
+        """The fit's dictionary with ``path_fields`` added."""
+        return {**super().to_dict(), **self.path_fields()}
+
+
+@dataclass(kw_only=True)
+class MonteCarloFit(MonteCarloFields, LmmFit):
+    """An ``LmmFit`` whose variances solve the REML (ML) score equations with Monte Carlo traces: their standard
+    errors from the average information and the Monte Carlo error of each estimate."""
+
     steps: int = 0
 
     exact: ClassVar[bool] = False
@@ -75,14 +92,6 @@ class MonteCarloFit(LmmFit):
     def title(self) -> str:
         return (f"Linear mixed model fit by {self.method.upper()} with Monte Carlo traces (conjugate gradients): "
                 f"{self.formula}")
-
-    def path_fields(self) -> dict:
-        """The path, the standard errors of the variances, their Monte Carlo errors and the vectors of the traces."""
-        return {"path": PATH, "variance_se": dict(self.variance_se), "monte_carlo_se": dict(self.monte_carlo_se),
-                "probes": self.probes}
-
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), **self.path_fields()}
 
     def __str__(self) -> str:
         table = self.vca().assign(std_error=[self.variance_se.get(name, np.nan) for name in self.variances],

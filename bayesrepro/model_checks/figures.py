@@ -61,15 +61,12 @@ def residuals_against_fitted(fitted: np.ndarray, residuals: np.ndarray, title: s
     matplotlib.figure.Figure
         The scatter, the binned means and the zero line.
     """
-    figure, ax = _figure(6.0, 4.0) if ax is None else (ax.figure, ax)
+    figure, ax = _axes(ax, 6.0, 4.0)
     ax.scatter(fitted, residuals, s=6, alpha=0.35, color="#1f4e79", linewidths=0)
     centres, means = binned_means(fitted, residuals)
     ax.plot(centres, means, color="#c0392b", marker="o", label="mean residual per tenth of the fitted values")
     ax.axhline(0.0, color="black", lw=0.8)
-    ax.set_xlabel("fitted value")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(loc="best", fontsize="small")
+    _label(ax, "fitted value", ylabel, title, "best")
     return figure
 
 
@@ -93,16 +90,13 @@ def uniform_qq(residuals: np.ndarray, band: np.ndarray, title: str, ax=None):
     matplotlib.figure.Figure
         Ordered residuals against uniform quantiles, the band of the simulated ones at each order.
     """
-    figure, ax = _figure(4.6, 4.4) if ax is None else (ax.figure, ax)
+    figure, ax = _axes(ax, 4.6, 4.4)
     n = len(residuals)
     expected = (np.arange(1, n + 1) - 0.5) / n
     ax.fill_between(expected, band[0], band[1], color="#d9d9d9", label="95 % of simulated data sets")
     ax.plot(expected, np.sort(residuals), color="#1f4e79", lw=1.4, label="observed")
     ax.plot([0, 1], [0, 1], color="black", lw=0.8)
-    ax.set_xlabel("uniform quantile")
-    ax.set_ylabel("quantile residual")
-    ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
+    _label(ax, "uniform quantile", "quantile residual", title, "upper left")
     return figure
 
 
@@ -124,17 +118,14 @@ def level_effects_qq(table: pd.DataFrame, title: str, ax=None):
     matplotlib.figure.Figure
         One line of points per term, against standard normal quantiles.
     """
-    figure, ax = _figure(4.6, 4.4) if ax is None else (ax.figure, ax)
+    figure, ax = _axes(ax, 4.6, 4.4)
     for term, rows in table.groupby("term", sort=False):
         z = np.sort(rows["z"].to_numpy())
         expected = ndtri((np.arange(1, len(z) + 1) - 0.5) / len(z))
         ax.plot(expected, z, marker="o", ms=3, lw=0, label=str(term))
     limit = np.nanmax(np.abs(ax.get_xlim() + ax.get_ylim()))
     ax.plot([-limit, limit], [-limit, limit], color="black", lw=0.8)
-    ax.set_xlabel("standard normal quantile")
-    ax.set_ylabel("standardized level effect")
-    ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
+    _label(ax, "standard normal quantile", "standardized level effect", title, "upper left")
     return figure
 
 
@@ -162,9 +153,22 @@ def predictive_density(observed: np.ndarray, simulated: np.ndarray, label: str, 
     """
     import arviz as az
 
-    figure, ax = _figure(6.0, 4.0) if ax is None else (ax.figure, ax)
+    figure, ax = _axes(ax, 6.0, 4.0)
     data = az.from_dict(posterior_predictive={"values": simulated.T[None]}, observed_data={"values": observed})
     az.plot_ppc(data, ax=ax, num_pp_samples=min(100, simulated.shape[1]), random_seed=0, legend=True)
     ax.set_xlabel(label)
     ax.set_title(title)
     return figure
+
+
+def _axes(ax, width: float, height: float):
+    """The figure and axes to draw on: ``ax`` and its figure, or a new figure of this size and its axes."""
+    return _figure(width, height) if ax is None else (ax.figure, ax)
+
+
+def _label(ax, xlabel: str, ylabel: str, title: str, legend_loc: str) -> None:
+    """The axes' labels, title and small legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc=legend_loc, fontsize="small")

@@ -98,10 +98,9 @@ def pearson_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,
         For a Gaussian fit the response residual y − ŷ (lme4 does not scale it by σ); for a binomial fit
         √n (y/n − μ) / √(μ(1 − μ)), y/n the observed proportion.
     """
-    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    observed, fitted, n = _as_arrays(observed, fitted, trials)
     if not binary:
         return observed - fitted
-    n = np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)
     return np.sqrt(n) * (observed / n - fitted) / np.sqrt(fitted * (1.0 - fitted))
 
 
@@ -126,10 +125,15 @@ def deviance_residuals(observed: np.ndarray, fitted: np.ndarray, binary: bool,
         For a Gaussian fit y − ŷ; for a binomial fit sign(y/n − μ) times the square root of the row's unit
         deviance 2[y log(y/(nμ)) + (n − y) log((n − y)/(n(1 − μ)))].
     """
-    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    observed, fitted, n = _as_arrays(observed, fitted, trials)
     if not binary:
         return observed - fitted
-    n = np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)
     failures = n - observed
     unit = 2.0 * (xlogy(observed, observed / (n * fitted)) + xlogy(failures, failures / (n * (1.0 - fitted))))
     return np.sign(observed / n - fitted) * np.sqrt(np.maximum(unit, 0.0))
+
+
+def _as_arrays(observed, fitted, trials) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scores, the fitted values and every row's trials (one each when ``trials`` is None) as float arrays."""
+    observed, fitted = np.asarray(observed, dtype=float), np.asarray(fitted, dtype=float)
+    return observed, fitted, np.ones_like(observed) if trials is None else np.asarray(trials, dtype=float)

@@ -199,8 +199,7 @@ def within_level_structure_test(residual: np.ndarray, simulated_residual: np.nda
         The explained sum of squares over its simulated mean, the p-value and a sentence; None when no fixed
         effect varies within any level (there is no slope to check).
     """
-    indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
-    counts = np.asarray(indicator.sum(axis=1)).ravel()
+    indicator, counts = _level_indicator(codes, n_levels)
     centred = X - (indicator @ X / np.maximum(counts, 1)[:, None])[codes]
     gram = np.stack([indicator @ (centred * centred[:, [k]]) for k in range(X.shape[1])], axis=2)  # L × p × p
     if not np.any(gram.any(axis=(1, 2))):
@@ -246,8 +245,7 @@ def outlying_levels_test(residual: np.ndarray, simulated_residual: np.ndarray, c
         The largest |z|, its p-value, the outlying levels with their z, and a sentence.
     """
     n_levels = len(levels)
-    counts = np.bincount(codes, minlength=n_levels).astype(float)
-    indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
+    indicator, counts = _level_indicator(codes, n_levels)
     means = indicator @ np.column_stack([residual, simulated_residual]) / np.maximum(counts, 1)[:, None]
     centre, spread = means[:, 1:].mean(axis=1), means[:, 1:].std(axis=1)
     spread = np.where(spread > 0, spread, np.inf)
@@ -263,3 +261,9 @@ def outlying_levels_test(residual: np.ndarray, simulated_residual: np.ndarray, c
              f"Some levels of {group} lie further in the tails than the model expects (largest |z| "
              f"{largest[0]:.2f}, p = {p:.3g})" + (f": {named}." if outlying else "."))
     return CheckTest("outlying levels", group, float(largest[0]), p, texts, {"outlying": outlying, "bound": bound})
+
+
+def _level_indicator(codes: np.ndarray, n_levels: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The levels × rows 0/1 matrix of which level every row is in, and every level's row count (as floats)."""
+    indicator = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_levels, len(codes)))
+    return indicator, np.bincount(codes, minlength=n_levels).astype(float)
