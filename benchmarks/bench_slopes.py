@@ -120,7 +120,8 @@ def run_ours(path: Path, timeout: float, formula: str = FORMULA, without_json: b
         result["error"] = run.stderr.strip()[-400:]
     if without_json:
         plain = run_command([*bayesrepro_command(), "vca", str(path), "--formula", formula], timeout)
-        result["without_json"] = {"status": plain.status, "seconds": plain.seconds, "cpu_seconds": plain.cpu_seconds}
+        result["without_json"] = {"status": plain.status, "seconds": plain.seconds, "cpu_seconds": plain.cpu_seconds,
+                                  "peak_mb": plain.peak_mb}
     alone = subprocess.run([sys.executable, "-c", FIT_ALONE, str(path), formula], capture_output=True, text=True,
                            cwd=REPO, timeout=timeout)
     result["fit_alone"] = last_json_line(alone.stdout) or {"error": alone.stderr.strip()[-400:]}

@@ -27,8 +27,10 @@ import scipy.sparse as sp
 from ..design import ModelFrame
 from ..design.random_design import RandomDesign, lower_triangle, random_design
 from ..errors import BayesreproError
+from ..runtime import idle_core_threads
 from .covariance_structure import term_covariance
 from .ddf import DENSE_LIMIT, VarianceDerivatives, scaled_derivatives
+from .deviance import MAX_BLAS_THREADS, PARALLEL_BLAS_SIZE
 
 
 def slope_dense_size(frame: ModelFrame) -> int:
@@ -49,7 +51,14 @@ def slope_variance_derivatives(frame: ModelFrame, theta: np.ndarray, sigma2: flo
         raise BayesreproError(
             f"Satterthwaite and Kenward-Roger need dense matrices of {q + p} random-effect columns and fixed "
             f"effects (limit {DENSE_LIMIT}); use the parametric bootstrap (--reference bootstrap) for this design")
-    theta = np.asarray(theta, dtype=float)
+    # the dense products of order q share out over the cores idle at the time, as the fits' dense factors do
+    with idle_core_threads(MAX_BLAS_THREADS if q >= PARALLEL_BLAS_SIZE else 1):
+        return _derivatives(frame, design, np.asarray(theta, dtype=float), sigma2, kenward_roger)
+
+
+def _derivatives(frame: ModelFrame, design: RandomDesign, theta: np.ndarray, sigma2: float,
+                 kenward_roger: bool) -> VarianceDerivatives:
+    q, p = design.q, frame.n_fixed
     x, y = np.asarray(frame.X, dtype=float), np.asarray(frame.y, dtype=float)
     system = _PenalizedSystem(design.Z, design.relative_factor(theta), x)
     phi_scaled, zx1 = system.phi_scaled, system.zx1
