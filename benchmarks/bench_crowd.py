@@ -137,7 +137,8 @@ def run_phi(timeout: float, lme4: dict, design: str = "skewed", *extra: str) -> 
     phi = run_ours(DESIGNS[design], "phi", timeout, "--prob", "0.9", *extra)
     phi["limit"] = timeout
     peak = phi.get("peak_mb") or float("nan")
-    print(f"\nphi on {design} {' '.join(extra)}: {phi['status']} {phi['seconds']:.1f} s, {phi.get('cpu_seconds') or float('nan'):.1f} cpu-s, "
+    print(f"\nphi on {design} {' '.join(extra)}: {phi['status']} {phi['seconds']:.1f} s, "
+          f"{phi.get('cpu_seconds') or float('nan'):.1f} cpu-s, "
           f"peak {peak:.0f} MB")
     summary = phi.get("summary")
     if summary:
