@@ -17,12 +17,19 @@ the REML fit after the data are read, in a fresh process) against lmer's own
 time, as the script reports it. Printed: both times, the ratios lme4/ours,
 the number of criterion evaluations our fit took, and both REML criteria with
 their relative difference, which must be within 1e-6 (exit status 1 if not).
+
+``--design sparse`` takes issue 31's design instead: 400 subjects × 500 items, each
+cell observed with probability 1/2 (about 100,000 rows), ``c`` = ±0.5 drawn per
+row (not counterbalanced), the same SDs, response ``rt``. Our command is then also
+timed without ``--json`` (no Satterthwaite degrees of freedom), so the cost of the
+degrees of freedom is printed beside the ratio to lme4.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -36,6 +43,8 @@ from bench_frequentist import CACHE, HERE, bayesrepro_command, last_json_line, r
 REPO = HERE.parent
 FORMULA = "y ~ c + (1 + c | subject) + (1 + c | item)"
 SUBJECTS, ITEMS, SEED = 500, 200, 22
+SPARSE_FORMULA = "rt ~ c + (1 + c | subject) + (1 + c | item)"
+SPARSE_SUBJECTS, SPARSE_ITEMS, SPARSE_SEED = 400, 500, 31
 CRITERION_TOLERANCE = 1e-6
 # The fit alone in a fresh process: the model frame from the read table, the REML fit, and how many times the
 # criterion was evaluated (counted on the objective's class, so nothing in the fit changes).
@@ -76,14 +85,32 @@ def data_path() -> Path:
     return path
 
 
+def sparse_data_path() -> Path:
+    """Issue 31's design: about half of the subject × item cells observed at random, c = ±0.5 drawn per row."""
+    path = CACHE / f"crossed_sparse_{SPARSE_SUBJECTS}x{SPARSE_ITEMS}_{SPARSE_SEED}.csv"
+    if path.exists():
+        return path
+    rng = np.random.default_rng(SPARSE_SEED)
+    subject, item = np.nonzero(rng.random((SPARSE_SUBJECTS, SPARSE_ITEMS)) < 0.5)
+    c = rng.choice([-0.5, 0.5], size=len(subject))
+    subject_effects = _correlated(rng, SPARSE_SUBJECTS, 1.0, 0.5, 0.3)
+    item_effects = _correlated(rng, SPARSE_ITEMS, 0.8, 0.4, -0.2)
+    rt = (0.3 + 0.2 * c + subject_effects[subject, 0] + subject_effects[subject, 1] * c
+          + item_effects[item, 0] + item_effects[item, 1] * c + rng.normal(size=len(c)))
+    CACHE.mkdir(exist_ok=True)
+    pd.DataFrame({"subject": [f"s{s}" for s in subject], "item": [f"i{i}" for i in item], "c": c, "rt": rt}) \
+        .to_csv(path, index=False)
+    return path
+
+
 def _correlated(rng, levels: int, sd_intercept: float, sd_slope: float, correlation: float) -> np.ndarray:
     covariance = np.array([[sd_intercept ** 2, correlation * sd_intercept * sd_slope],
                            [correlation * sd_intercept * sd_slope, sd_slope ** 2]])
     return rng.multivariate_normal(np.zeros(2), covariance, size=levels)
 
 
-def run_ours(path: Path, timeout: float) -> dict:
-    run = run_command([*bayesrepro_command(), "vca", str(path), "--formula", FORMULA, "--json"], timeout)
+def run_ours(path: Path, timeout: float, formula: str = FORMULA, without_json: bool = False) -> dict:
+    run = run_command([*bayesrepro_command(), "vca", str(path), "--formula", formula, "--json"], timeout)
     payload = last_json_line(run.stdout) if run.status == "ok" else None
     result = {"status": run.status, "seconds": run.seconds, "cpu_seconds": run.cpu_seconds, "peak_mb": run.peak_mb}
     if payload:
@@ -91,16 +118,20 @@ def run_ours(path: Path, timeout: float) -> dict:
         result["converged"] = payload["converged"]
     else:
         result["error"] = run.stderr.strip()[-400:]
-    alone = subprocess.run([sys.executable, "-c", FIT_ALONE, str(path), FORMULA], capture_output=True, text=True,
+    if without_json:
+        plain = run_command([*bayesrepro_command(), "vca", str(path), "--formula", formula], timeout)
+        result["without_json"] = {"status": plain.status, "seconds": plain.seconds, "cpu_seconds": plain.cpu_seconds,
+                                  "peak_mb": plain.peak_mb}
+    alone = subprocess.run([sys.executable, "-c", FIT_ALONE, str(path), formula], capture_output=True, text=True,
                            cwd=REPO, timeout=timeout)
     result["fit_alone"] = last_json_line(alone.stdout) or {"error": alone.stderr.strip()[-400:]}
     return result
 
 
-def run_lme4(path: Path, timeout: float) -> dict:
+def run_lme4(path: Path, timeout: float, formula: str = FORMULA) -> dict:
     if shutil.which("Rscript") is None:
         return {"status": "skipped (no Rscript)"}
-    run = run_command(["Rscript", str(HERE / "lmer_fit.R"), str(path), FORMULA, "subject,item"], timeout)
+    run = run_command(["Rscript", str(HERE / "lmer_fit.R"), str(path), formula, "subject,item"], timeout)
     result = {"status": run.status, "seconds": run.seconds, "cpu_seconds": run.cpu_seconds, "peak_mb": run.peak_mb,
               "limit": timeout}
     payload = last_json_line(run.stdout) if run.status == "ok" else None
@@ -110,7 +141,7 @@ def run_lme4(path: Path, timeout: float) -> dict:
     return result
 
 
-def show(ours: dict, lme4: dict) -> bool:
+def show(ours: dict, lme4: dict, formula: str = FORMULA, design: str = "") -> bool:
     """Print the comparison; whether the two REML criteria agree (True when lme4 gave none to compare)."""
     def cell(result):
         if result.get("status") != "ok":
@@ -118,8 +149,12 @@ def show(ours: dict, lme4: dict) -> bool:
         return f"{result['seconds']:7.1f} s {result['cpu_seconds']:7.1f} cpu-s {result['peak_mb']:7.0f} MB"
 
     alone = ours.get("fit_alone", {})
-    print(f"{FORMULA}: {SUBJECTS * ITEMS:,} rows, {SUBJECTS} subjects x {ITEMS} items")
+    print(f"{formula}: {design}")
     print(f"  ours  whole command: {cell(ours)}")
+    plain = ours.get("without_json")
+    if plain and plain.get("status") == "ok":
+        print(f"  ours  without --json: {cell(plain)} (the degrees of freedom: "
+              f"{ours['seconds'] - plain['seconds']:+.1f} s)")
     print(f"  lme4  whole script:  {cell(lme4)}")
     if ours.get("status") == "ok" and lme4.get("status") == "ok":
         print(f"  lme4/ours whole: wall {lme4['seconds'] / ours['seconds']:.2f}x, "
@@ -151,12 +186,20 @@ def main() -> int:
     parser.add_argument("--lme4-timeout", type=float, default=900.0)
     parser.add_argument("--ours-timeout", type=float, default=900.0)
     parser.add_argument("--skip-lme4", action="store_true")
+    parser.add_argument("--design", choices=("balanced", "sparse"), default="balanced",
+                        help="balanced: 500 x 200 counterbalanced; sparse: issue 31's 400 x 500, half the cells")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
-    path = data_path()
-    ours = run_ours(path, args.ours_timeout)
-    lme4 = {"status": "skipped"} if args.skip_lme4 else run_lme4(path, args.lme4_timeout)
-    agree = show(ours, lme4)
+    if args.design == "sparse":
+        path, formula = sparse_data_path(), SPARSE_FORMULA
+        design = f"{SPARSE_SUBJECTS} subjects x {SPARSE_ITEMS} items, half the cells observed, c drawn per row"
+    else:
+        path, formula = data_path(), FORMULA
+        design = f"{SUBJECTS * ITEMS:,} rows, {SUBJECTS} subjects x {ITEMS} items"
+    print(f"load average before the run: {os.getloadavg()[0]:.1f}")
+    ours = run_ours(path, args.ours_timeout, formula, without_json=args.design == "sparse")
+    lme4 = {"status": "skipped"} if args.skip_lme4 else run_lme4(path, args.lme4_timeout, formula)
+    agree = show(ours, lme4, formula, design)
     if args.json_out:
         args.json_out.write_text(json.dumps({"ours": ours, "lme4": lme4}, indent=1))
     return 0 if agree else 1

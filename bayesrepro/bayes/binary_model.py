@@ -23,6 +23,8 @@ coefficients of the uncentred design (``fixed``) and the sampled factors' level 
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +32,7 @@ import numpy as np
 from .binary_density import LINK_CODES, binary_expand, binary_logp, conditional, level_effects
 from .binary_layout import BinaryLayout
 from .binary_priors import BinaryPriors
-from .compiled_sampler import CompiledDensity, Variable, pack
+from .compiled_sampler import COMPILE_NOTE_AFTER, CompiledDensity, Variable, pack
 INFORMATION_STEP = 1e-4  # central differences of the gradient for the data's information about each level
 
 
@@ -67,11 +69,21 @@ def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: Binary
     n_levels = sum(len(levels[g]) for g in layout.sampled)
     pilot = _density(layout, X_fixed, priors, group_names, levels, np.zeros(n_levels), np.zeros(n_levels),
                      np.zeros((n_levels, p)), None)
-    mode = _posterior_mode(pilot)
-    effects = level_effects(mode, p, n_groups, np.array(layout.sampled, dtype=np.int64),
-                             np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
-                             np.zeros(n_levels), np.zeros(n_levels))
-    estimate, information, coupling = _data_estimates(pilot, mode, effects, p, n_groups, layout.sampled)
+    # told only when it takes a while (large crowd designs), as the compiled density's loading is
+    note = threading.Timer(COMPILE_NOTE_AFTER, logging.getLogger("bayesrepro").info,
+                           [f"finding the posterior mode and the data's information about {n_levels} sampled levels"])
+    note.daemon = True
+    note.start()
+    try:
+        mode = _posterior_mode(pilot)
+        effects = level_effects(mode, p, n_groups, np.array(layout.sampled, dtype=np.int64),
+                                np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
+                                np.zeros(n_levels), np.zeros(n_levels))
+        estimate, information, coupling = _data_estimates(
+            pilot, mode, effects, p, n_groups, layout.sampled,
+            _unlinked_groups(layout, [len(levels[g]) for g in layout.sampled]))
+    finally:
+        note.cancel()
     start = mode.copy()
     offset = p + n_groups
     for k, g in enumerate(layout.sampled):
@@ -123,13 +135,17 @@ def _posterior_mode(density: CompiledDensity) -> np.ndarray:
     return result.x
 
 
-def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled):
+def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled, groups):
     """β_l, I_l and C_l of every sampled level: one Newton step of the likelihood alone from the mode's effects.
 
     At σ = 1 the pilot's coordinates are the effects themselves (b = z) and the prior's
     curvature is 1, so the likelihood's gradient and curvature in b_l, and its cross
     derivative in b_l and each fixed coefficient β_j, follow from the density's gradient by
     central differences; the likelihood does not depend on σ, nor the priors on both b and β.
+    The levels of one of ``groups`` share no level of the integrated factor, so the likelihood
+    has no cross derivative between two of them: one central difference along their sum gives
+    each its own curvature (Curtis, Powell and Reid's grouping), two gradients per group
+    instead of two per level.
     """
     point = mode.copy()
     point[[p + g for g in sampled]] = 0.0
@@ -137,17 +153,45 @@ def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled)
     point[first:] = effects
     gradient = pilot.value_and_gradient(point)[1][first:] + effects  # the likelihood's, without the prior's −b
 
-    def change(coordinate):
-        """Central difference of the effects' gradient along one coordinate of the pilot."""
+    def change(coordinates):
+        """Central difference of the effects' gradient along the sum of some coordinates of the pilot."""
         step = np.zeros_like(point)
-        step[coordinate] = INFORMATION_STEP
+        step[coordinates] = INFORMATION_STEP
         up, down = pilot.value_and_gradient(point + step)[1], pilot.value_and_gradient(point - step)[1]
         return (up[first:] - down[first:]) / (2.0 * INFORMATION_STEP)
 
-    information = np.array([max(-change(first + i)[i] - 1.0, 0.0) for i in range(len(effects))])
+    curvature = np.zeros(len(effects))
+    for group in groups:
+        curvature[group] = -change(first + group)[group]
+    information = np.maximum(curvature - 1.0, 0.0)
     known = information > 0
     divisor = np.where(known, information, 1.0)
     estimate = np.where(known, effects + gradient / divisor, 0.0)
     coupling = np.column_stack([np.where(known, -change(j) / divisor, 0.0) for j in range(p)]) if p else \
         np.zeros((len(effects), 0))
     return estimate, information, coupling
+
+
+def _unlinked_groups(layout: BinaryLayout, sizes: list[int]) -> list[np.ndarray]:
+    """The sampled levels (numbered factor after factor) in groups whose members never appear together in a
+    profile (the configurations one level of the integrated factor was scored in): a greedy colouring of the
+    graph of levels that share a profile, levels with most neighbours first."""
+    total = int(sum(sizes))
+    if total == 0:
+        return []
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    level_of_config = np.asarray(layout.config_codes, dtype=np.int64) + offsets[:, None]   # (sampled, K)
+    neighbours: list[set[int]] = [set() for _ in range(total)]
+    starts = layout.profile_start
+    for profile in range(len(starts) - 1):
+        members = np.unique(level_of_config[:, layout.profile_config[starts[profile]:starts[profile + 1]]]).tolist()
+        for member in members:
+            neighbours[member].update(members)
+    colour = np.full(total, -1, dtype=np.int64)
+    for level in sorted(range(total), key=lambda k: -len(neighbours[k])):
+        taken = {int(colour[k]) for k in neighbours[level]}
+        free = 0
+        while free in taken:
+            free += 1
+        colour[level] = free
+    return [np.flatnonzero(colour == c) for c in range(int(colour.max()) + 1)]

@@ -425,7 +425,8 @@ def frame_inference(frame, fit, methods: tuple = METHODS) -> SmallSampleInferenc
     from .slope_ddf import slope_variance_derivatives
 
     _require_reml(fit)
-    return SmallSampleInference(slope_variance_derivatives(frame, fit.theta, fit.variances["Residual"]), fit.beta)
+    return SmallSampleInference(slope_variance_derivatives(frame, fit.theta, fit.variances["Residual"],
+                                                           kenward_roger=KENWARD_ROGER in methods), fit.beta)
 
 
 def t_p_values(estimate: np.ndarray, se: np.ndarray, df: np.ndarray) -> np.ndarray:
