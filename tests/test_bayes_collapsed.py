@@ -137,7 +137,7 @@ def test_collapsed_and_noncentred_samplers_agree_within_monte_carlo_error(formul
     quantiles × 4-6 values per design, each gap under 4 Monte Carlo standard errors (a gap of 4 has
     probability 6e-5 for one pair of calibrated samples)."""
     from bayesrepro.bayes.posterior import add_reliability
-    from bayesrepro.bayes.term_model import term_covariances
+    from bayesrepro.bayes.term_layout import term_covariances
     from bayesrepro.frequentist.covariance_structure import rows_variance
     from bayesrepro.reliability import RESIDUAL
 

@@ -252,7 +252,7 @@ def test_binary_fast_path_gives_every_factors_levels(small_posterior):
 
 def test_slope_predictions_add_both_columns_and_draw_new_levels_from_the_population():
     from bayesrepro.bayes.prediction import predictive_draws
-    from bayesrepro.bayes.term_model import term_covariances
+    from bayesrepro.bayes.term_layout import term_covariances
 
     rng = np.random.default_rng(5)
     g = np.repeat(np.arange(8), 10)

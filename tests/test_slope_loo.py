@@ -14,7 +14,7 @@ from scipy.stats import multivariate_normal
 from bayesrepro.bayes import fit_bayes
 from bayesrepro.bayes.loo import compare_models
 from bayesrepro.bayes.slope_loo import add_slope_item_loglik, slope_item_factor
-from bayesrepro.bayes.term_model import term_covariances
+from bayesrepro.bayes.term_layout import term_covariances
 from bayesrepro.data import read_table
 from bayesrepro.design import build_model_frame, parse_formula
 from bayesrepro.errors import BayesreproError

@@ -59,7 +59,7 @@ def configuration_predictors(draws, model: BinaryModel, X_fixed: np.ndarray) -> 
 def add_dominant_blocks(draws, model: BinaryModel, X_fixed: np.ndarray, levels, seed: int | None) -> None:
     """Register the dominant factor's effects (``1|<factor>``, chain × draw × level) with ``draws``: drawn when
     read, a block of levels at a time, each block from its own seed (the same draws at every read)."""
-    from .level_effects import BLOCK_VALUES
+    from .draws import LEVEL_BLOCK_VALUES
 
     layout = model.layout
     if np.any(layout.level_pair < 0):
@@ -73,7 +73,7 @@ def add_dominant_blocks(draws, model: BinaryModel, X_fixed: np.ndarray, levels, 
         eta = configuration_predictors(draws, model, X_fixed)
         log_sigma = np.log(draws[sd_name(model.dominant)])
         chains, n_draws = log_sigma.shape
-        size = max(1, BLOCK_VALUES // (chains * n_draws))
+        size = max(1, LEVEL_BLOCK_VALUES // (chains * n_draws))
         for j, start in enumerate(range(0, len(order), size)):
             chosen = order[start:start + size]
             seeds = np.random.SeedSequence([base, j]).generate_state(chains) % 2**31

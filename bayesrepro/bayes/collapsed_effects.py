@@ -7,7 +7,7 @@ and correlations, b = T u with T the block-diagonal map diag(τ) L of every leve
 
 so one draw of u per posterior draw gives draws of the joint posterior. A is block-diagonal over the components
 of levels that share rows (``collapsed_slope_model.effect_layout``): components of one size are drawn together,
-a batch of about ``BLOCK_VALUES`` values at a time, each batch from its own seed, so that every term reads the same
+a batch of about ``LEVEL_BLOCK_VALUES`` values at a time, each batch from its own seed, so that every term reads the same
 draws whichever term is asked for first.
 """
 
@@ -18,7 +18,7 @@ import functools
 import numpy as np
 
 from .collapsed_slope_model import effect_layout
-from .level_effects import BLOCK_VALUES
+from .draws import LEVEL_BLOCK_VALUES
 from .slope_density import effect_variable
 
 
@@ -41,7 +41,7 @@ def add_conditional_effects(draws, frame, terms, seed) -> None:
 
 class _Context:
     def __init__(self, layout, terms, zty, ztx, gram, draws, seed):
-        from .term_model import term_covariances
+        from .term_layout import term_covariances
 
         self.layout, self.terms, self.zty, self.ztx, self.draws = layout, terms, zty, ztx, draws
         self.seed = 0 if seed is None else seed
@@ -65,7 +65,7 @@ class _Context:
         batch_index = 0
         for m in np.unique(sizes):
             chosen = starts[sizes == m]
-            per_batch = max(1, BLOCK_VALUES // (n_draws * m * m))
+            per_batch = max(1, LEVEL_BLOCK_VALUES // (n_draws * m * m))
             for a in range(0, len(chosen), per_batch):
                 columns = chosen[a:a + per_batch, None] + np.arange(m)[None, :]      # (components, m)
                 seed = np.random.SeedSequence([self.seed, batch_index])

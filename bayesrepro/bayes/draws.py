@@ -14,6 +14,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+# draws × levels of one block of level effects read at a time (8 MB; a block's summary needs ~15 times that)
+LEVEL_BLOCK_VALUES = 1 << 20
+
 
 @dataclass
 class Draws:

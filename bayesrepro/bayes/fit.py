@@ -29,10 +29,9 @@ from .posterior import (
 )
 from ..frequentist.covariance_structure import TERM_VARIANCE_NOTE
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, RESIDUAL, PriorSpec, default_priors
-from .sampling import SamplingSettings, check_posterior_size
+from .sampling import CROSSED_GIBBS, SamplingSettings, check_posterior_size
 
 
-CROSSED_GIBBS = "crossed-gibbs"   # chosen automatically, not a --backend
 
 
 @dataclass
@@ -374,7 +373,7 @@ def _fit_fast(frame, spec, object, settings, effects) -> tuple[Draws, pd.DataFra
 def _add_effects(draws: Draws, frame, stats, spec, sd, object, seed) -> None:
     """Fixed and level effects and the finite-population components; the items' effects are drawn when read."""
     from .effects import draw_effects
-    from .level_effects import BLOCK_VALUES as LEVEL_BLOCK_VALUES
+    from .draws import LEVEL_BLOCK_VALUES
 
     shape = draws.shape
     flat = {name: value.reshape(-1) for name, value in sd.items()}

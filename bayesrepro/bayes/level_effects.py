@@ -19,9 +19,10 @@ import pandas as pd
 
 from ..errors import BayesreproError
 from .convergence import ess_bulk_columns, r_hat_columns
+from .draws import LEVEL_BLOCK_VALUES
 from .posterior import check_probability
+from .sampling import CROSSED_GIBBS
 
-BLOCK_VALUES = 1 << 20     # draws × levels of one block summarised at a time (8 MB; its summary needs ~15 times that)
 INTERCEPT = "(Intercept)"  # lme4's name of an intercept column
 COLUMNS = ["group", "term", "level", "estimate", "sd", "low", "high", "r_hat", "ess_bulk"]
 
@@ -64,14 +65,14 @@ def effect_sources(fit, group: str | None = None) -> list[EffectSource]:
             raise BayesreproError(_missing_reason(fit))
         labels = [str(v) for v in draws.labels(name)] if name in draws.dims else [str(v) for v in factor.levels]
         sources.append(EffectSource(factor.name, INTERCEPT, labels,
-                                    lambda name=name: draws.level_blocks(name, BLOCK_VALUES)))
+                                    lambda name=name: draws.level_blocks(name, LEVEL_BLOCK_VALUES)))
     return sources
 
 
 def _term_sources(draws, group: str, layout) -> list[EffectSource]:
     """One source per column of a random-effect term (``term_model.TermLayout``), read from ``re|<term>``
     (chain, draw, level, column)."""
-    from .term_model import effect_variable
+    from .slope_density import effect_variable
 
     name = effect_variable(layout.group)
     if not draws.has_levels(name):
@@ -79,7 +80,7 @@ def _term_sources(draws, group: str, layout) -> list[EffectSource]:
     labels = [str(v) for v in layout.levels]
 
     def column_blocks(c):
-        for levels, values in draws.level_blocks(name, BLOCK_VALUES):
+        for levels, values in draws.level_blocks(name, LEVEL_BLOCK_VALUES):
             yield levels, values[..., c]
 
     return [EffectSource(group, lme4_term(column), labels, lambda c=c: column_blocks(c))
@@ -87,8 +88,6 @@ def _term_sources(draws, group: str, layout) -> list[EffectSource]:
 
 
 def _missing_reason(fit) -> str:
-    from .fit import CROSSED_GIBBS
-
     if fit.backend == CROSSED_GIBBS:
         return ("level effects are not kept by the crossed Gibbs sampler; refit with --max-memory large enough for "
                 "the fast path, or --backend bambi")

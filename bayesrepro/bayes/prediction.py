@@ -178,7 +178,7 @@ def _new_level_draws(fit, n_draws: int, kept: np.ndarray, rng):
             sd = draws[f"1|{g.name}_sigma"].reshape(-1)[kept]
             yield g.name, [INTERCEPT], lambda k, sd=sd: (sd[:, None] * rng.standard_normal((n_draws, k)))[..., None]
         return
-    from .term_model import term_covariances
+    from .term_layout import term_covariances
 
     for term, layout in zip(fit.frame.spec.random_terms, fit.terms):
         factor = np.linalg.cholesky(term_covariances(draws, layout).reshape(-1, layout.nc, layout.nc)[kept])

@@ -19,6 +19,8 @@ from ..choices import SAMPLERS
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 
+CROSSED_GIBBS = "crossed-gibbs"   # the crossed designs' Gibbs sampler: chosen automatically, not a --backend
+
 
 @dataclass(frozen=True)
 class SamplingSettings:

@@ -36,7 +36,7 @@ def add_slope_item_loglik(fit) -> None:
     """Store the per-item log-likelihood of every draw of a random-slope fit in ``fit.idata.log_likelihood``."""
     import xarray as xr
 
-    from .term_model import term_covariances   # the compiled model's module: loaded where LOO is computed
+    from .term_layout import term_covariances
 
     factor = slope_item_factor(fit.frame)
     if factor is None or not fit.terms:

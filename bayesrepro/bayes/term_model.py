@@ -10,8 +10,6 @@ binomial model's are on the latent scale of its link, whose residual is fixed (Ï
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
@@ -26,36 +24,8 @@ from .posterior import add_reliability, interval
 from .sampling import check_posterior_size
 from .binary_density import LINK_CODES
 from .slope_density import binary_slope_expand, binary_slope_logp, effect_variable, slope_expand, slope_logp
+from .term_layout import TermLayout, corr_variable, sd_variable, term_covariances
 from .term_priors import TermPriors, column_sds, term_priors
-
-
-@dataclass(frozen=True)
-class TermLayout:
-    """One random-effect term on the rows: level codes, model matrix (rows Ã— nc) and mean(zz') over the rows."""
-
-    group: str                   # lme4's name ("g", or "g.1" for a second term of g)
-    columns: tuple[str, ...]
-    codes: np.ndarray
-    levels: pd.Index
-    matrix: np.ndarray
-    mean_outer: np.ndarray
-
-    @property
-    def nc(self) -> int:
-        return len(self.columns)
-
-    @property
-    def pairs(self) -> list[tuple[int, int]]:
-        """(j, i), i > j, column by column: the order of the recorded correlations (lme4's VarCorr order)."""
-        return [(j, i) for j in range(self.nc) for i in range(j + 1, self.nc)]
-
-
-def sd_variable(group: str) -> str:
-    return f"sd|{group}"
-
-
-def corr_variable(group: str) -> str:
-    return f"corr|{group}"
 
 
 def term_layouts(frame) -> list[TermLayout]:
@@ -124,17 +94,6 @@ def fit_terms(frame, prior: str, object: str, settings, link: str | None = None)
     variances[RESIDUAL] = draws["sigma"] ** 2 if link is None else np.full(draws.shape, get_link(link).latent_residual)
     add_reliability(draws, variances, object, terms=frame.spec.random_terms)
     return draws, priors.table(), terms
-
-
-def term_covariances(draws, term: TermLayout) -> np.ndarray:
-    """Every draw's covariance matrix of the term's effects: (chain, draw, nc, nc)."""
-    sd = draws[sd_variable(term.group)]
-    correlation = np.broadcast_to(np.eye(term.nc), (*sd.shape[:-1], term.nc, term.nc)).copy()
-    if term.nc > 1:
-        corr = draws[corr_variable(term.group)]
-        for k, (j, i) in enumerate(term.pairs):
-            correlation[..., i, j] = correlation[..., j, i] = corr[..., k]
-    return correlation * sd[..., :, None] * sd[..., None, :]
 
 
 def diagnosed_variables(terms: list[TermLayout], binary: bool = False) -> list[str]:
