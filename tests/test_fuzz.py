@@ -202,6 +202,9 @@ COMMAND_USUAL = {
     # Spark starts a JVM (seconds): it is tried among the odd values
     **{name: {"engine": ["auto", "memory", "duckdb"], "spark_master": ["local[1]"]} for name in ("vca", "glrt", "phi")},
     "baselines": {"score": ["correct"], "formula": ["correct ~ system + (1|item)"]},
+    # rank's factor (system by default) is a term of its formula
+    "rank": {"formula": ["score ~ system + (1|item) + (1|seed)", "score ~ system + (1|item)",
+                         "correct ~ system + (1|item)", "score ~ 1 + (1|item:seed) + (1|system)"]},
     "circularity": {"features": ["x", ("x", "score")], "prediction": ["pred"]},
 }
 # options given now and then only: --spark-master is refused without --engine spark, which starts a JVM
@@ -246,7 +249,7 @@ def option_values(command: str, action: argparse.Action):
     return st.integers(0, 4).flatmap(lambda k: st.sampled_from(usual) if k < 4 else odd_values)
 
 
-SAMPLING_COMMANDS = ("phi", "compare", "report")
+SAMPLING_COMMANDS = ("phi", "compare", "report", "rank")
 # a real NUTS run on the fixture's 72 rows: long enough to converge, short enough for a fuzz case
 REAL_SAMPLING = ["--draws", "400", "--tune", "400", "--chains", "2", "--seed", "1"]
 
@@ -302,7 +305,7 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
 
 
 QUICK_COMMANDS = [name for name in subparsers() if name not in SAMPLING_COMMANDS + ("demo",)]
-EXAMPLES = {"phi": 24, "compare": 18, "report": 18}
+EXAMPLES = {"phi": 24, "compare": 18, "report": 18, "rank": 24}
 
 
 @pytest.mark.parametrize("profile", PROFILE)

@@ -142,15 +142,20 @@ def test_chromium_renders_each_result_as_tables_and_the_labels_as_text(results, 
 
 
 def _python_examples() -> list:
-    """The README's Python examples and those of the documentation's pages, as (where, source) pairs; an example
-    that reads files of the reader's own (``runs/*.parquet``) is left out."""
+    """The README's Python examples and those of the documentation's pages, as (where, source) pairs: a page's
+    examples run in turn in one namespace, as a reader runs them; an example that reads files of the reader's own
+    (``runs/*.parquet``) is left out."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
-    return [(f"{page.relative_to(root)}[{k}]", source) for page in pages
-            for k, source in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))
-            if "runs/*.parquet" not in source]
+    examples = []
+    for page in pages:
+        blocks = [source for source in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+                  if "runs/*.parquet" not in source]
+        if blocks:
+            examples.append((str(page.relative_to(root)), "\n".join(blocks)))
+    return examples
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .display import Result
+from .display import Result, for_reader
 
 ESTIMATE_FORMAT = "{:.4g}"
 # what the estimates are, by the ranking's scale
@@ -44,7 +44,11 @@ class Ranking(Result):
     def __init__(self, ranking):
         self.ranking = ranking
         self.table, self.factor, self.top, self.prob = ranking.table, ranking.factor, ranking.top, ranking.prob
-        self.notes = ranking.notes
+
+    @property
+    def notes(self) -> list[str]:
+        """What the reader should know, in the reader's words (Python's arguments from Python)."""
+        return [for_reader(note) for note in self.ranking.notes]
 
     @property
     def posterior(self):
@@ -93,7 +97,7 @@ class Ranking(Result):
             "bayesian": {"backend": r.bayes.backend, "family": r.bayes.family, "chains": diagnostics.chains,
                          "draws": diagnostics.draws, "diagnostics": diagnostics.as_dict(),
                          "priors": r.bayes.prior_table.to_dict(orient="records")},
-            "seed": r.seed, "notes": r.notes,
+            "seed": r.seed, "notes": self.notes,
         }
 
     def _rows(self) -> tuple[list[str], list[list[str]]]:

@@ -106,6 +106,8 @@ def parse_formula(formula: str, slopes: bool = False) -> FormulaSpec:
         raise BayesreproError(f"formula {formula!r} needs the form 'score ~ terms', e.g. 'ter ~ system + (1|sentence_id)'")
     require_quotable_names(formula)
     require_flat_bars(formula)
+    if len(_top_level_terms(right_of_tilde(formula))) > MAX_TERMS:
+        raise _too_long(formula)
     try:
         model = formulae.model_description(_single_bars(formula))
     except RecursionError:   # formulae's parser recurses once per term
@@ -154,6 +156,12 @@ def require_quotable_names(formula: str) -> None:
         f"formula {formula!r} has a backtick inside a backticked name (near {formula[max(0, start - 12):start + 12]!r}); "
         "a name in backticks cannot itself hold a backtick: rename that column in the data (e.g. '`' to '_')"
     )
+
+
+# formulae's parser recurses once per term: past this many terms it would run out of recursion at Python's default
+# limit, and whether it does depends on the limit the process runs with (PyTensor raises it), so they are refused
+# whatever the limit
+MAX_TERMS = 1000
 
 
 def _too_long(formula: str) -> BayesreproError:
