@@ -135,7 +135,8 @@ def test_a_check_is_its_json_its_text_and_escaped_html(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("arguments, option", [(["--simulations", "5"], "--simulations"),
-                                               (["--out", "check.txt"], "--out")])
+                                               (["--out", "check.txt"], "--out"),
+                                               (["--engine", "duckdb", "--progress"], "--engine")])
 def test_bad_options_are_refused_in_one_line(tmp_path, capsys, arguments, option):
     path = tmp_path / "board.csv"
     leaderboard(8).to_csv(path, index=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import BayesreproError
 from .common import (add_count, add_data_options, add_family_options, add_formula_options, add_sampling_options,
                      convergence_status, model_of, print_json)
 
@@ -32,6 +33,9 @@ def run(args) -> int:
 
     out = check_writable(args.out, FIGURE_SUFFIXES, "--out") if args.out else None
     model = model_of(args, args.formula, args.object)
+    if not model.frame.has_rows:   # refused before a fit or a sampler runs for nothing
+        raise BayesreproError(f"--engine {args.engine}: model checks need the rows in memory, and this engine keeps "
+                              "only their sums; use --engine memory")
     if args.bayes:
         settings = sampling_settings(args)
         posterior = model.sample(settings.draws, settings.tune, settings.chains, settings.seed,
