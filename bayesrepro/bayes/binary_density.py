@@ -43,7 +43,7 @@ expectation under the normalised integrand, taken on the same grid:
 
 Part 2, the density of everything sampled (see ``binary_model`` for the coordinates):
 fixed coefficients, log σ of every factor, and z of every sampled level, with the
-packed arrays read by position (``compiled_sampler.pack``'s layout).
+packed arrays read by position (``compiled_density.pack``'s layout).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ import math
 import numba
 import numpy as np
 
-from .compiled_sampler import float_array, int_array
+from .compiled_density import float_array, int_array
 
 DROP = 36.0     # the grid ends where the outermost integrands have fallen by e^-36 below their peaks
 SPACING = 0.8   # grid step, in units of the smallest possible SD of an integrand

@@ -3,7 +3,8 @@
 from .binomial import BinomialCells, binomial_cells
 from .family import Family, resolve_family
 from .formula import FormulaSpec, parse_formula
-from .frame import GroupingFactor, ModelFrame, build_model_frame
+from .fixed_and_groups import GroupingFactor
+from .frame import ModelFrame, build_model_frame
 from .gaussian import GaussianStats, gaussian_stats
 from .producers import model_frame
 
