@@ -1,7 +1,9 @@
 """Frequentist engine: ML/REML fits of random-intercept LMMs, ML fits of binary GLMMs, likelihood-ratio tests."""
 
-from .glmm import GlmmFit, fit_glmm
+from .glmm import fit_glmm
+from .glmm_fit import GlmmFit
 from .glrt import GlrtResult, glrt
-from .lmm import LmmFit, fit_lmm
+from .lmm import fit_lmm
+from .lmm_fit import LmmFit
 
 __all__ = ["GlmmFit", "GlrtResult", "LmmFit", "fit_glmm", "fit_lmm", "glrt"]

@@ -27,7 +27,8 @@ import numpy as np
 from ..design import ModelFrame
 from ..links import get_link
 from ..runtime import numerical_work
-from .binary_bootstrap import cell_refit, draw_successes
+from .binary_bootstrap import cell_refit
+from .binary_draws import draw_successes
 from .optimise import BOUNDARY_THETA
 
 
@@ -103,7 +104,7 @@ class CellRefit:
     def __init__(self, cells, fit, link):
         import scipy.linalg
 
-        from .glmm import gradient_hessian
+        from .criterion_hessian import gradient_hessian
         from .laplace import LaplaceDeviance
 
         self.cells, self.link, self.k = cells, link, len(fit.theta)

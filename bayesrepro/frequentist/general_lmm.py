@@ -19,6 +19,7 @@ from ..runtime import numerical_work
 from .bounded_search import bounded_minimum
 from .optimise import one_way_theta
 from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
+from .lmm_fit import fit_of
 from .sparse_deviance import SparseProfiledDeviance
 
 # The dense path factorises a dense block with one row per level of every factor but the largest, at every
@@ -56,8 +57,6 @@ def start_of(design, y: np.ndarray) -> np.ndarray:
 
 
 def fit_general_frame(frame: ModelFrame, method: str):
-    from .lmm import fit_of
-
     frame = frame.require_rows("a model with random slopes or two large crossed factors")
     design = random_design(frame.spec, frame.data)
     objective = SparseProfiledDeviance(design, frame.X, frame.y, reml=(method == "reml"))

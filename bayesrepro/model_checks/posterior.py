@@ -36,7 +36,7 @@ def predictive_scores(bayes, simulations: int, rng: np.random.Generator) -> np.n
     numpy.ndarray
         The simulated scores (successes for a binomial model).
     """
-    from ..frequentist.binary_bootstrap import draw_successes
+    from ..frequentist.binary_draws import draw_successes
     from ..links import LINKS
 
     frame = bayes.frame
