@@ -113,7 +113,8 @@ def test_no_module_of_the_package_imports_one_that_imports_it_back():
     # a lazy import inside a function closes a circle as much as a module-level one
     ({"a.py": "from . import b\n", "b.py": "def f():\n    from .a import x\n"}, [["a", "b"]]),
     # three modules in a ring, one TYPE_CHECKING import among them; a fourth outside it
-    ({"a.py": "from .b import y\n", "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import z\n",
+    ({"a.py": "from .b import y\n",
+      "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import z\n",
       "c.py": "import bayesrepro.a\n", "d.py": "from . import a\n"}, [["a", "b", "c"]]),
     # 'from pkg import name' of a subpackage's name is an edge to the subpackage's __init__, not a circle by itself
     ({"a.py": "from .sub import thing\n", "sub/__init__.py": "thing = 1\n"}, []),

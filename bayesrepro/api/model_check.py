@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .display import Result, for_reader, public
+from .display import Result, public
 
 
 class ModelCheck(Result):
@@ -54,11 +54,6 @@ class ModelCheck(Result):
         self._panels = list(panels)
         self.residuals = residuals
         self._notes = list(notes)
-
-    @property
-    def notes(self) -> list[str]:
-        """What qualifies the result, in the reader's words (Python's arguments from Python)."""
-        return [for_reader(note) for note in self._notes]
 
     @property
     def tests(self) -> pd.DataFrame:
