@@ -11,11 +11,8 @@ from __future__ import annotations
 from ..design import ModelFrame
 from ..design.memory_estimate import DENSE_SECONDS_LIMIT, beyond_dense_path, format_bytes, resolve_limit
 from ..progress import announce_path
-from .general_lmm import dense_schur_levels, needs_general_core
-from .lmm import fit_model_frame
 from .lmm_fit import LmmFit
 from .moments import METHOD, fit_moments, moment_model
-from .monte_carlo_reml import exact_factor_quick, fit_monte_carlo, monte_carlo_bytes, monte_carlo_model
 
 
 def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) -> LmmFit:
@@ -28,6 +25,10 @@ def choose_fit(frame: ModelFrame, method: str, progress: bool | None = False) ->
     while that bound fits a quarter of the limit and its factorisation would take seconds
     (``monte_carlo_reml.exact_factor_quick``). Otherwise the dense path's block decides (its memory and estimated time).
     """
+    from .general_lmm import dense_schur_levels, needs_general_core
+    from .lmm import fit_model_frame
+    from .monte_carlo_reml import exact_factor_quick, fit_monte_carlo, monte_carlo_bytes, monte_carlo_model
+
     limit = resolve_limit(frame.max_memory)
     if frame.spec.has_slopes:   # no moments for slopes; the exact fit refuses past the limit (core_memory)
         announce_path(f"exact {method.upper()} on the sparse core (random slopes)", progress)
