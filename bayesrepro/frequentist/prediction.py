@@ -56,14 +56,22 @@ def simulate(frame, family, fit, effects: FittedEffects, n: int, seed) -> np.nda
     """``n`` responses of every fitted row, (rows × n), random effects drawn afresh from the fitted covariances."""
     rows = frame.require_rows("simulating responses")
     rng = np.random.default_rng(seed)
-    eta = np.repeat((rows.X @ np.asarray(fit.beta, dtype=float))[:, None], n, axis=1)
+    eta = np.empty((rows.n_obs, n))
+    eta[:] = (rows.X @ np.asarray(fit.beta, dtype=float))[:, None]
+    buffer = np.empty_like(eta)      # one rows × n scratch array for every term (each allocation costs page faults)
     for term, (labels, matrix) in zip(effects.terms, _term_rows(rows.spec, effects, rows.data)):
         codes, levels = pd.factorize(pd.Index(labels))
         draws = rng.standard_normal((len(levels), term.covariance.shape[0], n))
         b = np.einsum("cd,ldk->lck", _root(term.covariance), draws)        # b_l ~ N(0, Σ) for every draw k
-        eta += np.einsum("ic,ick->ik", matrix, b[codes])
+        if matrix.shape[1] == 1 and np.all(matrix == 1.0):     # a random intercept: each row adds its level's b
+            eta += np.take(b[:, 0], codes, axis=0, out=buffer)
+        else:
+            eta += np.einsum("ic,ick->ik", matrix, b[codes], out=buffer)
     if not family.binary:
-        return eta + np.sqrt(fit.residual_variance) * rng.standard_normal(eta.shape)
+        rng.standard_normal(out=buffer)
+        buffer *= np.sqrt(fit.residual_variance)
+        eta += buffer
+        return eta
     trials = np.ones(rows.n_obs) if rows.trials is None else rows.trials
     probability = response_scale(family, eta)
     return rng.binomial(np.repeat(trials.astype(np.int64)[:, None], n, axis=1), probability).astype(float)

@@ -72,8 +72,12 @@ def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator
         ends[:, :-1] = starts[:, 1:]
         last = np.minimum.accumulate(np.where(ends, positions, s)[:, ::-1], axis=1)[:, ::-1]
         ranked = below + rng.random(size=(rows, s), dtype=np.float32) * (last - below + 1)  # ties among the others
+    ranked /= np.float32(s)
+    # in single precision (k + U) / S rounds to 1 (or is 0) about once in 10^5 values: keep them inside (0, 1),
+    # where their normal scores are finite
+    np.clip(ranked, np.finfo(np.float32).tiny, np.nextafter(np.float32(1), np.float32(0)), out=ranked)
     residuals = np.empty((rows, s), dtype=np.float32)
-    np.put_along_axis(residuals, order, ranked / np.float32(s), axis=1)
+    np.put_along_axis(residuals, order, ranked, axis=1)
     return residuals
 
 

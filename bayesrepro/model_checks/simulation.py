@@ -45,7 +45,8 @@ def simulated_scores(fit, n: int, seed) -> np.ndarray:
         return _binary_scores(fit, frame, n, np.random.default_rng(seed))
     simulated = fit.simulate(n, seed=seed)
     basis = np.linalg.qr(frame.X)[0]       # the fixed design's columns are independent (aliased ones dropped)
-    return simulated + (basis @ (basis.T @ (frame.y[:, None] - simulated)))
+    simulated += basis @ (basis.T @ (frame.y[:, None] - simulated))
+    return simulated
 
 
 def _binary_scores(fit, frame, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -118,7 +118,10 @@ def uniformity_test(observed: np.ndarray, ordered_simulated: np.ndarray) -> Chec
 def standardized(residuals: np.ndarray) -> np.ndarray:
     """Quantile residuals with the location and scale of their normal scores set to 0 and 1, per column."""
     z = ndtri(residuals)
-    return ndtr((z - z.mean(axis=0)) / z.std(axis=0))
+    mean, sd = z.mean(axis=0), z.std(axis=0)
+    z -= mean       # in place: n × S values
+    z /= sd
+    return ndtr(z, out=z)
 
 
 def _residual_shape(residuals: np.ndarray) -> str:
