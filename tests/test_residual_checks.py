@@ -103,7 +103,7 @@ def test_loo_pit_test_reads_kolmogorovs_distribution():
     assert uniform.statistic == pytest.approx(reference.statistic) and uniform.p == pytest.approx(reference.pvalue,
                                                                                                    rel=1e-3)
     squeezed = tests.loo_pit_test(0.25 + 0.5 * rng.random(2000), False, 3)
-    assert squeezed.flagged and "closer to the model's mean" in squeezed.sentence and "3 of them" in squeezed.sentence
+    assert squeezed.flagged and "closer to the model's mean" in squeezed.sentence and "3 of the 2000 values" in squeezed.sentence
 
 
 def test_ks_distance_is_kolmogorovs_and_holm_is_holms():

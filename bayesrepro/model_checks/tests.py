@@ -142,11 +142,11 @@ def loo_pit_test(values: np.ndarray, randomized: bool, unreliable: int) -> Check
     distance = float(ks_distances(np.sort(values)[:, None])[0])
     p = float(kstwo.sf(distance, n))
     what = "randomized LOO-PIT values" if randomized else "LOO-PIT values"
-    caveat = (f" ({unreliable} of them from importance weights with Pareto k above 0.7, which are unreliable)"
+    caveat = (f"; {unreliable} of the {n} values rest on unreliable importance weights, Pareto k above 0.7"
               if unreliable else "")
-    texts = (f"The {what} are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}){caveat}: every "
+    texts = (f"The {what} are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}{caveat}): every "
              "score lies where the model fitted without it predicts it.",
-             f"The {what} are not uniform (KS distance {distance:.3f}, p = {p:.3g}){caveat}: "
+             f"The {what} are not uniform (KS distance {distance:.3f}, p = {p:.3g}{caveat}): "
              f"{_residual_shape(values)}; the model fitted without a score mispredicts it.")
     return CheckTest("LOO-PIT uniformity", None, distance, p, texts,
                      {"reference": "Kolmogorov", "randomized": randomized, "pareto_k_above_0_7": unreliable})
