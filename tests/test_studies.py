@@ -138,3 +138,5 @@ def test_model_checks_keep_their_level_on_correct_models_and_catch_wrong_ones():
     assert correct["loo_pit_rejects"] <= ALPHA + bound and correct["uniformity_rejects"] <= ALPHA + bound, correct
     assert correct["flagged"] <= ALPHA + bound, correct
     assert wrong["loo_pit_rejects"] >= 0.8 and wrong["flagged"] >= 0.8, wrong
+    binary = scenarios["binary_posterior"]      # randomized LOO-PIT values of 0/1 scores
+    assert binary["loo_pit_rejects"] <= ALPHA + bound and binary["flagged"] <= ALPHA + bound, binary

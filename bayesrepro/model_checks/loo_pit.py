@@ -16,7 +16,8 @@ weights w_is ∝ 1 / p(y_i | θ_s), and
 Under the model every LOO-PIT value is uniform. They are read with Kolmogorov's reference (the KS test of n
 independent uniforms): they are not independent, but in a mixed model those of one level are negatively
 correlated (each is compared with a prediction from the others), which makes the test conservative, not
-liberal (studies/model_check_calibration.py measures it).
+liberal (studies/model_check_calibration.py measures it; Tesso & Vehtari 2026, arXiv:2603.02928, find the
+same of independence-based tests of LOO-PIT values and propose dependence-aware ones).
 """
 
 from __future__ import annotations
