@@ -33,7 +33,8 @@ class ModelCheck(Result):
         The figures: name, finding (one sentence) and a function drawing the figure.
     residuals : pandas.DataFrame
         One row per observation: ``fitted``, ``residual`` (Pearson for frequentist fits, observed minus the
-        predictive mean for the posterior) and ``quantile``.
+        predictive mean for the posterior) and ``quantile``; for the posterior also ``loo_pit`` (the score's
+        LOO-PIT value), where it was computed.
     notes : list of str, optional
         What qualifies the check.
 
@@ -73,7 +74,8 @@ class ModelCheck(Result):
         -------
         dict of str to matplotlib.figure.Figure
             Residuals against fitted values, the Q–Q plot of the quantile residuals and one Q–Q plot of level
-            effects per grouping factor (frequentist), or the posterior predictive checks (posterior).
+            effects per grouping factor (frequentist), or the Q–Q plot, the posterior predictive checks and
+            the LOO-PIT's ECDF (posterior).
         """
         return {name: draw() for name, _, draw in self._panels}
 
