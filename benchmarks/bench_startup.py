@@ -1,0 +1,143 @@
+"""Start-up of the command line: a small `bayesrepro vca`, `--help`, against the numpy + pandas import floor.
+
+Usage:
+    python benchmarks/bench_startup.py [--repeats 9] [--importtime] [--top 15] [--json-out FILE]
+
+Every figure is a whole process as a user starts it, timed from outside:
+wall time, and CPU time (user + system, of the process and every process it
+started, from the operating system's accounting of waited-for children), the
+best of --repeats runs. The best run is the one least disturbed by other work
+on the machine; CPU time is reported too because it depends less on that load
+than wall time does (the load average is printed with the figures).
+
+Commands timed:
+
+- `bayesrepro vca rows.csv --formula 'score ~ 1 + (1|item)'`: a Gaussian REML
+  fit of a 30-row CSV (written to a temporary folder), printed as tables, and
+  the same with --json;
+- `bayesrepro --help` and `bayesrepro vca --help`: the parser alone;
+- the floor: `python -c "import numpy, pandas"`, the two libraries every fit
+  reads its data with, and `python -c pass`, the interpreter alone.
+
+The lines printed give each command's seconds and its ratio to the floor, and
+the command's start-up beyond the floor (vca minus the numpy + pandas import).
+--importtime reruns the small vca once under `python -X importtime` and prints
+the modules imported at the top level that cost most (cumulative, so a
+package's own imports are inside its figure) and the total number of modules.
+
+Target (issue "start-up"): the small vca at most 0.5 s wall on a quiet
+two-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_SECONDS = 0.5
+ROWS, ITEMS = 30, 10
+
+
+def write_rows(path: Path) -> None:
+    """30 scores of 10 items by 3 systems, from a seeded generator."""
+    generator = random.Random(1)
+    lines = ["item,system,score"] + [f"i{k % ITEMS},s{k // ITEMS},{generator.gauss(0, 1):.4f}" for k in range(ROWS)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def bayesrepro(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "bayesrepro", *argv]
+
+
+def timed(command: list[str], env: dict) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, with every descendant) of one run; a failed run ends the benchmark."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed (status {done.returncode}): {done.stderr.decode()[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def best_of(command: list[str], repeats: int, env: dict) -> dict:
+    """Best wall and best CPU time over ``repeats`` runs (after one untimed run that warms the file cache)."""
+    timed(command, env)
+    runs = [timed(command, env) for _ in range(repeats)]
+    return {"wall": min(w for w, _ in runs), "cpu": min(c for _, c in runs),
+            "wall_median": sorted(w for w, _ in runs)[len(runs) // 2]}
+
+
+def import_times(command: list[str], env: dict) -> tuple[list[tuple[float, str]], int]:
+    """The top-level imports of one run under ``-X importtime`` (cumulative seconds, module), most costly first,
+    and the number of modules imported."""
+    done = subprocess.run([command[0], "-X", "importtime", *command[1:]], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    top, count = [], 0
+    for line in done.stderr.splitlines():
+        match = re.match(r"import time:\s*(\d+)\s*\|\s*(\d+)\s*\|( *)(\S+)", line)
+        if match:
+            count += 1
+            if len(match.group(3)) == 1:
+                top.append((int(match.group(2)) / 1e6, match.group(4)))
+    return sorted(top, reverse=True), count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=9, help="timed runs of each command (default 9)")
+    parser.add_argument("--importtime", action="store_true", help="print the costliest top-level imports of vca")
+    parser.add_argument("--top", type=int, default=15, help="how many imports --importtime prints (default 15)")
+    parser.add_argument("--json-out")
+    args = parser.parse_args()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory() as scratch:
+        data = Path(scratch) / "rows.csv"
+        write_rows(data)
+        vca = ["vca", str(data), "--formula", "score ~ 1 + (1|item)"]
+        commands = {
+            "vca (30 rows)": bayesrepro(*vca),
+            "vca --json (30 rows)": bayesrepro(*vca, "--json"),
+            "bayesrepro --help": bayesrepro("--help"),
+            "bayesrepro vca --help": bayesrepro("vca", "--help"),
+            "floor: import numpy, pandas": [sys.executable, "-c", "import numpy, pandas"],
+            "python -c pass": [sys.executable, "-c", "pass"],
+        }
+        load = os.getloadavg()
+        results = {name: best_of(command, args.repeats, env) for name, command in commands.items()}
+        traced = import_times(bayesrepro(*vca), env) if args.importtime else None
+    floor = results["floor: import numpy, pandas"]
+    print(f"best of {args.repeats} runs; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores (figures on a loaded machine are noisy)")
+    print(f"{'command':<30}{'wall s':>8}{'CPU s':>8}{'median wall':>13}{'wall/floor':>12}{'CPU/floor':>11}")
+    for name, result in results.items():
+        print(f"{name:<30}{result['wall']:8.3f}{result['cpu']:8.3f}{result['wall_median']:13.3f}"
+              f"{result['wall'] / floor['wall']:12.2f}{result['cpu'] / floor['cpu']:11.2f}")
+    small = results["vca (30 rows)"]
+    print(f"vca beyond the numpy + pandas floor: {small['wall'] - floor['wall']:.3f} s wall, "
+          f"{small['cpu'] - floor['cpu']:.3f} s CPU; target {TARGET_SECONDS} s wall on a quiet machine: "
+          f"{'met' if small['wall'] <= TARGET_SECONDS else 'NOT met'} here")
+    if traced:
+        top, count = traced
+        print(f"\nvca under -X importtime: {count} modules; costliest top-level imports (cumulative s):")
+        for seconds, module in top[:args.top]:
+            print(f"  {seconds:7.3f}  {module}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"load": load, "repeats": args.repeats, "results": results,
+                                                   "importtime": traced and traced[0][:args.top]}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
