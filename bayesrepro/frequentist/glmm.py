@@ -24,6 +24,7 @@ import numpy as np
 
 from ..design import BinomialCells, Family, ModelFrame, model_frame, resolve_family
 from ..errors import BayesreproError
+from ..limits import check_nodes
 from ..links import get_link
 from ..reliability import phi_observed
 from ..runtime import numerical_work
@@ -32,7 +33,7 @@ from .fit_result import MixedFit
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
-from .quadrature import QuadratureDeviance, check_nodes
+from .quadrature import QuadratureDeviance
 
 # Relative steps of finite differences: of exact gradients for the Hessian of the Laplace criterion,
 # of values for the quadrature deviance's gradient and (second differences) its Hessian.
