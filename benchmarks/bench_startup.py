@@ -17,13 +17,27 @@ Commands timed:
   the same with --json;
 - `bayesrepro --help` and `bayesrepro vca --help`: the parser alone;
 - the floor: `python -c "import numpy, pandas"`, the two libraries every fit
-  reads its data with, and `python -c pass`, the interpreter alone.
+  reads its data with (pandas 3 imports pyarrow with them), and `python -c pass`,
+  the interpreter alone;
+- the libraries a formula fit needs, loaded as bayesrepro loads them: numpy,
+  pandas, formulae (with scipy.sparse, through ``formulae_loader``) and
+  scipy.linalg; and those with scipy.special, which --json needs for the
+  p-values of the fixed effects (its import rewrites the docstrings of 171
+  functions in this SciPy).
 
 The lines printed give each command's seconds and its ratio to the floor, and
-the command's start-up beyond the floor (vca minus the numpy + pandas import).
+the command's start-up beyond the floor (vca minus the numpy + pandas import)
+and beyond the libraries (what bayesrepro's own modules, reading 30 rows and
+the fit cost).
 --importtime reruns the small vca once under `python -X importtime` and prints
 the modules imported at the top level that cost most (cumulative, so a
 package's own imports are inside its figure) and the total number of modules.
+
+Modules are imported from byte code, as from an installed package: the
+script unsets PYTHONDONTWRITEBYTECODE for its runs, so that the untimed first
+run of each command writes the __pycache__ files the timed runs read (with the
+variable set every run compiles bayesrepro's modules from source again, 0.05-0.1
+s of CPU; --as-set keeps it as set, to measure that).
 
 Target (issue "start-up"): the small vca at most 0.5 s wall on a quiet
 two-core machine.
@@ -46,6 +60,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 0.5
 ROWS, ITEMS = 30, 10
+LIBRARIES = ("from bayesrepro.design.formulae_loader import load_formulae; load_formulae(); "
+             "import scipy.linalg, scipy.sparse")
 
 
 def write_rows(path: Path) -> None:
@@ -100,9 +116,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=9, help="timed runs of each command (default 9)")
     parser.add_argument("--importtime", action="store_true", help="print the costliest top-level imports of vca")
     parser.add_argument("--top", type=int, default=15, help="how many imports --importtime prints (default 15)")
+    parser.add_argument("--as-set", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE as the environment sets it (default: unset)")
     parser.add_argument("--json-out")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    if not args.as_set:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "rows.csv"
         write_rows(data)
@@ -113,6 +133,8 @@ def main() -> None:
             "bayesrepro --help": bayesrepro("--help"),
             "bayesrepro vca --help": bayesrepro("vca", "--help"),
             "floor: import numpy, pandas": [sys.executable, "-c", "import numpy, pandas"],
+            "libraries of a formula fit": [sys.executable, "-c", LIBRARIES],
+            "the same + scipy.special": [sys.executable, "-c", LIBRARIES + ", scipy.special"],
             "python -c pass": [sys.executable, "-c", "pass"],
         }
         load = os.getloadavg()
@@ -120,7 +142,8 @@ def main() -> None:
         traced = import_times(bayesrepro(*vca), env) if args.importtime else None
     floor = results["floor: import numpy, pandas"]
     print(f"best of {args.repeats} runs; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f} "
-          f"on {os.cpu_count()} cores (figures on a loaded machine are noisy)")
+          f"on {os.cpu_count()} cores (figures on a loaded machine are noisy); modules "
+          f"{'compiled from source at every run' if env.get('PYTHONDONTWRITEBYTECODE') else 'read from byte code'}")
     print(f"{'command':<30}{'wall s':>8}{'CPU s':>8}{'median wall':>13}{'wall/floor':>12}{'CPU/floor':>11}")
     for name, result in results.items():
         print(f"{name:<30}{result['wall']:8.3f}{result['cpu']:8.3f}{result['wall_median']:13.3f}"
@@ -129,6 +152,11 @@ def main() -> None:
     print(f"vca beyond the numpy + pandas floor: {small['wall'] - floor['wall']:.3f} s wall, "
           f"{small['cpu'] - floor['cpu']:.3f} s CPU; target {TARGET_SECONDS} s wall on a quiet machine: "
           f"{'met' if small['wall'] <= TARGET_SECONDS else 'NOT met'} here")
+    for command, floor_name in (("vca (30 rows)", "libraries of a formula fit"),
+                                ("vca --json (30 rows)", "the same + scipy.special")):
+        mine, below = results[command], results[floor_name]
+        print(f"{command} beyond '{floor_name}' (bayesrepro's modules, reading, fitting, printing): "
+              f"{mine['wall'] - below['wall']:.3f} s wall, {mine['cpu'] - below['cpu']:.3f} s CPU")
     if traced:
         top, count = traced
         print(f"\nvca under -X importtime: {count} modules; costliest top-level imports (cumulative s):")

@@ -77,13 +77,15 @@ BINARY_MODULES = {f"bayesrepro.frequentist.{name}" for name in
 @pytest.mark.parametrize("method", ["reml", "ml"])
 def test_a_gaussian_vca_imports_neither_scipy_special_nor_the_binary_models_nor_the_sparse_core(method):
     """A small Gaussian fit printed as tables needs none of them: the binary models' modules and the sparse core
-    (SciPy's sparse solvers) cost tens of milliseconds of start-up, scipy.special as much again. (--json needs
-    scipy.special: it holds the p-values of the fixed effects, from the t and normal tails.)"""
+    (SciPy's sparse solvers) cost tens of milliseconds of start-up, scipy.special as much again, numpy.f2py and
+    numpy.testing 0.1 s. (--json needs scipy.special: it holds the p-values of the fixed effects, from the t and
+    normal tails.)"""
     status, modules = modules_of("vca", DYESTUFF, *ONE_FACTOR, "--method", method)
     assert status == 0
     assert "scipy.special" not in modules
     assert not modules & BINARY_MODULES
     assert not modules & {"bayesrepro.frequentist.sparse_deviance", "scipy.sparse.linalg"}
+    assert not modules & {"numpy.f2py", "numpy.testing"}   # SciPy's array-API layer without them (formulae_loader)
 
 
 def test_a_binary_vca_imports_scipy_special_and_the_laplace_criterion():

@@ -10,7 +10,7 @@ import pytest
 from bayesrepro.data import check_score, level_labels, read_table
 from bayesrepro.datasets import DATASETS, load_dataset
 from bayesrepro.errors import BayesreproError
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.readers import read_file
 from bayesrepro.reliability import phi
 
