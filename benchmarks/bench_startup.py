@@ -18,7 +18,9 @@ Commands timed:
 - `bayesrepro --help` and `bayesrepro vca --help`: the parser alone;
 - the floor: `python -c "import numpy, pandas"`, the two libraries every fit
   reads its data with (pandas 3 imports pyarrow with them), and `python -c pass`,
-  the interpreter alone;
+  the interpreter alone (the floors end as the command line does, with
+  ``gc.freeze()``, which spares the interpreter's exit a collection of every
+  object the libraries made);
 - the libraries a formula fit needs, loaded as bayesrepro loads them: numpy,
   pandas, formulae (with scipy.sparse, through ``formulae_loader``) and
   scipy.linalg; and those with scipy.special, which --json needs for the
@@ -62,6 +64,12 @@ TARGET_SECONDS = 0.5
 ROWS, ITEMS = 30, 10
 LIBRARIES = ("from bayesrepro.design.formulae_loader import load_formulae; load_formulae(); "
              "import scipy.linalg, scipy.sparse")
+NUMPY_PANDAS, LIBRARIES_NAME, WITH_SPECIAL = ("floor: import numpy, pandas", "libraries of a formula fit",
+                                              "the same + scipy.special")
+FLOORS = {NUMPY_PANDAS: "import numpy, pandas", LIBRARIES_NAME: LIBRARIES, WITH_SPECIAL: LIBRARIES + ", scipy.special"}
+# The command line ends as bayesrepro's does (cli.console_main): the objects left are frozen out of the collector's
+# sight, which spares the interpreter's tear-down a collection of everything pandas and SciPy created (~0.1 s)
+EXIT_AS_THE_COMMAND = "; import gc; gc.freeze()"
 
 
 def write_rows(path: Path) -> None:
@@ -88,12 +96,18 @@ def timed(command: list[str], env: dict) -> tuple[float, float]:
     return wall, cpu
 
 
-def best_of(command: list[str], repeats: int, env: dict) -> dict:
-    """Best wall and best CPU time over ``repeats`` runs (after one untimed run that warms the file cache)."""
-    timed(command, env)
-    runs = [timed(command, env) for _ in range(repeats)]
-    return {"wall": min(w for w, _ in runs), "cpu": min(c for _, c in runs),
-            "wall_median": sorted(w for w, _ in runs)[len(runs) // 2]}
+def best_of_rounds(commands: dict[str, tuple[list[str], dict]], repeats: int) -> dict[str, dict]:
+    """Best wall and best CPU time of every command over ``repeats`` rounds that run each command once in turn (so
+    that a change of the machine's load touches every command alike), after one untimed round that writes the byte
+    code and warms the file cache."""
+    for command, env in commands.values():
+        timed(command, env)
+    runs = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, (command, env) in commands.items():
+            runs[name].append(timed(command, env))
+    return {name: {"wall": min(w for w, _ in times), "cpu": min(c for _, c in times),
+                   "wall_median": sorted(w for w, _ in times)[len(times) // 2]} for name, times in runs.items()}
 
 
 def import_times(command: list[str], env: dict) -> tuple[list[tuple[float, str]], int]:
@@ -114,49 +128,57 @@ def import_times(command: list[str], env: dict) -> tuple[list[tuple[float, str]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=9, help="timed runs of each command (default 9)")
+    parser.add_argument("--baseline", metavar="CHECKOUT",
+                        help="another checkout of bayesrepro (e.g. a git worktree of the commit before a change): its "
+                             "vca and --help are timed in the same rounds, and the ratios printed")
     parser.add_argument("--importtime", action="store_true", help="print the costliest top-level imports of vca")
     parser.add_argument("--top", type=int, default=15, help="how many imports --importtime prints (default 15)")
     parser.add_argument("--as-set", action="store_true",
                         help="keep PYTHONDONTWRITEBYTECODE as the environment sets it (default: unset)")
     parser.add_argument("--json-out")
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    if not args.as_set:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = environment(REPO, args.as_set)
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "rows.csv"
         write_rows(data)
         vca = ["vca", str(data), "--formula", "score ~ 1 + (1|item)"]
-        commands = {
+        ours = {
             "vca (30 rows)": bayesrepro(*vca),
             "vca --json (30 rows)": bayesrepro(*vca, "--json"),
             "bayesrepro --help": bayesrepro("--help"),
             "bayesrepro vca --help": bayesrepro("vca", "--help"),
-            "floor: import numpy, pandas": [sys.executable, "-c", "import numpy, pandas"],
-            "libraries of a formula fit": [sys.executable, "-c", LIBRARIES],
-            "the same + scipy.special": [sys.executable, "-c", LIBRARIES + ", scipy.special"],
-            "python -c pass": [sys.executable, "-c", "pass"],
         }
+        commands = {name: (command, env) for name, command in ours.items()}
+        if args.baseline:
+            baseline = environment(Path(args.baseline).resolve(), args.as_set)
+            commands.update({f"{name} [baseline]": (command, baseline) for name, command in ours.items()})
+        commands.update({name: ([sys.executable, "-c", code + EXIT_AS_THE_COMMAND], env)
+                         for name, code in FLOORS.items()})
+        commands["python -c pass"] = ([sys.executable, "-c", "pass"], env)
         load = os.getloadavg()
-        results = {name: best_of(command, args.repeats, env) for name, command in commands.items()}
+        results = best_of_rounds(commands, args.repeats)
         traced = import_times(bayesrepro(*vca), env) if args.importtime else None
-    floor = results["floor: import numpy, pandas"]
+    floor = results[NUMPY_PANDAS]
     print(f"best of {args.repeats} runs; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} cores (figures on a loaded machine are noisy); modules "
           f"{'compiled from source at every run' if env.get('PYTHONDONTWRITEBYTECODE') else 'read from byte code'}")
-    print(f"{'command':<30}{'wall s':>8}{'CPU s':>8}{'median wall':>13}{'wall/floor':>12}{'CPU/floor':>11}")
+    print(f"{'command':<40}{'wall s':>8}{'CPU s':>8}{'median wall':>13}{'wall/floor':>12}{'CPU/floor':>11}")
     for name, result in results.items():
-        print(f"{name:<30}{result['wall']:8.3f}{result['cpu']:8.3f}{result['wall_median']:13.3f}"
+        print(f"{name:<40}{result['wall']:8.3f}{result['cpu']:8.3f}{result['wall_median']:13.3f}"
               f"{result['wall'] / floor['wall']:12.2f}{result['cpu'] / floor['cpu']:11.2f}")
     small = results["vca (30 rows)"]
     print(f"vca beyond the numpy + pandas floor: {small['wall'] - floor['wall']:.3f} s wall, "
           f"{small['cpu'] - floor['cpu']:.3f} s CPU; target {TARGET_SECONDS} s wall on a quiet machine: "
           f"{'met' if small['wall'] <= TARGET_SECONDS else 'NOT met'} here")
-    for command, floor_name in (("vca (30 rows)", "libraries of a formula fit"),
-                                ("vca --json (30 rows)", "the same + scipy.special")):
+    for command, floor_name in (("vca (30 rows)", LIBRARIES_NAME), ("vca --json (30 rows)", WITH_SPECIAL)):
         mine, below = results[command], results[floor_name]
         print(f"{command} beyond '{floor_name}' (bayesrepro's modules, reading, fitting, printing): "
               f"{mine['wall'] - below['wall']:.3f} s wall, {mine['cpu'] - below['cpu']:.3f} s CPU")
+    if args.baseline:
+        for name in ours:
+            before, after = results[f"{name} [baseline]"], results[name]
+            print(f"baseline/ours, {name}: {before['wall'] / after['wall']:.2f} wall, "
+                  f"{before['cpu'] / after['cpu']:.2f} CPU ({before['cpu'] - after['cpu']:+.3f} s CPU saved)")
     if traced:
         top, count = traced
         print(f"\nvca under -X importtime: {count} modules; costliest top-level imports (cumulative s):")
@@ -165,6 +187,15 @@ def main() -> None:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"load": load, "repeats": args.repeats, "results": results,
                                                    "importtime": traced and traced[0][:args.top]}, indent=2))
+
+
+def environment(checkout: Path, as_set: bool) -> dict:
+    """The environment of a run of ``checkout``'s sources (on PYTHONPATH), with byte code written unless
+    ``as_set``."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(checkout), os.environ.get("PYTHONPATH")])))
+    if not as_set:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 if __name__ == "__main__":
