@@ -84,10 +84,13 @@ def bayesrepro(*argv: str) -> list[str]:
 
 
 def timed(command: list[str], env: dict) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system, with every descendant) of one run; a failed run ends the benchmark."""
+    """Wall and CPU seconds (user + system, with every descendant) of one run; a failed run ends the benchmark.
+
+    The run's working directory is the checkout on its PYTHONPATH (``python -m`` looks there first)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                          cwd=env["PYTHONPATH"].split(os.pathsep)[0])
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
