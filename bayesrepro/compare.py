@@ -39,7 +39,7 @@ from .frequentist.general_lmm import needs_general_core
 from .frequentist.glmm import fitted_on_rows
 from .frequentist.bootstrap_test import reml_refits
 from .frequentist.fitting import fit_frame
-from .frequentist.lmm import LmmFit
+from .frequentist.lmm_fit import LmmFit
 from .frequentist.reference import AUTO, SATTERTHWAITE
 from .frequentist.covariance_structure import TERM_VARIANCE_NOTE
 from .frequentist.slope_variance_bootstrap import slope_variance_bootstrap

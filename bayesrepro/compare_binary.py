@@ -23,7 +23,8 @@ from .design import BinomialCells, Family, ModelFrame
 from .errors import BayesreproError
 from .frequentist.analyses import Comparison, compare_binary_levels
 from .frequentist.contrasts import Z_95
-from .frequentist.glmm import GlmmFit, fit_binomial_cells
+from .frequentist.glmm import fit_binomial_cells
+from .frequentist.glmm_fit import GlmmFit
 from .links import get_link
 
 

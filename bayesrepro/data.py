@@ -19,6 +19,7 @@ import pandas as pd
 from .datasets import DATASETS, load_dataset
 from .errors import BayesreproError, shown
 from .frame_types import check_frame
+from .levels import level_labels
 from .readers import SUPPORTED_SUFFIXES, file_mode, parse_numbers, read_file
 
 if TYPE_CHECKING:
@@ -236,48 +237,6 @@ def as_factor(frame: pd.DataFrame, column: str) -> pd.Categorical:
     if isinstance(values.dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in values.cat.categories):
         return values.cat.remove_unused_categories().array
     return pd.Categorical(level_labels(values))
-
-
-def level_labels(values: pd.Series) -> pd.Series:
-    """The text of each value as a level (missing stays missing); distinct values keep distinct labels.
-
-    Text is kept as written. Numbers (from a numeric column of a DataFrame or
-    a Parquet file) are written the shortest way that tells them apart:
-    integral values without a decimal point (``3``), others as Python writes
-    them (``0.001``, ``1e-05``).
-    """
-    if values.dtype.kind in "biuf" or isinstance(values.dtype, pd.StringDtype):
-        # numbers of one type, or text: each distinct value labelled once
-        codes, distinct = pd.factorize(values)
-        labels = np.array([_label(v) for v in distinct] + [None], dtype=object)   # code −1: missing
-        return pd.Series(labels[codes], index=values.index, name=values.name)
-    objects = values.astype(object)
-    if any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in objects.dropna()):
-        raise BayesreproError(f"column '{values.name}' holds lists or objects; a level is one number, text or "
-                              "true/false value per row")
-    distinct = pd.unique(objects.dropna())
-    if len({isinstance(v, str) for v in distinct}) > 1:
-        text = next(v for v in distinct if isinstance(v, str))
-        number = next(v for v in distinct if not isinstance(v, str))
-        raise BayesreproError(
-            f"column '{values.name}' holds both text ({text!r}) and other values ({number!r}); "
-            "give it one type, e.g. every value as text"
-        )
-    return objects.map(_label, na_action="ignore").where(values.notna(), None)
-
-
-def _label(value) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return repr(float(value))
-    return str(value)
 
 
 # 2**53: integers beyond it are not all held exactly by a double

@@ -52,6 +52,11 @@ class Link:
                          self.weight(trials, eta), self.observed_weight(successes, trials, eta),
                          self.weight_derivative(trials, eta))
 
+    def mode_terms(self, successes, trials, eta) -> tuple[np.ndarray, np.ndarray]:
+        """The score and the observed information of every cell: what a Newton step for the random effects' mode
+        needs (links override this to share their transcendental functions)."""
+        return self.score(successes, trials, eta), self.observed_weight(successes, trials, eta)
+
     def inverse(self, eta):
         """μ(η), the probability of success."""
         raise NotImplementedError
@@ -100,6 +105,11 @@ class Logit(Link):
         weight = trials * mu * (1.0 - mu)
         kernel = successes * eta - trials * (np.maximum(eta, 0.0) + np.log1p(small))
         return CellTerms(kernel, successes - trials * mu, weight, weight, weight * (1.0 - 2.0 * mu))
+
+    def mode_terms(self, successes, trials, eta) -> tuple[np.ndarray, np.ndarray]:
+        small = np.exp(-np.abs(eta))
+        mu = np.where(eta >= 0, 1.0, small) / (1.0 + small)
+        return successes - trials * mu, trials * mu * (1.0 - mu)
 
     def inverse(self, eta):
         from scipy.special import expit

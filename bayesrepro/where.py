@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesreproError, first_line
+from .levels import level_labels
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 60
@@ -698,8 +699,6 @@ class _Evaluator:
         if kind == BOOL:
             return values.fillna(False).to_numpy(dtype=bool), missing
         if isinstance(values.dtype, pd.CategoricalDtype):
-            from .data import level_labels
-
             values = level_labels(values)
         return values.astype(object).to_numpy(), missing
 

@@ -6,8 +6,9 @@
 The leaderboard: every system answers every item once, logit P(correct) = system effect (evenly spaced over
 one logit) + item effect (SD 1.5). Printed: the wall time of the whole command as a user runs it (start-up and
 reading the CSV included), then of its stages in one process: the ML fit, the bootstrap's Hessian at the fit
-and its replicates (seconds each), and the sampler. The machine's load average is printed beside them: on a
-shared machine the times are noisy.
+and its replicates (seconds each), and the sampler with what bounds it: its CPU time, the gradient evaluations
+NUTS makes per draw and the cost of one. The machine's load average is printed beside them: on a shared
+machine the times are noisy.
 """
 
 from __future__ import annotations
@@ -49,10 +50,35 @@ def stages(data: pd.DataFrame, replicates: int) -> dict[str, float]:
     start = time.perf_counter()
     fixed_effect_replicates(fit, model.frame, True, replicates, np.random.default_rng(1))
     times[f"bootstrap ({replicates} replicates, Hessian included)"] = time.perf_counter() - start
-    start = time.perf_counter()
-    model.sample(seed=0)
+    start, cpu = time.perf_counter(), time.process_time()
+    posterior = model.sample(seed=0)
     times["sampler (4 chains x 1000 draws)"] = time.perf_counter() - start
+    times["  its CPU time (every thread)"] = time.process_time() - cpu
+    steps = posterior.bayes.draws.stats["n_steps"]
+    times[f"  gradient evaluations per draw after tuning (mean of {steps.size:,})"] = float(steps.mean())
+    times["  one gradient evaluation at the posterior mode, microseconds"] = 1e6 * gradient_cost(model, posterior)
     return times
+
+
+def gradient_cost(model, posterior) -> float:
+    """Seconds of one evaluation of the binary fast path's compiled log density and gradient (called from Python,
+    so a microsecond of call overhead is included), at the posterior mode where its chains start."""
+    from bayesrepro.bayes.binary_layout import binary_layout
+    from bayesrepro.bayes.binary_model import build_binary_model
+    from bayesrepro.bayes.binary_priors import binary_priors
+
+    frame = model.frame
+    cells = frame.binomial()
+    layout = binary_layout(cells.successes, cells.trials, cells.fixed_cell, cells.codes,
+                           [len(levels) for levels in cells.levels], posterior.bayes.link)
+    density = build_binary_model(layout, cells.X_fixed, binary_priors(frame), frame.group_names, cells.levels).density
+    point = density.initial_point
+    density.value_and_gradient(point)
+    repeats = 2000
+    start = time.perf_counter()
+    for _ in range(repeats):
+        density.value_and_gradient(point)
+    return (time.perf_counter() - start) / repeats
 
 
 def main() -> None:
@@ -74,8 +100,8 @@ def main() -> None:
         whole = time.perf_counter() - start
     print(f"{args.systems} systems x {args.items} items ({len(data):,} rows), load average {os.getloadavg()[0]:.1f}")
     print(f"  bayesrepro rank --bootstrap {args.bootstrap}: {whole:.1f} s (exit status {done.returncode})")
-    for stage, seconds in stages(data, args.stage_replicates).items():
-        print(f"  {stage}: {seconds:.1f} s")
+    for stage, value in stages(data, args.stage_replicates).items():
+        print(f"  {stage}: {value:.1f}" + ("" if "evaluation" in stage else " s"))
 
 
 if __name__ == "__main__":

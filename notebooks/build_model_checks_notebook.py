@@ -66,11 +66,13 @@ print(crowd_check.summary())"""),
     ("code", """crowd_check.plot("level effects Q-Q: rater")"""),
     ("md", """The same check of the posterior reads the tests against posterior predictive data sets (one per posterior
 draw, the levels' effects drawn afresh) and adds ArviZ's posterior predictive densities of the scores and of
-the mean per item and per rater."""),
+the mean per item and per rater, and the LOO-PIT: where every score falls in its leave-one-out predictive
+(PSIS-LOO, no refit), uniform when the model is right."""),
     ("code", """crowd_posterior = br.Model("score ~ 1 + (1|item) + (1|rater)", crowd).sample(draws=500, tune=500, chains=2)
 posterior_check = crowd_posterior.check(seed=0)
 print(posterior_check.summary())
 posterior_check.plot("posterior predictive: mean per level of rater")"""),
+    ("code", """posterior_check.plot("LOO-PIT")"""),
     ("md", """## 3. Misspecified models the checks catch
 
 **0/1 scores fitted as Gaussian** (a linear probability model): the variance table looks ordinary, but the

@@ -20,8 +20,17 @@ binary models.
 - ``missing_day_slope``: sleepstudy's design (18 subjects × 10 days, ``simulate.repeated_measures``), fitted
   as ``y ~ day + (1|subject)``.
 
-For the misspecified scenarios the figure is the share of data sets any test flags (target ≥ 80 %). Every
-check reads 250 simulated data sets. The plain KS p-value of the quantile residuals (Kolmogorov's reference,
+For the misspecified scenarios the figure is the share of data sets any test flags (target ≥ 80 %).
+
+The posterior's check (``Posterior.check``; sampled with 2 chains of 500 draws after 500 tuning steps):
+
+- ``gaussian_posterior``: the correct model ``y ~ system + (1|item)`` as in ``gaussian``; beside the rates above,
+  ``loo_pit_rejects``, the share of data sets whose LOO-PIT values reject uniformity at 5 % (Kolmogorov's
+  reference; unadjusted), and ``pareto_k_above_0_7``, the mean share of values with unreliable PSIS weights.
+- ``binary_as_gaussian_posterior``: 0/1 scores of that design fitted as Gaussian (no seed effect).
+- ``binary_posterior``: the correct Bernoulli model of those 0/1 scores; its LOO-PIT values are randomized PITs.
+
+Every check reads 250 simulated data sets. The plain KS p-value of the quantile residuals (Kolmogorov's reference,
 as if the residuals were independent) is recorded beside the Monte-Carlo one. Writes
 ``studies/results/model_check_calibration.json``:
 
@@ -47,11 +56,13 @@ ITEM_SD, SEED_SD, EFFECT, RESIDUAL_SD, SLOPE_SD = 1.0, 0.3, 0.5, 0.7, 1.0
 LEADERBOARD = "y ~ system + (1|item) + (1|seed)"
 RUNS = "y ~ system + (1|item)"
 SCENARIOS = {"gaussian": "correct", "binary": "correct", "gaussian_seeds": "correct", "binary_seeds": "correct",
-             "binary_as_gaussian": "wrong", "missing_slope": "wrong", "missing_day_slope": "wrong"}
+             "binary_as_gaussian": "wrong", "missing_slope": "wrong", "missing_day_slope": "wrong",
+             "gaussian_posterior": "correct", "binary_as_gaussian_posterior": "wrong", "binary_posterior": "correct"}
+SAMPLING = {"draws": 500, "tune": 500, "chains": 2}
 SIMULATIONS = 250
 # what the figures depend on: the study, the checks, the simulation of responses and the test data's simulator
 SOURCES = ["studies/model_check_calibration.py", "bayesrepro/model_checks/*.py",
-           "bayesrepro/frequentist/prediction.py", "bayesrepro/simulate.py"]
+           "bayesrepro/frequentist/prediction.py", "bayesrepro/simulate.py", "bayesrepro/bayes/*.py"]
 SEED = 20261128
 
 
@@ -76,8 +87,10 @@ def data_and_model(scenario: str, k: int):
     if scenario == "missing_day_slope":
         return br.Model("y ~ day + (1|subject)", repeated_measures(random_state=rng))
     binary = scenario.startswith("binary")
-    if scenario in ("gaussian", "binary"):
+    if scenario in ("gaussian", "binary", "gaussian_posterior", "binary_posterior"):
         return br.Model(RUNS, leaderboard(rng, binary, seed_sd=0.0))
+    if scenario == "binary_as_gaussian_posterior":
+        return br.Model(RUNS, leaderboard(rng, True, seed_sd=0.0), family="gaussian")
     data = leaderboard(rng, binary, slope_sd=SLOPE_SD if scenario == "missing_slope" else 0.0)
     return br.Model(LEADERBOARD, data, family="gaussian" if scenario == "binary_as_gaussian" else "auto")
 
@@ -90,13 +103,20 @@ def check_one(job: tuple[str, int]) -> dict:
     scenario, k = job
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # singular fits of the 3 seeds are expected and do not matter here
-        fit = data_and_model(scenario, k).fit()
-        check = fit.check(seed=k, simulations=SIMULATIONS)
+        model = data_and_model(scenario, k)
+        if scenario.endswith("_posterior"):
+            check = model.sample(**SAMPLING, seed=k, allow_unconverged=True).check(seed=k, simulations=SIMULATIONS)
+        else:
+            check = model.fit().check(seed=k, simulations=SIMULATIONS)
     tests = check.tests
     uniformity = tests[tests["test"] == "uniformity"].iloc[0]
     row = {"scenario": scenario, "dataset": k, "uniformity_rejects": bool(uniformity["p"] < 0.05),
            "kolmogorov_rejects": bool(kstest(check.residuals["quantile"], "uniform").pvalue < 0.05),
            "flagged": check.flagged}
+    if scenario.endswith("_posterior"):
+        loo = next(t for t in check.to_dict()["tests"] if t["test"] == "LOO-PIT uniformity")
+        row["loo_pit_rejects"] = bool(loo["p"] < 0.05)
+        row["pareto_k_above_0_7"] = loo["pareto_k_above_0_7"] / len(check.residuals)
     for _, test in tests.iterrows():
         name = f"{test['test']} ({test['group']})" if isinstance(test["group"], str) else test["test"]
         row[f"flags {name}"] = bool(test["flagged"])
@@ -111,14 +131,14 @@ def main() -> int:
     jobs = [(scenario, k) for scenario in SCENARIOS for k in range(args.datasets)]
     with ProcessPoolExecutor(max_workers=args.processes) as pool:
         results = pd.DataFrame(list(pool.map(check_one, jobs, chunksize=10)))
-    flags = [column for column in results if column.startswith("flags ")]
+    flags = [column for column in results if column.startswith("flags ") or column == "loo_pit_rejects"]
     results[flags] = results[flags].astype(float)     # a test a scenario does not have: NaN, not a rate
     rates = results.groupby("scenario", sort=False).mean(numeric_only=True).drop(columns="dataset")
     print(rates.T.to_string(float_format=lambda v: f"{v:.3f}"))
     figures = {"datasets": args.datasets, "simulations": SIMULATIONS,
                "design": {"items": ITEMS, "systems": SYSTEMS, "seeds": SEEDS, "formulas": [RUNS, LEADERBOARD],
                           "item_sd": ITEM_SD, "seed_sd": SEED_SD, "effect": EFFECT, "residual_sd": RESIDUAL_SD,
-                          "slope_sd": SLOPE_SD},
+                          "slope_sd": SLOPE_SD, "sampling": SAMPLING},
                "scenarios": {name: {"model": SCENARIOS[name],
                                     **{column: float(value) for column, value in rates.loc[name].dropna().items()}}
                              for name in SCENARIOS}}

@@ -1,3 +1,7 @@
+import functools
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -39,3 +43,11 @@ def gaussian_cases():
         ("ter ~ system + (1|sentence_id)", ter),
         ("ter ~ system + src_length + (1|sentence_id) + (1|replication)", unbalanced),
     ]
+
+
+@functools.lru_cache(maxsize=None)
+def brms_available() -> bool:
+    """Is ``Rscript`` installed with the brms package? Tests run against brms skip cleanly without it."""
+    if shutil.which("Rscript") is None:
+        return False
+    return subprocess.run(["Rscript", "-e", "library(brms)"], capture_output=True).returncode == 0

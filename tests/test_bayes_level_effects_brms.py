@@ -12,7 +12,6 @@ and the formula, and that fresh answer is compared instead; skipped then without
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 import pytest
 
 import bayesrepro as br
+from conftest import brms_available
 
 SCRIPT = Path(__file__).parent / "reference" / "brms_level_effects.R"
 # Both sample the same posterior: each level's 5 %, 50 % and 95 % quantiles agree within 6 % of brms's 90 % width.
@@ -43,12 +43,6 @@ def leaderboard() -> pd.DataFrame:
     rows = [(s, it, int(rng.random() < 1 / (1 + np.exp(-(a + e)))))
             for s, a in zip(systems, ability) for it, e in zip(items, ease)]
     return pd.DataFrame(rows, columns=["system", "item", "correct"])
-
-
-def _brms_available() -> bool:
-    if shutil.which("Rscript") is None:
-        return False
-    return subprocess.run(["Rscript", "-e", "library(brms)"], capture_output=True).returncode == 0
 
 
 def committed_quantiles(name: str, formula: str) -> dict:
@@ -75,7 +69,7 @@ def brms_quantiles(data: pd.DataFrame, formula: str) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(RERUN and not _brms_available(), reason="Rscript with the brms package is not installed")
+@pytest.mark.skipif(RERUN and not brms_available(), reason="Rscript with the brms package is not installed")
 @pytest.mark.parametrize("name", FORMULAS)
 def test_level_effects_match_brms(name):
     data, formula = leaderboard(), FORMULAS[name]

@@ -14,6 +14,7 @@ from bayesrepro.bayes.term_model import term_density, term_layouts
 from bayesrepro.bayes.term_priors import term_priors
 from bayesrepro.data import read_table
 from bayesrepro.design import build_model_frame, parse_formula
+from conftest import brms_available
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -233,12 +234,9 @@ def test_brms_priors_give_brms_posterior_quantiles_on_sleepstudy():
 
 @pytest.mark.slow
 def test_brms_reference_rerun_in_r_agrees(tmp_path):
-    import shutil
-
     import bayesrepro as br
 
-    if shutil.which("Rscript") is None or subprocess.run(["Rscript", "-e", "library(brms)"],
-                                                         capture_output=True).returncode != 0:
+    if not brms_available():
         pytest.skip("Rscript with brms is not installed")
     out = tmp_path / "brms.json"
     subprocess.run(["Rscript", str(HERE / "reference" / "brms_slopes.R"), str(out)], check=True, timeout=1800)

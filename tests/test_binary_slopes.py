@@ -11,7 +11,8 @@ import bayesrepro as br
 from bayesrepro.design import parse_formula, resolve_family
 from bayesrepro.errors import BayesreproError
 from bayesrepro.frequentist.glmm import fit_glmm_frame
-from bayesrepro.frequentist.glrt import glrt, sd_count
+from bayesrepro.frequentist.fit_result import sd_count
+from bayesrepro.frequentist.glrt import glrt
 from test_random_slopes import CHISQ_ABSOLUTE, CORRELATION_ABSOLUTE, LOGLIK_SLACK, _command, _frame, _name
 
 HERE = Path(__file__).parent

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from numba.core import event
 
-from bayesrepro.bayes import compiled_sampler, fit_bayes
-from bayesrepro.bayes.compiled_sampler import CompiledDensity, Variable, pack
+from bayesrepro.bayes import compiled_density, fit_bayes
+from bayesrepro.bayes.compiled_density import CompiledDensity, Variable, pack
 from bayesrepro.compare import compare
 from bayesrepro.datasets import load_dataset
 from bayesrepro.simulate import binary_grid
@@ -66,7 +66,7 @@ def _first_use_expand(x, floats, ints, out):
 
 
 def test_the_first_use_of_a_compiled_density_is_logged_whether_or_not_progress_is_on(monkeypatch, caplog, capfd):
-    monkeypatch.setattr(compiled_sampler, "COMPILE_NOTE_AFTER", 0.0)  # whatever the wait, as if it were long
+    monkeypatch.setattr(compiled_density, "COMPILE_NOTE_AFTER", 0.0)  # whatever the wait, as if it were long
     floats, ints = pack([np.zeros(1)], [])
     density = CompiledDensity(_first_use_logp, _first_use_expand, floats, ints, 2, (Variable("x", ("k",)),),
                               {"k": ["a", "b"]})

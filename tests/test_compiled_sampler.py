@@ -9,7 +9,8 @@ import numba
 import numpy as np
 import pytest
 
-from bayesrepro.bayes.compiled_sampler import CompiledDensity, Variable, _c_functions, pack, sample_compiled
+from bayesrepro.bayes.compiled_density import CompiledDensity, Variable, pack
+from bayesrepro.bayes.compiled_sampler import _c_functions, sample_compiled
 from bayesrepro.bayes.sampling import SamplingSettings
 
 COVARIANCE = np.array([[1.0, 1.8, 0.0], [1.8, 4.0, 0.0], [0.0, 0.0, 0.25]])  # correlation 0.9 between the first two

@@ -12,7 +12,7 @@ from bayesrepro.design import build_model_frame, model_frame, parse_formula
 from bayesrepro.design.random_design import random_design
 from bayesrepro.errors import EXIT_BAD_INPUT, BayesreproError
 from bayesrepro.frequentist.core_memory import core_estimate
-from bayesrepro.frequentist.moments import choose_fit
+from bayesrepro.frequentist.fit_choice import choose_fit
 from bayesrepro.frequentist.sparse_deviance import SparseProfiledDeviance
 
 FORMULA = "y ~ c + (1 + c | subject) + (1 + c | item)"

@@ -40,7 +40,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bayesrepro.cli import build_parser, main
-from bayesrepro.data import level_labels, read_table
+from bayesrepro.data import read_table
+from bayesrepro.levels import level_labels
 from bayesrepro.errors import EXIT_BAD_INPUT, EXIT_NOT_CONVERGED, EXIT_OK, BayesreproError
 from bayesrepro.where import parse_where
 

@@ -13,7 +13,7 @@ from bayesrepro.design.memory_estimate import dense_estimate, format_bytes, pars
 from bayesrepro.errors import EXIT_BAD_INPUT, BayesreproError
 from bayesrepro.frequentist.deviance import ProfiledDeviance
 from bayesrepro.frequentist.lmm import fit_lmm
-from bayesrepro.frequentist.moments import choose_fit
+from bayesrepro.frequentist.fit_choice import choose_fit
 
 COMMANDS = {
     "vca": ["--formula", "y ~ 1 + (1|a) + (1|b)"],

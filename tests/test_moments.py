@@ -125,7 +125,7 @@ def test_a_million_row_crowd_is_estimated_within_its_errors_and_issue_24s_tolera
 def test_a_slow_exact_fit_of_grouped_sums_names_the_path_the_rows_allow(tmp_path):
     from types import SimpleNamespace
 
-    from bayesrepro.frequentist.moments import _rows_remedy
+    from bayesrepro.frequentist.fit_choice import _rows_remedy
 
     table, _ = simulate_crowd(600, 200, 40, random_state=1)
     path = tmp_path / "crowd.csv"

@@ -9,6 +9,7 @@ import pytest
 import bayesrepro as br
 import bayesrepro.cli as cli
 from bayesrepro.rankings import rank_statistics
+from conftest import brms_available
 
 SHORT = {"n_boot": 100, "draws": 500, "tune": 500, "chains": 2}
 SHORT_FLAGS = ["--bootstrap", "100", "--draws", "500", "--tune", "500", "--chains", "2"]
@@ -252,15 +253,6 @@ TWELVE = {f"m{k:02d}": logit for k, logit in enumerate((0.0, 0.1, 0.2, 0.3, 0.35
                                                          0.64, 0.75))}
 
 
-def _brms_available() -> bool:
-    import shutil
-    import subprocess
-
-    if shutil.which("Rscript") is None:
-        return False
-    return subprocess.run(["Rscript", "-e", "library(brms)"], capture_output=True).returncode == 0
-
-
 @pytest.mark.slow
 def test_posterior_ranks_of_a_binary_leaderboard_match_brms(tmp_path):
     # P(best) within 0.03 and expected ranks within 0.15 of brms's posterior of the same model with the same priors
@@ -277,7 +269,7 @@ def test_posterior_ranks_of_a_binary_leaderboard_match_brms(tmp_path):
     data = binary_leaderboard(TWELVE, items=400, seed=12)
     reference = Path(__file__).parent / "reference"
     if os.environ.get("BAYESREPRO_RERUN_BRMS") == "1":
-        if not _brms_available():
+        if not brms_available():
             pytest.skip("Rscript with brms is not installed")
         path = tmp_path / "twelve.csv"
         data.to_csv(path, index=False)

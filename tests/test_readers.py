@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesrepro.data import check_score, level_labels, read_table
+from bayesrepro.data import check_score, read_table
+from bayesrepro.levels import level_labels
 from bayesrepro.datasets import DATASETS, load_dataset
 from bayesrepro.errors import BayesreproError
 from bayesrepro.frequentist.lmm import fit_lmm

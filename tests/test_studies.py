@@ -131,3 +131,12 @@ def test_model_checks_keep_their_level_on_correct_models_and_catch_wrong_ones():
         assert abs(scenarios[name]["uniformity_rejects"] - ALPHA) <= bound, (name, scenarios[name])
     for name in ("binary_as_gaussian", "missing_slope", "missing_day_slope"):
         assert scenarios[name]["flagged"] >= 0.8, (name, scenarios[name])
+    # the posterior's check: its tests, the LOO-PIT's included, do not reject correct models beyond their level
+    # (the LOO-PIT's Kolmogorov reference is conservative: its values are dependent), and catch 0/1 scores fitted
+    # as Gaussian
+    correct, wrong = scenarios["gaussian_posterior"], scenarios["binary_as_gaussian_posterior"]
+    assert correct["loo_pit_rejects"] <= ALPHA + bound and correct["uniformity_rejects"] <= ALPHA + bound, correct
+    assert correct["flagged"] <= ALPHA + bound, correct
+    assert wrong["loo_pit_rejects"] >= 0.8 and wrong["flagged"] >= 0.8, wrong
+    binary = scenarios["binary_posterior"]      # randomized LOO-PIT values of 0/1 scores
+    assert binary["loo_pit_rejects"] <= ALPHA + bound and binary["flagged"] <= ALPHA + bound, binary

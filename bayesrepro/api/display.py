@@ -78,6 +78,17 @@ class Result(abc.ABC):
     """Base of the public results: ``to_dict`` (the command's ``--json``), ``summary`` (its text) and their
     displays."""
 
+    # what qualifies the result, in the command line's words: set by the results that have notes
+    _notes: tuple | list = ()
+
+    @property
+    def notes(self) -> list[str]:
+        """What qualifies the result, in the reader's words (Python's arguments from Python).
+
+        Empty for a result without notes.
+        """
+        return [for_reader(note) for note in self._notes]
+
     def to_dict(self) -> dict:
         """The result as the matching command's ``--json`` prints it.
 

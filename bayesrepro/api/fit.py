@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from .display import Result, for_reader, public
+from .display import Result, public
 
 SIMULATED = limits.Count("n", 1, 100_000)
 
@@ -82,11 +82,6 @@ class Fit(Result):
         self.phi = float(phi(factor_variances(self.variances, terms), self.object))
         self.phi_observed = engine_fit.phi_observed(self.object) if family.binary else None
         self.method, self.converged, self.boundary = engine_fit.method, engine_fit.converged, engine_fit.boundary
-
-    @property
-    def notes(self) -> list[str]:
-        """Notes on the fit (the object of measurement chosen by default, the path a large design took)."""
-        return [for_reader(note) for note in self._notes]
 
     @property
     def koo_li_label(self) -> str:

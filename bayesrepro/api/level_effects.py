@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .display import Result, for_reader, public
+from .display import Result, public
 
 # Levels of one grouping factor and term shown in the text and HTML tables: the lowest and highest estimates.
 SHOWN_LEVELS = 20
@@ -39,11 +39,6 @@ class LevelEffects(Result):
         self.prob = float(prob)
         self._notes = list(notes)
         self._not_converged = list(problems)
-
-    @property
-    def notes(self) -> list[str]:
-        """What qualifies the result, in the reader's words (Python's arguments from Python)."""
-        return [for_reader(note) for note in self._notes]
 
     def _payload(self) -> dict:
         return {"engine": self.engine, "prob": self.prob, "effects": self.table.to_dict(orient="records"),

@@ -170,11 +170,11 @@ class Model:
 
     def _components_fit(self, method: str):
         """The exact Gaussian fit by ``method`` or, where its factor would be too large or slow, the Monte Carlo REML
-        (ML) fit, or the moment estimates where even that cannot run (``moments.choose_fit``; the path is announced
+        (ML) fit, or the moment estimates where even that cannot run (``fit_choice.choose_fit``; the path is announced
         with ``progress``)."""
         key = ("components", method)
         if key not in self._fits:
-            from ..frequentist.moments import choose_fit
+            from ..frequentist.fit_choice import choose_fit
 
             fit = choose_fit(self.frame, method, self.progress)
             self._fits[key] = fit
@@ -185,7 +185,7 @@ class Model:
     def _inference_frame(self, engine_fit):
         """The model frame for Satterthwaite's df of a Gaussian REML fit, None where they do not apply (binary
         scores, ML, moment or Monte Carlo estimates, designs beyond the dense algebra)."""
-        from ..frequentist.ddf import DENSE_LIMIT
+        from ..frequentist.reml_derivatives import DENSE_LIMIT
         from ..frequentist.reference import dense_size
 
         if self.family.binary or engine_fit.method != "reml" or not engine_fit.exact \

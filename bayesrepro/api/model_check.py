@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .display import Result, for_reader, public
+from .display import Result, public
 
 
 class ModelCheck(Result):
@@ -33,7 +33,8 @@ class ModelCheck(Result):
         The figures: name, finding (one sentence) and a function drawing the figure.
     residuals : pandas.DataFrame
         One row per observation: ``fitted``, ``residual`` (Pearson for frequentist fits, observed minus the
-        predictive mean for the posterior) and ``quantile``.
+        predictive mean for the posterior) and ``quantile``; for the posterior also ``loo_pit`` (the score's
+        LOO-PIT value), where it was computed.
     notes : list of str, optional
         What qualifies the check.
 
@@ -56,11 +57,6 @@ class ModelCheck(Result):
         self._notes = list(notes)
 
     @property
-    def notes(self) -> list[str]:
-        """What qualifies the result, in the reader's words (Python's arguments from Python)."""
-        return [for_reader(note) for note in self._notes]
-
-    @property
     def tests(self) -> pd.DataFrame:
         """Every test with its p-values, verdict and finding (see the class)."""
         columns = ["test", "group", "statistic", "p", "p_adjusted", "flagged", "finding"]
@@ -78,7 +74,8 @@ class ModelCheck(Result):
         -------
         dict of str to matplotlib.figure.Figure
             Residuals against fitted values, the Q–Q plot of the quantile residuals and one Q–Q plot of level
-            effects per grouping factor (frequentist), or the posterior predictive checks (posterior).
+            effects per grouping factor (frequentist), or the Q–Q plot, the posterior predictive checks and
+            the LOO-PIT's ECDF (posterior).
         """
         return {name: draw() for name, _, draw in self._panels}
 

@@ -230,9 +230,11 @@ class Posterior(Result):
         Returns
         -------
         ModelCheck
-            The tests of ``Fit.check`` read against the predictive data sets, the Q–Q plot of the quantile
-            residuals and ArviZ's posterior predictive checks of the scores and of the mean per level;
-            ``to_dict()`` equals ``bayesrepro check --bayes --json``. Models with random intercepts.
+            The tests of ``Fit.check`` read against the predictive data sets and the uniformity of the LOO-PIT
+            values (PSIS-LOO probability integral transforms of the scores; randomized for 0/1 scores), the Q–Q
+            plot of the quantile residuals, ArviZ's posterior predictive checks of the scores and of the mean per
+            level, and the LOO-PIT's ECDF; ``to_dict()`` equals ``bayesrepro check --bayes --json``. Models with
+            random intercepts.
         """
         from ..model_checks.posterior import check_posterior
 

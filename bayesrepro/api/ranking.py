@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .display import Result, for_reader
+from .display import Result
 
 ESTIMATE_FORMAT = "{:.4g}"
 # what the estimates are, by the ranking's scale
@@ -44,11 +44,7 @@ class Ranking(Result):
     def __init__(self, ranking):
         self.ranking = ranking
         self.table, self.factor, self.top, self.prob = ranking.table, ranking.factor, ranking.top, ranking.prob
-
-    @property
-    def notes(self) -> list[str]:
-        """What the reader should know, in the reader's words (Python's arguments from Python)."""
-        return [for_reader(note) for note in self.ranking.notes]
+        self._notes = list(ranking.notes)
 
     @property
     def posterior(self):

@@ -43,7 +43,7 @@ expectation under the normalised integrand, taken on the same grid:
 
 Part 2, the density of everything sampled (see ``binary_model`` for the coordinates):
 fixed coefficients, log σ of every factor, and z of every sampled level, with the
-packed arrays read by position (``compiled_sampler.pack``'s layout).
+packed arrays read by position (``compiled_density.pack``'s layout).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ import math
 import numba
 import numpy as np
 
-from .compiled_sampler import float_array, int_array
+from .compiled_density import float_array, int_array
 
 DROP = 36.0     # the grid ends where the outermost integrands have fallen by e^-36 below their peaks
 SPACING = 0.8   # grid step, in units of the smallest possible SD of an integrand
@@ -113,13 +113,27 @@ def _log_integrand(link, s, y, u, inv_var, eta, config, trials, start, stop):
     if link == LOGIT:
         h += s * u
         slope += s
+        product = 1.0  # Π (1 + e^−|t|) over the single trials: one log for all of them (see ``softplus_products``)
         for j in range(start, stop):
-            sp, mu = softplus_and_sigmoid(eta[config[j]] + u)
+            t = eta[config[j]] + u
             n = trials[j]
-            h -= n * sp
+            if t >= 0.0:
+                e = math.exp(-t)
+                mu = 1.0 / (1.0 + e)
+                h -= n * t
+            else:
+                e = math.exp(t)
+                mu = e / (1.0 + e)
+            if n == 1.0:
+                if product > 1e300:
+                    h -= math.log(product)
+                    product = 1.0
+                product *= 1.0 + e
+            else:
+                h -= n * math.log1p(e)
             slope -= n * mu
             curvature += n * mu * (1.0 - mu)
-        return h, slope, curvature
+        return h - math.log(product), slope, curvature
     for j in range(start, stop):
         t = eta[config[j]] + u
         log_mu, log_not_mu, ratio, not_ratio = probit_terms(t)
@@ -143,9 +157,7 @@ def _mode(link, s, y, total_trials, inv_var, eta, config, trials, start, stop):
     else:
         slope = _log_integrand(link, s, y, 0.0, inv_var, eta, config, trials, start, stop)[1]
         low, high = min(0.0, slope / inv_var), max(0.0, slope / inv_var)
-    u = min(max(0.0, low), high)
-    if u == low or u == high:
-        u = 0.5 * (low + high)
+    u = 0.0  # inside the bracket (at one of its ends where s is 0 or Σ n, or under probit), and where h' is known
     h = 0.0
     for _ in range(200):
         h, slope, curvature = _log_integrand(link, s, y, u, inv_var, eta, config, trials, start, stop)
@@ -223,6 +235,11 @@ def dominant_marginal(eta, log_sigma, profile_start, profile_config, profile_tri
     """Logit: Σ over (profile, s) pairs of count × log I_s; adds ∂/∂η to ``gradient_eta``, returns (value, ∂/∂ log σ).
 
     Returns (−∞, 0) where the grid cannot be laid (σ or η not finite, or a grid longer than MAX_GRID).
+    The grid's points are evenly spaced, so exp(η_j + u) is a power series along it: taken once per block of
+    points and multiplied by the powers of the step within it, and A(u) collects Π_j (1 + e^(η_j + u)) as
+    one product per point (``softplus_products``). Each s sums its integrand only where it lies within
+    e^-DROP of its peak (it falls off faster than geometrically beyond), so a pair costs the width of its own
+    integrand, not the grid's.
     """
     sigma = math.exp(log_sigma)
     inv_var = 1.0 / (sigma * sigma)
@@ -236,42 +253,116 @@ def dominant_marginal(eta, log_sigma, profile_start, profile_config, profile_tri
         if n < 1 or n > MAX_GRID:
             return -np.inf, 0.0
         u = np.empty(n)
-        penalty = np.empty(n)       # A(u) + u²/(2σ²)
-        mu = np.empty((n, stop - start))
         for q in range(n):
-            uq = left + q * step
-            u[q] = uq
-            a = 0.5 * uq * uq * inv_var
-            for j in range(start, stop):
-                sp, probability = softplus_and_sigmoid(eta[profile_config[j]] + uq)
-                mu[q, j - start] = probability
-                a += profile_trials[j] * sp
-            penalty[q] = a
+            u[q] = left + q * step
+        penalty, mu = softplus_products(eta, u, step, inv_var, profile_config, profile_trials, start, stop)
         weight = np.zeros(n)        # Σ_s count_s × normalised integrand of s at each point
         w = np.empty(n)
+        top = 0                     # the peak's point of the previous s: it moves right as s grows
+        used_low, used_high = n, 0
         for k in range(pair_start[p], pair_start[p + 1]):
             s = pair_successes[k]
-            peak = -np.inf
-            for q in range(n):
-                w[q] = s * u[q] - penalty[q]
-                peak = max(peak, w[q])
+            # s u − A(u) − u²/(2σ²) is concave: climb to its peak from the previous one
+            while top + 1 < n and s * u[top + 1] - penalty[top + 1] >= s * u[top] - penalty[top]:
+                top += 1
+            while top > 0 and s * u[top - 1] - penalty[top - 1] > s * u[top] - penalty[top]:
+                top -= 1
+            peak = s * u[top] - penalty[top]
+            low = top
+            while low > 0 and s * u[low - 1] - penalty[low - 1] - peak > -DROP:
+                low -= 1
+            high = top
+            while high + 1 < n and s * u[high + 1] - penalty[high + 1] - peak > -DROP:
+                high += 1
             mass = 0.0
             second = 0.0
-            for q in range(n):
-                w[q] = math.exp(w[q] - peak)
-                mass += w[q]
-                second += w[q] * u[q] * u[q]
+            for q in range(low, high + 1):
+                value = math.exp(s * u[q] - penalty[q] - peak)
+                w[q] = value
+                mass += value
+                second += value * u[q] * u[q]
             count = pair_count[k]
             total += count * (math.log(step * mass) + peak - log_sigma - LOG_SQRT_2PI)
             d_log_sigma += count * (second / mass * inv_var - 1.0)
-            for q in range(n):
-                weight[q] += count * w[q] / mass
+            scale = count / mass
+            for q in range(low, high + 1):
+                weight[q] += scale * w[q]
+            used_low, used_high = min(used_low, low), max(used_high, high)
         for j in range(start, stop):
             expected = 0.0
-            for q in range(n):
-                expected += weight[q] * mu[q, j - start]
+            for q in range(used_low, used_high + 1):
+                expected += weight[q] * mu[j - start, q]
             gradient_eta[profile_config[j]] -= profile_trials[j] * expected
     return total, d_log_sigma
+
+
+POWER_BLOCK = 16     # e^−|η_j + u| is taken afresh every this many grid points, multiplied by e^(−k·step) between
+PRODUCT_FLUSH = 512  # factors 1 + e^−|t| ≤ 2 multiplied into one product before its log is taken (2^512 < 1e155)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def softplus_products(eta, u, step, inv_var, config, trials, start, stop):
+    """On the evenly spaced grid ``u``: A(u) + u²/(2σ²), A(u) = Σ_j n_j log(1 + e^(η_j + u)), and μ(η_j + u)
+    (entry j − start, point).
+
+    With t = η_j + u, log(1 + e^t) = log(1 + e^−|t|) + max(t, 0): e^−|t| ≤ 1 comes from e^(±t) at the start of
+    each block of POWER_BLOCK points times the powers of e^(∓step) (a few ulps of relative error, never an
+    overflow), and the logs of the points' factors 1 + e^−|t| are taken once per point as the log of their
+    product (an entry of n_j ≠ 1 trials adds its own log1p). Each block is anchored at its largest e^−|t|, so a
+    power can only underflow where e^−|t| itself does.
+    """
+    n = len(u)
+    width = stop - start
+    powers = np.empty(POWER_BLOCK)
+    for k in range(POWER_BLOCK):
+        powers[k] = math.exp(-k * step)
+    penalty = np.empty(n)
+    product = np.ones(n)
+    for q in range(n):
+        penalty[q] = 0.5 * u[q] * u[q] * inv_var
+    mu = np.empty((width, n))
+    unit = 0
+    for j in range(start, stop):
+        e_j = eta[config[j]]
+        n_j = trials[j]
+        row = mu[j - start]
+        # the first point where t ≥ 0: points before rise towards it, points after fall away from it
+        cross = int(min(max(math.ceil((-e_j - u[0]) / step), 0.0), float(n)))
+        for block in range(0, cross, POWER_BLOCK):
+            last = min(block + POWER_BLOCK, cross)
+            # rising: e^t = e^(t at the block's last point) · e^(−k·step), k points before it
+            top = math.exp(e_j + u[last - 1])
+            for q in range(block, last):
+                e = top * powers[last - 1 - q]
+                one = 1.0 + e
+                row[q] = e / one
+                if n_j == 1.0:
+                    product[q] *= one
+                else:
+                    penalty[q] += n_j * math.log1p(e)
+        for block in range(cross, n, POWER_BLOCK):
+            last = min(block + POWER_BLOCK, n)
+            # falling: e^−t = e^(−t at the block's first point) · e^(−k·step), k points after it
+            first = math.exp(-(e_j + u[block]))
+            for q in range(block, last):
+                e = first * powers[q - block]
+                one = 1.0 + e
+                row[q] = 1.0 / one
+                penalty[q] += n_j * (e_j + u[q])
+                if n_j == 1.0:
+                    product[q] *= one
+                else:
+                    penalty[q] += n_j * math.log1p(e)
+        if n_j == 1.0:
+            unit += 1
+            if unit == PRODUCT_FLUSH:
+                for q in range(n):
+                    penalty[q] += math.log(product[q])
+                    product[q] = 1.0
+                unit = 0
+    for q in range(n):
+        penalty[q] += math.log(product[q])
+    return penalty, mu
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")

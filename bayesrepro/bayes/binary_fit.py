@@ -6,6 +6,8 @@ standard logistic variance π²/3 (logit) or 1 (probit) (Nakagawa & Schielzeth 2
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..links import get_link
@@ -22,8 +24,8 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
     """Posterior draws of a Bernoulli or binomial model of ``frame`` with ``link``; returns (``draws.Draws``, prior table).
 
     With ``effects``, the finite-population components (``fp_variance``, ``fp_phi``) are added:
-    the variance of every draw's realised level effects; the integrated factor's level effects are drawn when
-    read.
+    the variance of every draw's realised level effects; they and the integrated factor's level effects are
+    drawn when first read.
     """
     cells = frame.binomial()
     residual = get_link(link).latent_residual
@@ -35,9 +37,27 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
     variances[RESIDUAL] = np.full(draws.shape, residual)
     add_reliability(draws, variances, object)
     if effects:
-        from .binary_effects import add_dominant_blocks, finite_population_variances
+        from .binary_effects import add_dominant_blocks
 
-        realised = finite_population_variances(draws, model, cells.X_fixed, residual, settings.seed)
-        add_reliability(draws, realised, object, prefix="fp_")
+        _add_finite_population(draws, model, cells.X_fixed, residual, object, settings.seed)
         add_dominant_blocks(draws, model, cells.X_fixed, cells.levels[layout.dominant], settings.seed)
     return draws, model.priors.table()
+
+
+def _add_finite_population(draws, model, X_fixed, residual: float, object: str, seed) -> None:
+    """Register ``fp_variance``, ``fp_share`` and ``fp_phi`` with ``draws``, computed together when one is first read:
+    the realised variance of the items' effects draws every item's effect in every draw, seconds that a ranking
+    of the fixed effects does not need."""
+    from .binary_effects import finite_population_variances
+    from .draws import Draws
+
+    @functools.cache
+    def components() -> Draws:
+        held = Draws({})
+        add_reliability(held, finite_population_variances(draws, model, X_fixed, residual, seed), object, prefix="fp_")
+        return held
+
+    names = {"component": [*model.group_names, RESIDUAL]}
+    for name in ("fp_variance", "fp_share"):
+        draws.add_deferred(name, lambda name=name: components()[name], ("component",), names)
+    draws.add_deferred("fp_phi", lambda: components()["fp_phi"], attrs={"object": object})

@@ -32,7 +32,7 @@ import numpy as np
 from .binary_density import LINK_CODES, binary_expand, binary_logp, conditional, level_effects
 from .binary_layout import BinaryLayout
 from .binary_priors import BinaryPriors
-from .compiled_sampler import COMPILE_NOTE_AFTER, CompiledDensity, Variable, pack
+from .compiled_density import COMPILE_NOTE_AFTER, CompiledDensity, Variable, pack
 INFORMATION_STEP = 1e-4  # central differences of the gradient for the data's information about each level
 
 

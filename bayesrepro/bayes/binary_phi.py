@@ -19,7 +19,14 @@ CHUNK_VALUES = 2**22   # draws are taken in chunks of at most this many integran
 
 
 def add_observed_phi(draws, cells: BinomialCells, link: str, object: str) -> None:
-    """Store ``phi_observed`` (chain, draw) in ``draws`` (a ``draws.Draws``), from its ``variance`` and ``fixed`` draws."""
+    """Register ``phi_observed`` (chain, draw) with ``draws`` (a ``draws.Draws``), computed from its ``variance`` and
+    ``fixed`` draws when first read: seconds of quadrature on every draw that a ranking or a level summary of
+    the same posterior does not need."""
+    draws.add_deferred("phi_observed", lambda: observed_phi(draws, cells, link, object), attrs={"object": object})
+
+
+def observed_phi(draws, cells: BinomialCells, link: str, object: str) -> np.ndarray:
+    """``phi_observed`` of every draw (chain, draw)."""
     variance = draws["variance"]
     labels = draws.labels("variance")
     shape = variance.shape[:2]
@@ -34,4 +41,4 @@ def add_observed_phi(draws, cells: BinomialCells, link: str, object: str) -> Non
                      eta[start : start + size], weights, NODES)
         for start in range(0, len(eta), size)
     ])
-    draws.add("phi_observed", values.reshape(shape), attrs={"object": object})
+    return values.reshape(shape)

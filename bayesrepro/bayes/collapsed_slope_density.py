@@ -29,7 +29,7 @@ import math
 import numba
 import numpy as np
 
-from .compiled_sampler import float_array, int_array
+from .compiled_density import float_array, int_array
 from .slope_density import (
     F_ETA,
     F_FIXED_MU,

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .collapsed_slope_density import collapsed_logp
-from .compiled_sampler import CompiledDensity, pack
+from .compiled_density import CompiledDensity, pack
 from .slope_density import effect_variable
 
 # Per gradient the collapsed density cost 1.5-2 ns per cube of a block's columns plus ~220 times that per column

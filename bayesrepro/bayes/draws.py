@@ -78,10 +78,11 @@ class Draws:
         self._label(name, dims, coords, attrs)
 
     def add_deferred(self, name: str, compute: Callable[[], np.ndarray], dims: tuple[str, ...] = (),
-                     coords: dict | None = None) -> None:
-        """A variable computed by ``compute()`` when first read (large arrays few users look at)."""
+                     coords: dict | None = None, attrs: dict | None = None) -> None:
+        """A variable computed by ``compute()`` when first read (large arrays few users look at, or costly ones
+        that not every answer reads)."""
         self._deferred[name] = compute
-        self._label(name, dims, coords, None)
+        self._label(name, dims, coords, attrs)
 
     def add_level_blocks(self, name: str, blocks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]],
                          dims: tuple[str, ...] = (), coords: dict | None = None) -> None:

@@ -2,7 +2,7 @@
 
 The random effects are integrated out (``marginal.py``): the density reads the
 marginal statistics and the prior parameters from the arrays of
-``compiled_sampler.pack`` (``gaussian_model`` packs them), so one compiled
+``compiled_density.pack`` (``gaussian_model`` packs them), so one compiled
 function serves every model structure, data set and prior. ``gaussian_logp`` and
 ``gaussian_expand`` are the functions ``compiled_sampler`` wraps for the sampler;
 every kernel they call, the effect draws' included, lives in this one file, whose
@@ -51,7 +51,8 @@ import numba
 import numpy as np
 from numba import types
 
-from .compiled_sampler import compile_cached, compile_notice, float_array, int_array
+from ..compiled_cache import compile_cached
+from .compiled_density import compile_notice, float_array, int_array
 
 # the arrays of ``pack``. F_PRIOR: the SD scales (components in formula order), the residual's ν, then the
 # "r2d2" prior's ν, scale and concentration; F_FIXED_VAR: the fixed coefficients' prior variances; then the

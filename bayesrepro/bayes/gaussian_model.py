@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled_sampler import CompiledDensity, Variable, pack
+from .compiled_density import CompiledDensity, Variable, pack
 from .gaussian_density import HALF_NORMAL, R2D2, gaussian_expand, gaussian_logp
 from .marginal import MarginalStats, marginal_loglik_pt
 from .priors import RESIDUAL, PriorSpec

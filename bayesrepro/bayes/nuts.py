@@ -1,6 +1,6 @@
 """NUTS over a compiled log density: nutpie's sampler calls C entry points, the Python interpreter is not involved.
 
-``compiled_sampler`` hands over a ``CompiledDensity`` with the two C functions it
+``compiled_sampler`` hands over a ``compiled_density.CompiledDensity`` with the two C functions it
 wrapped around the density's numba functions and the one data array both read:
 
     logp(dim, x, grad, logp, data) -> int   0 = fine, > 0 = reject the point, < 0 = stop
@@ -32,7 +32,7 @@ from .draws import Draws
 from .sampling import SamplingSettings, interrupts_held, interrupts_raised, require_complete
 
 if TYPE_CHECKING:
-    from .compiled_sampler import CompiledDensity
+    from .compiled_density import CompiledDensity
 
 PROGRESS_BAR_EVERY_MS = 100    # nutpie's own bar in a terminal
 PROGRESS_LINE_EVERY_MS = 2000  # progress written as lines when stderr is not a terminal

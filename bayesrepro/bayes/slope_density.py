@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from .binary_density import LOGIT, probit_terms, softplus_and_sigmoid
-from .compiled_sampler import float_array, int_array
+from .compiled_density import float_array, int_array
 
 (F_Y, F_X, F_FIXED_MU, F_FIXED_SIGMA, F_FIXED_NU, F_Z, F_SD_NU, F_SD_SCALE, F_RESIDUAL, F_ETA, F_X_MEANS,
  F_TRIALS) = range(12)

@@ -18,7 +18,8 @@ from ..frequentist.covariance_structure import rows_variance
 from ..links import get_link
 from ..reliability import RESIDUAL
 from .collapsed_slope_model import faster_density
-from .compiled_sampler import CompiledDensity, Variable, pack, sample_compiled
+from .compiled_density import CompiledDensity, Variable, pack
+from .compiled_sampler import sample_compiled
 from .convergence import ess_bulk, ess_tail, r_hat
 from .posterior import add_reliability, interval
 from .sampling import check_posterior_size

@@ -15,7 +15,7 @@ _EXPORTS = {
     "resolve_family": "family",
     "FormulaSpec": "formula",
     "parse_formula": "formula",
-    "GroupingFactor": "frame",
+    "GroupingFactor": "fixed_and_groups",
     "ModelFrame": "frame",
     "build_model_frame": "frame",
     "GaussianStats": "gaussian",

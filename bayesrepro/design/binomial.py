@@ -31,6 +31,7 @@ from ..data import check_score, require_columns, row_reference
 from ..errors import BayesreproError
 from ..links import log_binomial_coefficient
 from .cells import COUNT, fixed_cells
+from .fixed_and_groups import GroupingFactor, fixed_design, grouping_factor
 from .formula import FormulaSpec, parse_formula
 from .sums import GroupedSums, LevelCellSums, PairCounts
 
@@ -111,8 +112,6 @@ class BinomialCells:
         table summarises (default: the trials, right for 0/1 scores);
         ``log_coefficient`` is Σ log C(n, y) over those observations (0 for 0/1 scores).
         """
-        from .frame import GroupingFactor, _grouping_factor, fixed_design
-
         spec = formula if isinstance(formula, FormulaSpec) else parse_formula(formula)
         stateful = [term for term in spec.fixed_terms if STATEFUL.search(term)]
         if stateful:
@@ -125,7 +124,7 @@ class BinomialCells:
         counts = _checked_counts(table, successes, trials)
         fixed_codes, cells = fixed_cells(table, spec.fixed_variables)
         fixed = fixed_design(spec, cells.drop(columns=COUNT))
-        groups: list[GroupingFactor] = [_grouping_factor(table, columns) for columns in spec.group_factors]
+        groups: list[GroupingFactor] = [grouping_factor(table, columns) for columns in spec.group_factors]
         return _collapse(spec.formula, counts[0], counts[1], fixed_codes, fixed.X, fixed.names, groups,
                          int(n_rows) if n_rows is not None else int(counts[1].sum()), log_coefficient)
 

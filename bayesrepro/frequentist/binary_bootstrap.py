@@ -27,8 +27,9 @@ from ..design import BinomialCells, ModelFrame
 from ..design.binomial import row_cells
 from ..links import get_link
 from ..runtime import numerical_work
+from .binary_draws import draw_successes
 from .bootstrap_test import SimulatedReference, observed_statistic, run_in_chunks
-from .glmm import GlmmFit
+from .glmm_fit import GlmmFit
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
 from .slope_bootstrap import random_factor, simulated_effects
@@ -84,13 +85,6 @@ class BinaryBootstrapJob:
                 unconverged += (not converged0) + (not converged1)
                 sample[r] = max(deviance0 - deviance1, 0.0)
         return sample, unconverged
-
-
-def draw_successes(probability: np.ndarray, trials: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
-    """Every row's 0/1 score (``trials`` None) or successes out of its trials, with the given probabilities."""
-    if trials is None:
-        return (rng.uniform(size=len(probability)) < probability).astype(float)
-    return rng.binomial(trials.astype(np.int64), probability).astype(float)
 
 
 def binary_bootstrap_job(frame0: ModelFrame, frame1: ModelFrame, fit0: GlmmFit, fit1: GlmmFit) -> BinaryBootstrapJob:

@@ -22,7 +22,7 @@ from scipy.special import ndtr
 from ..design import ModelFrame
 from ..links import get_link
 from .contrasts import Z_95, averaging_weights, holm
-from .glmm import GlmmFit
+from .glmm_fit import GlmmFit
 
 
 def binary_means(fit: GlmmFit, frame: ModelFrame, factor: str, by: str | None = None,

@@ -26,11 +26,11 @@ from ..design.random_design import random_design
 from ..links import get_link
 from ..reliability import phi_observed
 from ..runtime import numerical_work
-from .binary_bootstrap import draw_successes
+from .binary_draws import draw_successes
 from .binary_slopes import ScaledCoordinates, scaled_minimum
 from .bootstrap_test import run_in_chunks
 from .covariance_structure import term_variances
-from .glmm import GlmmFit
+from .glmm_fit import GlmmFit
 from .slope_bootstrap import random_factor, refit_start, simulated_effects
 from .sparse_laplace import SparseLaplaceDeviance
 

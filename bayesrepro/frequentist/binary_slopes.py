@@ -34,7 +34,8 @@ from ..links import get_link, log_binomial_coefficient
 from ..runtime import numerical_work
 from .bounded_search import GRADIENT_TOLERANCE, bounded_minimum
 from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
-from .glmm import GlmmFit, covariance_of_beta, fixed_rows, gradient_hessian, value_hessian
+from .criterion_hessian import covariance_of_beta, gradient_hessian, value_hessian
+from .glmm_fit import GlmmFit, fixed_rows
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA
 from .sparse_laplace import SparseLaplaceDeviance

@@ -21,6 +21,7 @@ from the fitted θ.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ from ..design import GaussianStats, ModelFrame
 from ..errors import BayesreproError
 from ..runtime import numerical_work
 from .deviance import ProfiledDeviance
-from .lmm import LmmFit
+from .lmm_fit import LmmFit
 from .optimise import BOUNDARY_THETA, optimise
 
 MIN_SAMPLES = 20   # below this no p-value can fall under 5 %
@@ -70,6 +71,22 @@ def observed_statistic(criterion0: float, criterion1: float) -> float:
     """The likelihood-ratio statistic from two criteria (−2 log L), zero within the optimiser's resolution."""
     statistic = criterion0 - criterion1
     return statistic if statistic >= STATISTIC_TOLERANCE else 0.0
+
+
+def bootstrap_workers(workers: int | None, samples: int) -> int:
+    """Processes for a bootstrap: two where a machine has them and the run is long enough to repay the start."""
+    if workers is not None:
+        return max(int(workers), 1)
+    return min(os.cpu_count() or 1, 2) if samples >= 400 else 1
+
+
+def read_against(test, simulated: SimulatedReference, text: str, choice):
+    """``test`` (a ``glrt.GlrtResult``) with the p-value of a simulated reference distribution, ``choice`` (a
+    ``reference.Choice``) its method and the reason for it."""
+    details = {"samples": len(simulated.sample), "exceed": simulated.exceed, "mc_se": simulated.mc_se,
+               "statistic": simulated.statistic, "unconverged": simulated.unconverged}
+    return dataclasses.replace(test, p=simulated.p, reference=f"{text} (Monte-Carlo SE {simulated.mc_se:.2g})",
+                               method=choice.method, reason=choice.reason, details=details)
 
 
 def check_samples(samples, option: str = "--bootstrap-samples") -> int:

@@ -26,7 +26,7 @@ from ..errors import BayesreproError
 from ..design import ModelFrame
 from ..design.cells import levels_of, mean_of
 from .ddf import KENWARD_ROGER, SmallSampleInference, t_p_values
-from .lmm import LmmFit
+from .lmm_fit import LmmFit
 
 Z_95 = scipy.stats.norm.ppf(0.975)
 WALD = "Wald z"

@@ -39,32 +39,15 @@ import scipy.linalg
 
 from ..design import GaussianStats
 from ..errors import BayesreproError
+from .reml_derivatives import DENSE_LIMIT, VarianceDerivatives, scaled_derivatives
 
 SATTERTHWAITE = "satterthwaite"
 KENWARD_ROGER = "kenward-roger"
 METHODS = (SATTERTHWAITE, KENWARD_ROGER)
-# The algebra holds dense matrices of (levels + fixed effects) squared: 6,000
-# of them take 290 MB each and a few seconds per product on two cores.
-DENSE_LIMIT = 6000
 # lmerTest's tolerances: eigenvalues of the information below this (relative)
 # are dropped; F-test ddf are averaged when the eigen-contrasts' ν agree to it.
 EIGEN_TOLERANCE = 1e-8
 EQUAL_NU = 1e-8
-
-
-@dataclass(frozen=True)
-class VarianceDerivatives:
-    """Φ = Var(β̂) of a REML fit and what its dependence on the variance parameters needs."""
-
-    names: list[str]                    # components in formula order, then "Residual"
-    variances: np.ndarray               # ψ
-    free: np.ndarray                    # components estimated above zero (and the residual)
-    covariance: np.ndarray              # Φ
-    jacobian: list[np.ndarray]          # ∂Φ/∂ψ_r (slope models: ∂Φ/∂(θ, σ), see ``slope_ddf``)
-    p_matrices: list[np.ndarray]        # P_r
-    q_matrices: dict | None             # (r, s), r ≤ s → Q_rs; None when built for Satterthwaite alone
-    information2: np.ndarray            # tr(PV_rPV_s)
-    observed_information: np.ndarray    # −∂²ℓ_R/∂ψ_r∂ψ_s (slope models: in (θ, σ))
 
 
 @dataclass(frozen=True)
@@ -172,24 +155,6 @@ def woodbury_products(gram: np.ndarray, u: np.ndarray, yty: float, n_obs: int, k
     trace_gh = float(np.trace(g_h))
     return WoodburyProducts(a1, a2, a3, b1, b2, py, p2y, phi_scaled, y_p2_y, y_p2_y - float(py @ h @ py),
                             n_obs - trace_gh, n_obs - 2.0 * trace_gh + float(np.sum(g_h * g_h.T)))
-
-
-def scaled_derivatives(names: list[str], variances: np.ndarray, free: np.ndarray, sigma2: float,
-                       phi_scaled: np.ndarray, sandwich: list, q_scaled: dict | None, trace: np.ndarray,
-                       quadratic: np.ndarray) -> VarianceDerivatives:
-    """``VarianceDerivatives`` from the products computed with W = V/σ²: each V⁻¹ or P brings 1/σ²."""
-    information2 = trace / sigma2**2
-    return VarianceDerivatives(
-        names=names,
-        variances=variances,
-        free=free,
-        covariance=sigma2 * phi_scaled,
-        jacobian=[phi_scaled @ s @ phi_scaled for s in sandwich],
-        p_matrices=[-s / sigma2**2 for s in sandwich],
-        q_matrices=None if q_scaled is None else {key: value / sigma2**3 for key, value in q_scaled.items()},
-        information2=information2,
-        observed_information=quadratic / sigma2**3 - 0.5 * information2,
-    )
 
 
 def satterthwaite_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: float) -> VarianceDerivatives:

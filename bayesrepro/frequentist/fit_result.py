@@ -130,6 +130,11 @@ class MixedFit(abc.ABC):
         return "\n".join(lines)
 
 
+def sd_count(fit: MixedFit) -> int:
+    """Standard deviations among the fit's covariance parameters (a Gaussian fit's residual included)."""
+    return sum(row["var2"] is None for row in fit.varcorr())
+
+
 def varcorr_line(row: dict) -> str:
     if row["var2"] is not None:
         return f"{row['group']:<12} corr({row['var1']}, {row['var2']}) = {row['sdcor']:.4f}"

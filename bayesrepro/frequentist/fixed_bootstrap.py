@@ -27,7 +27,9 @@ import numpy as np
 from ..design import ModelFrame
 from ..links import get_link
 from ..runtime import numerical_work
-from .binary_bootstrap import cell_refit, draw_successes
+from .binary_bootstrap import cell_refit
+from .binary_draws import draw_successes
+from .collapsed_laplace import ItemProfiles
 from .optimise import BOUNDARY_THETA
 
 
@@ -79,7 +81,7 @@ def _binary_refits(fit, frame: ModelFrame, n_boot: int, rng: np.random.Generator
         return
     cells = frame.binomial()
     refit = CellRefit(cells, fit, link)
-    fixed_part = cells.X @ fit.beta
+    fixed_part = (cells.X_fixed @ fit.beta)[cells.fixed_cell]
     for _ in range(n_boot):
         eta = fixed_part.copy()
         for name, codes, levels in zip(cells.group_names, cells.codes, cells.levels):
@@ -98,19 +100,23 @@ class CellRefit:
     (the k-step bootstrap of Andrews 2002, Econometrica 70(1), iterated to convergence). A replicate whose steps
     do not settle, a model with a component at the boundary (where the criterion's curvature in θ vanishes) and
     a Hessian that is not positive definite are refitted by ``optimise`` from the fit's estimates instead.
+    With one grouping factor and the logit link the steps evaluate the criterion with the items collapsed by
+    profile and total successes (``collapsed_laplace``), the same criterion at a fraction of the cost.
     """
 
     def __init__(self, cells, fit, link):
         import scipy.linalg
 
-        from .glmm import gradient_hessian
+        from .criterion_hessian import gradient_hessian
         from .laplace import LaplaceDeviance
 
         self.cells, self.link, self.k = cells, link, len(fit.theta)
+        self.profiles = ItemProfiles(cells) if len(cells.codes) == 1 and link.name == "logit" else None
         self.start = np.concatenate([np.where(fit.theta < BOUNDARY_THETA, 0.0, fit.theta), fit.beta])
         self.factor = None
         if np.all(fit.theta >= BOUNDARY_THETA):
-            observed = LaplaceDeviance(cells, link)
+            observed = (self.profiles.criterion(cells.successes, -2.0 * cells.log_coefficient)
+                        if self.profiles is not None else LaplaceDeviance(cells, link))
             hessian = gradient_hessian(observed, self.start, np.ones(len(self.start), dtype=bool))
             try:
                 self.factor = scipy.linalg.cho_factor(hessian)
@@ -126,8 +132,9 @@ class CellRefit:
         from .laplace import LaplaceDeviance
 
         if self.factor is not None:
-            laplace = LaplaceDeviance(dataclasses.replace(self.cells, successes=successes, log_coefficient=0.0),
-                                      self.link)
+            laplace = (self.profiles.criterion(successes) if self.profiles is not None else
+                       LaplaceDeviance(dataclasses.replace(self.cells, successes=successes, log_coefficient=0.0),
+                                       self.link))
             params = self.start.copy()
             for _ in range(NEWTON_STEPS):
                 value, gradient = laplace.value_and_gradient(params)

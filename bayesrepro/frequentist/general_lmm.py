@@ -15,6 +15,7 @@ import numpy as np
 
 from ..design import ModelFrame
 from ..runtime import numerical_work
+from .lmm_fit import fit_of
 from .optimise import one_way_theta
 
 # The dense path factorises a dense block with one row per level of every factor but the largest, at every
@@ -57,7 +58,6 @@ def fit_general_frame(frame: ModelFrame, method: str):
     from ..design.random_design import random_design
     from .bounded_search import bounded_minimum
     from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
-    from .lmm import fit_of
     from .sparse_deviance import SparseProfiledDeviance
 
     frame = frame.require_rows("a model with random slopes or two large crossed factors")

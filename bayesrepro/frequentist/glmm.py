@@ -17,91 +17,23 @@ the criterion over (θ, β), as ``vcov`` of a glmer fit does by default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 import numpy as np
 
 from ..design import BinomialCells, Family, ModelFrame, model_frame, resolve_family
 from ..errors import BayesreproError
 from ..limits import check_nodes
 from ..links import get_link
-from ..reliability import phi_observed
 from ..runtime import numerical_work
 from .cell_products import coupling_beyond_cells
-from .fit_result import MixedFit
+from .criterion_hessian import covariance_of_beta, gradient_hessian, value_hessian
+from .glmm_fit import GlmmFit, fixed_rows
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
 from .quadrature import QuadratureDeviance
 
-# Relative steps of finite differences: of exact gradients for the Hessian of the Laplace criterion,
-# of values for the quadrature deviance's gradient and (second differences) its Hessian.
-GRADIENT_STEP = 1e-5
+# Relative step of the central differences of the quadrature deviance's values that make its gradient.
 DIFFERENCE_STEP = 1e-6
-VALUE_STEP = 1e-4
-
-
-@dataclass(kw_only=True)
-class GlmmFit(MixedFit):
-    """A fitted binomial GLMM (ML), printable as a VCA table on the latent scale."""
-
-    family: str                          # bernoulli or binomial
-    link: str
-    n_cells: int
-    nagq: int
-    loglik: float                        # binomial coefficients included
-    cell_eta: np.ndarray                 # fixed part of the linear predictor of each distinct fixed-design row
-    cell_trials: np.ndarray              # trials with that row (weights of the observation-scale φ)
-    method: str = "ml"
-
-    residual_parameters: ClassVar[int] = 0
-    exact: ClassVar[bool] = True         # the criterion's optimum, computed (not with Monte Carlo traces)
-
-    @property
-    def title(self) -> str:
-        return (f"Generalized linear mixed model ({self.family}, {self.link} link) fit by ML "
-                f"({self.approximation}): {self.formula}")
-
-    @property
-    def observation_cells(self) -> str:
-        return f" in {self.n_cells} binomial cells"
-
-    @property
-    def headings(self) -> tuple[str, str, str]:
-        return ("Random effects (latent scale):",
-                f"Variance components (latent scale; residual = {self.link} latent variance):",
-                f"Fixed effects ({self.link} scale):")
-
-    @property
-    def approximation(self) -> str:
-        return "Laplace" if self.nagq == 1 else f"adaptive Gauss-Hermite quadrature ({self.nagq} nodes)"
-
-    @property
-    def deviance(self) -> float:
-        return -2.0 * self.loglik
-
-    @property
-    def criterion(self) -> float:
-        return self.deviance
-
-    @property
-    def reml_criterion(self) -> None:
-        return None
-
-    @property
-    def residual_variance(self) -> float:
-        """The latent-scale residual of the link: π²/3 (logit) or 1 (probit)."""
-        return get_link(self.link).latent_residual
-
-    def phi_observed(self, object: str) -> float:
-        """φ of ``object`` on the observation scale (at the design's fixed effects)."""
-        return float(phi_observed(self.variances, object, self.link, self.cell_eta, self.cell_trials))
-
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), "family": self.family, "link": self.link, "scale": "latent",
-                "approximation": self.approximation, "n_cells": self.n_cells,
-                "latent_residual": self.residual_variance}
 
 
 def fit_glmm(formula, data=None, family: str = "auto", link: str | None = None, nagq: int = 1,
@@ -197,13 +129,6 @@ def fit_binomial_cells(cells: BinomialCells, link: str = "logit", nagq: int = 1,
     )
 
 
-def fixed_rows(cells: BinomialCells, beta: np.ndarray) -> dict:
-    """A GlmmFit's ``cell_eta`` and ``cell_trials``: the fixed part of the linear predictor of each distinct
-    fixed-design row of ``cells`` and the trials with it."""
-    return {"cell_eta": cells.X_fixed @ beta,
-            "cell_trials": np.bincount(cells.fixed_cell, weights=cells.trials, minlength=len(cells.X_fixed))}
-
-
 def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta: np.ndarray):
     """Minimise the quadrature deviance over (θ ≥ 0, β) from the Laplace optimum (central-difference gradient).
 
@@ -235,58 +160,6 @@ def _optimise_quadrature(quadrature: QuadratureDeviance, theta: np.ndarray, beta
     return params[:1], params[1:], value, hessian, converged, message
 
 
-def gradient_hessian(criterion, params: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """Hessian of a criterion (the Laplace one, cell or sparse) by forward differences of its exact gradient
-    (``value_and_gradient``); rows and columns outside ``free`` (parameters at a bound) are left zero."""
-    _, base_gradient = criterion.value_and_gradient(params)
-    columns = []
-    for j in range(len(params)):
-        if not free[j]:
-            columns.append(np.zeros(len(params)))
-            continue
-        h = GRADIENT_STEP * max(1.0, abs(params[j]))   # the step of the optimiser's own convergence test
-        shifted = params.copy()
-        shifted[j] += h
-        columns.append((criterion.value_and_gradient(shifted)[1] - base_gradient) / h)
-    hessian = np.array(columns)
-    hessian[:, ~free] = 0.0
-    return 0.5 * (hessian + hessian.T)
-
-
-def value_hessian(criterion, params: np.ndarray, free: np.ndarray | None = None) -> np.ndarray:
-    """Hessian of a criterion (the quadrature deviance, the sparse Laplace one) by central second differences of
-    its values; rows and columns outside ``free`` (parameters at a bound) are left zero."""
-    size = len(params)
-    free = np.ones(size, dtype=bool) if free is None else free
-    steps = VALUE_STEP * np.maximum(1.0, np.abs(params))
-    base = criterion(params)
-    hessian = np.zeros((size, size))
-    for i in np.flatnonzero(free):
-        for j in np.flatnonzero(free[i:]) + i:
-            ei, ej = np.eye(size)[i] * steps[i], np.eye(size)[j] * steps[j]
-            if i == j:
-                value = (criterion(params + ei) - 2 * base + criterion(params - ei)) / steps[i] ** 2
-            else:
-                value = (criterion(params + ei + ej) - criterion(params + ei - ej)
-                         - criterion(params - ei + ej) + criterion(params - ei - ej)) / (4 * steps[i] * steps[j])
-            hessian[i, j] = hessian[j, i] = value
-    return hessian
-
-
 def _free(theta: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """The parameters off their bound: random-intercept θ above the boundary, every β."""
     return np.concatenate([theta > BOUNDARY_THETA, np.ones(len(beta), dtype=bool)])
-
-
-def covariance_of_beta(hessian: np.ndarray, free: np.ndarray, k: int, fixed_precision: np.ndarray) -> np.ndarray:
-    """Cov(β̂) = 2·[H⁻¹]_ββ over the ``free`` parameters (lme4's vcov; the first ``k`` are θ); (R_X'R_X)⁻¹ where
-    H is not positive definite."""
-    reduced = hessian[np.ix_(free, free)]
-    try:
-        np.linalg.cholesky(reduced)
-    except np.linalg.LinAlgError:
-        return np.linalg.inv(fixed_precision)
-    inverse = np.linalg.inv(reduced)
-    n_free_theta = int(free[:k].sum())
-    covariance = 2.0 * inverse[n_free_theta:, n_free_theta:]
-    return 0.5 * (covariance + covariance.T)

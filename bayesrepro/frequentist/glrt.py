@@ -21,7 +21,6 @@ mixture of χ²_{df−1} and χ²_df (``compare_fits``).
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,8 +31,8 @@ from .. import limits
 from ..errors import BayesreproError
 from ..design import FormulaSpec, ModelFrame, build_model_frame, parse_formula, resolve_family
 from . import reference as ref
-from .bootstrap_test import check_samples
-from .fit_result import MixedFit
+from .bootstrap_test import bootstrap_workers, check_samples, read_against
+from .fit_result import MixedFit, sd_count
 from .fitting import fit_frame
 from .lmm import fit_model_frame, require_memory
 
@@ -149,11 +148,6 @@ BINARY_REFERENCE_REASON = ("binary GLMMs are read against chi2 here; with few le
                            "bootstrap calibrates it)")
 
 
-def sd_count(fit) -> int:
-    """Standard deviations among the fit's covariance parameters (a Gaussian fit's residual included)."""
-    return sum(row["var2"] is None for row in fit.varcorr())
-
-
 def _binary_reference(frame0: ModelFrame, frame1: ModelFrame, reference: str) -> ref.Choice:
     """The reference a binary GLRT is read against (refused before any fit where it is not available)."""
     if frame0.spec.has_slopes or frame1.spec.has_slopes:
@@ -225,7 +219,8 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
             (frame0.spec.has_slopes or frame1.spec.has_slopes):
         from .slope_glrt import calibrate_structure
 
-        return calibrate_structure(test, frame0, frame1, reference, samples, seed, workers)
+        return calibrate_structure(test, fixed_parts_equal(frame0, frame1), frame0, frame1, reference, samples, seed,
+                                   workers)
     x0_on_h1 = _h0_design_on_h1_cells(frame0, frame1)
     choice = ref.choose(frame0, frame1, x0_on_h1, reference)
     if choice.method == ref.CHI2:
@@ -262,27 +257,12 @@ def calibrate(test: GlrtResult, frame0: ModelFrame, frame1: ModelFrame, referenc
     return read_against(test, simulated, text, choice)
 
 
-def read_against(test: GlrtResult, simulated, text: str, choice: ref.Choice) -> GlrtResult:
-    """``test`` with the p-value of a simulated reference distribution (``bootstrap_test.SimulatedReference``)."""
-    details = {"samples": len(simulated.sample), "exceed": simulated.exceed, "mc_se": simulated.mc_se,
-               "statistic": simulated.statistic, "unconverged": simulated.unconverged}
-    return dataclasses.replace(test, p=simulated.p, reference=f"{text} (Monte-Carlo SE {simulated.mc_se:.2g})",
-                               method=choice.method, reason=choice.reason, details=details)
-
-
 def restriction_matrix(frame1: ModelFrame, x0_on_h1_cells: np.ndarray) -> np.ndarray:
     """L with H0 ⇔ Lβ = 0 on H1's coefficients: an orthonormal basis of the directions H0 removes."""
     import scipy.linalg
 
     to_h1, *_ = np.linalg.lstsq(frame1.X_cells, x0_on_h1_cells, rcond=None)
     return scipy.linalg.null_space(to_h1.T).T
-
-
-def bootstrap_workers(workers: int | None, samples: int) -> int:
-    """Processes for a bootstrap: two where a machine has them and the run is long enough to repay the start."""
-    if workers is not None:
-        return max(int(workers), 1)
-    return min(os.cpu_count() or 1, 2) if samples >= 400 else 1
 
 
 def nested_frames(h0, h1, data=None, drop_missing: bool = False, where: str | None = None) -> tuple[ModelFrame, ModelFrame]:

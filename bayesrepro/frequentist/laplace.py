@@ -84,7 +84,6 @@ class LaplaceDeviance:
         self.link = link
         self.y, self.n = cells.successes, cells.trials
         self.constant = -2.0 * cells.log_coefficient
-        self.X = cells.X
         self.n_components = len(cells.sizes)
         self.n_fixed = cells.n_fixed
         self.fixed_names = cells.fixed_names
@@ -136,7 +135,7 @@ class LaplaceDeviance:
         beta = np.zeros(self.n_fixed)
         fixed = self.layout.X_fixed
         for _ in range(MAX_ITERATIONS):
-            eta = self.X @ beta
+            eta = self.fixed_part(beta)
             weights = np.bincount(self.layout.fixed_cell, weights=self.link.observed_weight(self.y, self.n, eta),
                                   minlength=self.layout.n_fixed_cells)
             try:
@@ -170,8 +169,12 @@ class LaplaceDeviance:
         """Λ's diagonal in elimination order."""
         return np.repeat(theta[self.layout.order], self.layout.sizes) if self.n_components else np.zeros(0)
 
+    def fixed_part(self, beta: np.ndarray) -> np.ndarray:
+        """Xβ of every cell, from the distinct fixed-design rows (cells.X would be a cells × p product)."""
+        return (self.layout.X_fixed @ beta)[self.layout.fixed_cell]
+
     def eta(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray) -> np.ndarray:
-        return self.X @ beta + self.layout.expand(self.lam(theta) * u)
+        return self.fixed_part(beta) + self.layout.expand(self.lam(theta) * u)
 
     def mode(self, theta: np.ndarray, beta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """û: the mode of the random effects given (θ, β), by Newton steps.
@@ -184,9 +187,9 @@ class LaplaceDeviance:
         lam = self.lam(theta)
         eta = self.eta(theta, beta, u)
         for _ in range(MAX_ITERATIONS):
-            terms = self.link.terms(self.y, self.n, eta)
-            system = PenalizedSystem(self.layout, lam, terms.observed_weight, with_fixed=False)
-            rhs = lam * self.layout.level_sums(terms.score) - u
+            score, observed_weight = self.link.mode_terms(self.y, self.n, eta)
+            system = PenalizedSystem(self.layout, lam, observed_weight, with_fixed=False)
+            rhs = lam * self.layout.level_sums(score) - u
             step = system.solve(rhs)
             decrement = float(rhs @ step)
             if decrement < MODE_TOLERANCE:
@@ -201,7 +204,8 @@ class LaplaceDeviance:
                 trial_eta = self.eta(theta, beta, trial)
                 return self._penalized(self.link.loglik_kernel(self.y, self.n, trial_eta), trial), trial_eta
 
-            u, eta = halved_step(u, step, self._penalized(terms.kernel, u), penalized_at)
+            current = self._penalized(self.link.loglik_kernel(self.y, self.n, eta), u)
+            u, eta = halved_step(u, step, current, penalized_at)
         raise NotConvergedError("penalized IRLS did not find the mode of the random effects in 100 iterations")
 
     def _penalized(self, kernel: np.ndarray, u: np.ndarray) -> float:

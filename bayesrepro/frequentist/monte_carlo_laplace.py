@@ -45,7 +45,7 @@ from ..links import get_link
 from ..runtime import numerical_work
 from .conjugate_gradients import NotConverged
 from .fit_result import indented
-from .glmm import GlmmFit, fixed_rows
+from .glmm_fit import GlmmFit, fixed_rows
 from .laplace import LaplaceDeviance
 from .monte_carlo_reml import DEFAULT_PROBES, FLOOR, MonteCarloFields
 

@@ -42,7 +42,7 @@ from ..errors import BayesreproError
 from ..reliability import RESIDUAL
 from .conjugate_gradients import NotConverged
 from .fit_result import indented
-from .lmm import LmmFit
+from .lmm_fit import LmmFit
 
 PATH = "monte-carlo"
 DEFAULT_PROBES = 16

@@ -16,6 +16,8 @@ from ..data import is_categorical
 from ..errors import BayesreproError, first_line
 from .level_effects import FittedEffects
 
+BLOCK_VALUES = 2 ** 20     # simulated values computed at a time (small temporaries: no page faults)
+
 
 def predict(frame, family, fit, effects: FittedEffects | None, data: pd.DataFrame | None) -> np.ndarray:
     """Predictions for ``data`` (None: the fitted rows); ``effects`` None leaves the random effects out."""
@@ -56,17 +58,51 @@ def simulate(frame, family, fit, effects: FittedEffects, n: int, seed) -> np.nda
     """``n`` responses of every fitted row, (rows × n), random effects drawn afresh from the fitted covariances."""
     rows = frame.require_rows("simulating responses")
     rng = np.random.default_rng(seed)
-    eta = np.repeat((rows.X @ np.asarray(fit.beta, dtype=float))[:, None], n, axis=1)
+    parts = []                       # per term: every row's level code, its model-matrix row, the levels' effects
     for term, (labels, matrix) in zip(effects.terms, _term_rows(rows.spec, effects, rows.data)):
         codes, levels = pd.factorize(pd.Index(labels))
         draws = rng.standard_normal((len(levels), term.covariance.shape[0], n))
         b = np.einsum("cd,ldk->lck", _root(term.covariance), draws)        # b_l ~ N(0, Σ) for every draw k
-        eta += np.einsum("ic,ick->ik", matrix, b[codes])
-    if not family.binary:
-        return eta + np.sqrt(fit.residual_variance) * rng.standard_normal(eta.shape)
+        parts.append((codes, matrix, b))
+    intercepts = [(codes, b[:, 0]) for codes, matrix, b in parts if matrix.shape[1] == 1 and np.all(matrix == 1.0)]
+    slopes = [(codes, matrix, b) for codes, matrix, b in parts if not (matrix.shape[1] == 1 and np.all(matrix == 1.0))]
+    intercepts = _merged_intercepts(intercepts, rows.n_obs)
+    fixed = rows.X @ np.asarray(fit.beta, dtype=float)
+    sd = None if family.binary else np.sqrt(fit.residual_variance)
+    eta = np.empty((rows.n_obs, n))
+    step = max(1, BLOCK_VALUES // n)
+    for start in range(0, rows.n_obs, step):     # blocks of rows: the temporaries stay small (no page faults)
+        block = slice(start, min(start + step, rows.n_obs))
+        part = eta[block]
+        part[:] = fixed[block, None]
+        for codes, table in intercepts:          # a random intercept: each row adds its level's effect
+            part += table[codes[block]]
+        for codes, matrix, b in slopes:
+            part += np.einsum("ic,ick->ik", matrix[block], b[codes[block]])
+        if sd is not None:                       # the noise drawn block after block: one stream, row by row
+            part += sd * rng.standard_normal(part.shape)
+    if sd is not None:
+        return eta
     trials = np.ones(rows.n_obs) if rows.trials is None else rows.trials
     probability = response_scale(family, eta)
     return rng.binomial(np.repeat(trials.astype(np.int64)[:, None], n, axis=1), probability).astype(float)
+
+
+def _merged_intercepts(intercepts: list, n_rows: int) -> list:
+    """Random intercepts as few (codes, effects) pairs to look up per row: the terms of few levels merged into
+    one table of their effects' sums over every combination of their levels (one lookup per row, not one per
+    term; a grid of six facets of 2–3 levels is one table of at most a few hundred rows)."""
+    limit = max(1, n_rows // 8)
+    merged, codes, table = [], None, None
+    for term_codes, effects in sorted(intercepts, key=lambda pair: len(pair[1])):
+        if table is None and len(effects) <= limit:
+            codes, table = term_codes, effects
+        elif table is not None and len(table) * len(effects) <= limit:
+            codes = codes * len(effects) + term_codes
+            table = (table[:, None, :] + effects[None, :, :]).reshape(-1, effects.shape[1])
+        else:
+            merged.append((term_codes, effects))
+    return merged if table is None else [(codes, table), *merged]
 
 
 def _root(covariance: np.ndarray) -> np.ndarray:

@@ -49,7 +49,7 @@ class QuadratureDeviance:
         level = model.layout.dominant
         n_levels = model.layout.n1
         t = float(theta[0])
-        offset = model.X @ beta
+        offset = model.fixed_part(beta)
         eta = offset + t * u[level]
         D = t * t * np.bincount(level, weights=model.link.weight(model.n, eta), minlength=n_levels) + 1.0
         sigma = 1.0 / np.sqrt(D)

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..design import ModelFrame
 from ..errors import BayesreproError
-from .ddf import DENSE_LIMIT
+from .reml_derivatives import DENSE_LIMIT
 
 AUTO = "auto"
 CHI2 = "chi2"

@@ -23,7 +23,7 @@ import numpy as np
 from ..design import GaussianStats, ModelFrame
 from ..runtime import numerical_work
 from .bootstrap_test import SimulatedReference, observed_statistic
-from .lmm import LmmFit
+from .lmm_fit import LmmFit
 
 # RLRsim's grid: λ = 0 and 199 values from e^-10 to e^8 (μ scaled to a maximum of 1)
 LAMBDA_GRID = np.concatenate([[0.0], np.exp(np.linspace(-10.0, 8.0, 199))])

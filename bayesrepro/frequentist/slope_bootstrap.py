@@ -19,7 +19,7 @@ from ..design.random_design import RandomDesign, random_design
 from ..runtime import numerical_work
 from .bootstrap_test import SimulatedReference, observed_statistic, run_in_chunks
 from .bounded_search import bounded_minimum
-from .lmm import LmmFit
+from .lmm_fit import LmmFit
 from .optimise import BOUNDARY_THETA
 from .sparse_deviance import SparseProfiledDeviance
 

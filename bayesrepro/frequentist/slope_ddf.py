@@ -29,7 +29,7 @@ from ..design.random_design import RandomDesign, lower_triangle, random_design
 from ..errors import BayesreproError
 from ..runtime import idle_core_threads
 from .covariance_structure import term_covariance
-from .ddf import DENSE_LIMIT, VarianceDerivatives, scaled_derivatives
+from .reml_derivatives import DENSE_LIMIT, VarianceDerivatives, scaled_derivatives
 from .deviance import MAX_BLAS_THREADS, PARALLEL_BLAS_SIZE
 
 
@@ -40,7 +40,7 @@ def slope_dense_size(frame: ModelFrame) -> int:
 
 def slope_variance_derivatives(frame: ModelFrame, theta: np.ndarray, sigma2: float,
                                kenward_roger: bool = True) -> VarianceDerivatives:
-    """``ddf.VarianceDerivatives`` of a REML fit (θ, σ²) of ``frame``, a model with random slopes.
+    """``reml_derivatives.VarianceDerivatives`` of a REML fit (θ, σ²) of ``frame``, a model with random slopes.
 
     ``kenward_roger=False`` leaves out Q_rs, which only Kenward–Roger needs (Satterthwaite alone).
     """

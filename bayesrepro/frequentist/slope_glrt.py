@@ -17,6 +17,8 @@ import dataclasses
 from ..design import ModelFrame
 from ..errors import BayesreproError
 from . import reference as ref
+from .bootstrap_test import bootstrap_workers, read_against
+from .fit_result import sd_count
 
 MIXTURE_REASON = ("H1 adds one variance (with the covariances of its effect, if any): its null value is on the "
                   "boundary, where the likelihood ratio follows the 50:50 chi2 mixture (Self & Liang 1987; "
@@ -35,8 +37,6 @@ EXACT_RLRT_REFUSAL = ("--reference exact-rlrt is not available for models with r
 
 def asymptotic_reason(test, fixed_equal: bool) -> str:
     """Why ``test``'s asymptotic reference (``glrt.compare_fits``) is the one it is."""
-    from .glrt import sd_count
-
     if not fixed_equal:
         return FIXED_TOO_REASON
     if test.reference.startswith("0.5*"):
@@ -44,17 +44,16 @@ def asymptotic_reason(test, fixed_equal: bool) -> str:
     return INTERIOR_REASON if sd_count(test.h1) == sd_count(test.h0) else CONSERVATIVE_REASON
 
 
-def calibrate_structure(test, frame0: ModelFrame, frame1: ModelFrame, reference: str, samples: int, seed,
-                        workers: int | None):
-    """The asymptotic ``test`` of two covariance structures read against ``reference``."""
+def calibrate_structure(test, fixed_equal: bool, frame0: ModelFrame, frame1: ModelFrame, reference: str, samples: int,
+                        seed, workers: int | None):
+    """The asymptotic ``test`` of two covariance structures read against ``reference``; ``fixed_equal``: H0 and H1
+    have the same fixed part (``glrt.fixed_parts_equal``)."""
     if reference == ref.EXACT_RLRT:
         raise BayesreproError(EXACT_RLRT_REFUSAL)
     if reference in (ref.KENWARD_ROGER, ref.SATTERTHWAITE):
         raise BayesreproError(f"--reference {reference} tests fixed effects of models with the same random-effect "
                               "terms, but H0 and H1 differ in theirs; use --reference bootstrap or chi2")
-    from .glrt import bootstrap_workers, fixed_parts_equal, read_against
-
-    reason = asymptotic_reason(test, fixed_parts_equal(frame0, frame1))
+    reason = asymptotic_reason(test, fixed_equal)
     if reference != ref.BOOTSTRAP:
         return dataclasses.replace(test, reason=reason + (CALIBRATE_HINT if reference == ref.AUTO else ""))
     from .slope_bootstrap import row_bootstrap_lrt

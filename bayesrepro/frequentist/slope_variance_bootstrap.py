@@ -19,7 +19,7 @@ from ..design import ModelFrame
 from ..runtime import numerical_work
 from .bounded_search import bounded_minimum
 from .covariance_structure import term_variances
-from .lmm import LmmFit
+from .lmm_fit import LmmFit
 from .slope_bootstrap import random_factor, row_model, simulated_effects
 from .sparse_deviance import SparseProfiledDeviance
 

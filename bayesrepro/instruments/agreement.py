@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..data import level_labels, require_columns, row_reference
+from ..data import require_columns, row_reference
+from ..levels import level_labels
 from ..errors import BayesreproError
 from ..readers import parse_numbers
 

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from ..data import check_score, level_labels, require_columns
+from ..data import check_score, require_columns
+from ..levels import level_labels
 from ..errors import BayesreproError
 from .resampling import MAX_RESAMPLED_CELLS, check_resamples, check_seed
 

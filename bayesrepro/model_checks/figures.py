@@ -130,6 +130,41 @@ def level_effects_qq(table: pd.DataFrame, title: str, ax=None):
 
 
 @_literal_text
+def loo_pit_ecdf(values: np.ndarray, title: str, ax=None):
+    """The empirical CDF of the LOO-PIT values minus the uniform CDF, with the 95 % band of the KS test.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        The LOO-PIT values.
+    title : str
+        The figure's title.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure's).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ECDF(u) − u against u; the curve leaves the band where the KS test rejects uniformity at 5 %.
+    """
+    from scipy.stats import kstwo
+
+    figure, ax = _axes(ax, 6.0, 4.0)
+    n = len(values)
+    ordered = np.sort(values)
+    bound = float(kstwo.isf(0.05, n))
+    ax.axhspan(-bound, bound, color="#d9d9d9", label="95 % band of the KS test")
+    steps = np.arange(n + 1) / n        # the ECDF just before and just after each value; linear in u between
+    u = np.concatenate([[0.0], np.repeat(ordered, 2), [1.0]])
+    ecdf = np.concatenate([[0.0], np.column_stack([steps[:-1], steps[1:]]).ravel(), [1.0]])
+    ax.plot(u, ecdf - u, color="#1f4e79", lw=1.4, label="LOO-PIT")
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xlim(0.0, 1.0)
+    _label(ax, "LOO-PIT value u", "ECDF(u) − u", title, "best")
+    return figure
+
+
+@_literal_text
 def predictive_density(observed: np.ndarray, simulated: np.ndarray, label: str, title: str, ax=None):
     """ArviZ's posterior predictive check: densities of simulated data sets over the observed one.
 

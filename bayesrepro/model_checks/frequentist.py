@@ -54,7 +54,8 @@ def check_fit(fit, seed, simulations: int):
                          "lower --simulations")
     simulated = simulated_scores(fit, simulations, seed)
     groups = [Grouping(g.name, g.codes, g.levels) for g in frame.groups]
-    checked = residual_checks(frame.y, simulated, frame.X, groups, np.random.default_rng(_second_stream(seed)))
+    checked = residual_checks(frame.y, simulated, frame.X, groups, np.random.default_rng(_second_stream(seed)),
+                              discrete=fit.family.binary)
     del simulated
     fitted = fit.predict()
     pearson = pearson_residuals(frame.y, fitted, fit.family.binary, frame.trials)

@@ -1,5 +1,6 @@
 """The model check of a posterior: data sets drawn from the posterior predictive, the tests of the frequentist
-check read against them, and ArviZ's posterior predictive plots.
+check read against them, ArviZ's posterior predictive plots, and the LOO-PIT of the observed scores
+(``loo_pit``).
 
 Each simulated data set takes one posterior draw of the fixed effects and variance components and draws the
 levels' effects afresh from them (the predictive distribution of a replication of the design with new
@@ -11,12 +12,16 @@ the posterior predictive with the observed levels' own effects would make every 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import limits
 from ..errors import BayesreproError
 from .frequentist import CHECK_SIMULATIONS, drawing
+from .loo_pit import PARETO_K_LIMIT, loo_pit
 from .run import MIN_LEVELS, Grouping, band_finding, residual_checks
+from .tests import holm, loo_pit_test
 
 
 def predictive_scores(bayes, simulations: int, rng: np.random.Generator) -> np.ndarray:
@@ -36,7 +41,7 @@ def predictive_scores(bayes, simulations: int, rng: np.random.Generator) -> np.n
     numpy.ndarray
         The simulated scores (successes for a binomial model).
     """
-    from ..frequentist.binary_bootstrap import draw_successes
+    from ..frequentist.binary_draws import draw_successes
     from ..links import LINKS
 
     frame = bayes.frame
@@ -81,10 +86,21 @@ def check_posterior(posterior, seed, simulations: int):
     frame = bayes.frame
     limits.check_product(frame.n_obs * simulations, limits.MAX_POSTERIOR_VALUES, "simulated values (rows x simulations)",
                          "lower --simulations")
-    streams = np.random.SeedSequence(seed).spawn(2)
+    streams = np.random.SeedSequence(seed).spawn(3)
     simulated = predictive_scores(bayes, simulations, np.random.default_rng(streams[0]))
     groups = [Grouping(g.name, g.codes, g.levels) for g in frame.groups]
-    checked = residual_checks(frame.y, simulated, frame.X, groups, np.random.default_rng(streams[1]))
+    checked = residual_checks(frame.y, simulated, frame.X, groups, np.random.default_rng(streams[1]),
+                              discrete=bayes.family != "gaussian")
+    try:
+        pit = loo_pit(bayes, np.random.default_rng(streams[2]))
+    except BayesreproError as error:      # no effect draws, or too many rows for the memory limit: say why
+        pit, loo_note = None, f"LOO-PIT is not shown: {error}"
+    else:
+        unreliable = int(np.sum(pit.pareto_k > PARETO_K_LIMIT))
+        checked = replace(checked, tests=holm([*checked.tests, loo_pit_test(pit.values, pit.randomized, unreliable)]))
+        loo_note = (f"LOO-PIT from {pit.draws} posterior draws (PSIS weights); "
+                    + ("randomized PITs of the discrete scores" if pit.randomized else
+                       "the Gaussian predictive CDF weighted per draw"))
     mean = simulated.mean(axis=1)
     observed = frame.y
     panels = [("quantile residuals Q-Q", band_finding(checked.residuals, checked.band),
@@ -100,10 +116,22 @@ def check_posterior(posterior, seed, simulations: int):
                        ppc_finding(*level_means, f"means per level of {group.name}"),
                        drawing("predictive_density", *level_means, f"mean {frame.spec.response} per {group.name}",
                                f"Posterior predictive check: {group.name}")))
-    notes = checked.notes + ["LOO-PIT is not shown: it needs a log-likelihood per observation and predictive draws "
-                             "given the observed levels' effects, which this posterior does not keep"]
-    return ModelCheck("posterior", frame.formula, bayes.family, simulations, seed, checked, panels,
-                      residual_frame(mean, observed - mean, checked.residuals), notes)
+    residuals = residual_frame(mean, observed - mean, checked.residuals)
+    if pit is not None:
+        panels.append(("LOO-PIT", loo_pit_finding(pit.values),
+                       drawing("loo_pit_ecdf", pit.values, f"LOO-PIT ({pit.draws} posterior draws)")))
+        residuals["loo_pit"] = pit.values
+    return ModelCheck("posterior", frame.formula, bayes.family, simulations, seed, checked, panels, residuals,
+                      checked.notes + [loo_note])
+
+
+def loo_pit_finding(values: np.ndarray) -> str:
+    """What the ECDF plot of the LOO-PIT values shows, in one sentence: the share in each outer tenth."""
+    low, high = float(np.mean(values < 0.1)), float(np.mean(values > 0.9))
+    return (f"{100 * low:.1f} % of the LOO-PIT values lie below 0.1 and {100 * high:.1f} % above 0.9 (10 % each "
+            "expected): " + ("more scores in the tails of their leave-one-out predictive than it expects."
+                             if low + high > 0.22 else "fewer scores in the tails than their predictive expects."
+                             if low + high < 0.18 else "the predictive's tails hold the share of scores they should."))
 
 
 def _level_means(values: np.ndarray, group) -> np.ndarray:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
+BLOCK_VALUES = 2 ** 20     # values of the simulated matrix ranked at a time
+
 
 def quantile_residuals(observed: np.ndarray, simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The randomized quantile residual of every observation among its simulated values.
@@ -37,7 +39,7 @@ def quantile_residuals(observed: np.ndarray, simulated: np.ndarray, rng: np.rand
     return (less + rng.uniform(size=len(observed)) * (tied + 1)) / (simulated.shape[1] + 1)
 
 
-def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator, ties: bool = True) -> np.ndarray:
     """Every simulated data set's quantile residuals among the other simulated data sets.
 
     Each column plays the observed scores once, ranked among the S − 1 other columns: the reference
@@ -50,19 +52,35 @@ def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator
         n × S simulated scores.
     rng : numpy.random.Generator
         Source of the randomization between tied ranks.
+    ties : bool, default True
+        Whether a row may hold equal values (discrete scores); False skips looking for them, for scores drawn
+        from a continuous distribution, which has none.
 
     Returns
     -------
     numpy.ndarray
-        n × S residuals in (0, 1), single precision (they are ranks among S values: 2⁻²⁴ is far below 1/S).
+        n × S residuals in (0, 1), single precision (they are ranks among S values: 2⁻²⁴ is far below 1/S),
+        stored column by column.
     """
     simulated = np.asarray(simulated, dtype=float)
     rows, s = simulated.shape
+    residuals = np.empty((s, rows), dtype=np.float32).T     # column-major: the checks sort every column
+    step = max(1, BLOCK_VALUES // s)
+    for start in range(0, rows, step):     # blocks of rows: small temporaries, and the same random stream
+        block = slice(start, min(start + step, rows))
+        residuals[block] = _ranks_among_others(simulated[block], rng, ties)
+    return residuals
+
+
+def _ranks_among_others(simulated: np.ndarray, rng: np.random.Generator, ties: bool) -> np.ndarray:
+    """``simulated_quantile_residuals`` of some rows."""
+    rows, s = simulated.shape
     order = np.argsort(simulated, axis=1)
-    ordered = np.take_along_axis(simulated, order, axis=1)
     starts = np.ones((rows, s), dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    del ordered
+    if ties:
+        ordered = np.take_along_axis(simulated, order, axis=1)
+        starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+        del ordered
     positions = np.arange(s, dtype=np.float32)
     if starts.all():   # no ties (continuous scores): a value's rank is its position
         ranked = positions + rng.random(size=(rows, s), dtype=np.float32)
@@ -72,8 +90,12 @@ def simulated_quantile_residuals(simulated: np.ndarray, rng: np.random.Generator
         ends[:, :-1] = starts[:, 1:]
         last = np.minimum.accumulate(np.where(ends, positions, s)[:, ::-1], axis=1)[:, ::-1]
         ranked = below + rng.random(size=(rows, s), dtype=np.float32) * (last - below + 1)  # ties among the others
+    ranked /= np.float32(s)
+    # in single precision (k + U) / S rounds to 1 (or is 0) about once in 10^5 values: keep them inside (0, 1),
+    # where their normal scores are finite
+    np.clip(ranked, np.finfo(np.float32).tiny, np.nextafter(np.float32(1), np.float32(0)), out=ranked)
     residuals = np.empty((rows, s), dtype=np.float32)
-    np.put_along_axis(residuals, order, ranked / np.float32(s), axis=1)
+    np.put_along_axis(residuals, order, ranked, axis=1)
     return residuals
 
 

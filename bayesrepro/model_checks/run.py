@@ -37,7 +37,7 @@ class CheckedResiduals:
 
 
 def residual_checks(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, groups: list[Grouping],
-                    rng: np.random.Generator) -> CheckedResiduals:
+                    rng: np.random.Generator, discrete: bool = True) -> CheckedResiduals:
     """Quantile residuals and the tests of a check: uniformity, dispersion, and per grouping factor the
     within-level structure (where a fixed effect varies within its levels) and the outlying levels (factors of
     at least ``MIN_LEVELS`` levels), Holm-adjusted together.
@@ -54,6 +54,9 @@ def residual_checks(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, 
         The model's grouping factors.
     rng : numpy.random.Generator
         Source of the randomization of tied ranks.
+    discrete : bool, default True
+        Whether simulated scores can tie (binary or binomial scores); False for scores simulated with Gaussian
+        noise, which never do.
 
     Returns
     -------
@@ -61,7 +64,8 @@ def residual_checks(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, 
         The residuals and the tests.
     """
     residuals = quantile_residuals(observed, simulated, rng)
-    ordered = np.sort(simulated_quantile_residuals(simulated, rng), axis=0)
+    ordered = simulated_quantile_residuals(simulated, rng, ties=discrete)
+    ordered.sort(axis=0)
     found = [tests.uniformity_test(residuals, ordered)]
     band = simulated_band(ordered)
     del ordered
@@ -90,9 +94,11 @@ def residual_checks(observed: np.ndarray, simulated: np.ndarray, X: np.ndarray, 
 
 def simulated_band(ordered: np.ndarray) -> np.ndarray:
     """The 2.5 % and 97.5 % points, over the simulated data sets, of each ordered residual (rows of ``ordered``)."""
-    s = ordered.shape[1]
+    rows, s = ordered.shape
     low, high = int(np.floor(0.025 * (s - 1))), int(np.ceil(0.975 * (s - 1)))
-    return np.partition(ordered, [low, high], axis=1)[:, [low, high]].T
+    step = max(1, 2 ** 20 // s)      # a block of rows at a time: no copy of the whole matrix
+    return np.concatenate([np.partition(ordered[start:start + step], [low, high], axis=1)[:, [low, high]]
+                           for start in range(0, rows, step)]).T
 
 
 def binned_means(fitted: np.ndarray, residuals: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:

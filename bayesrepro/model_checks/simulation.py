@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 NEWTON_STEPS = 8
+BLOCK_VALUES = 2 ** 20     # simulated values shifted at a time
 
 
 def simulated_scores(fit, n: int, seed) -> np.ndarray:
@@ -45,7 +46,11 @@ def simulated_scores(fit, n: int, seed) -> np.ndarray:
         return _binary_scores(fit, frame, n, np.random.default_rng(seed))
     simulated = fit.simulate(n, seed=seed)
     basis = np.linalg.qr(frame.X)[0]       # the fixed design's columns are independent (aliased ones dropped)
-    return simulated + (basis @ (basis.T @ (frame.y[:, None] - simulated)))
+    shift = (basis.T @ frame.y)[:, None] - basis.T @ simulated
+    step = max(1, BLOCK_VALUES // n)
+    for start in range(0, frame.n_obs, step):     # in place, a block of rows at a time (small temporaries)
+        simulated[start:start + step] += basis[start:start + step] @ shift
+    return simulated
 
 
 def _binary_scores(fit, frame, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.special import ndtr, ndtri
 
 ALPHA = 0.05
+BLOCK_VALUES = 2 ** 20     # simulated residuals transformed at a time (small temporaries)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,9 @@ def uniformity_test(observed: np.ndarray, ordered_simulated: np.ndarray) -> Chec
         The distance, its p-value and a sentence.
     """
     distance = float(ks_distances(standardized(np.sort(observed)[:, None]))[0])
-    reference = ks_distances(standardized(ordered_simulated))
+    step = max(1, BLOCK_VALUES // len(observed))
+    reference = np.concatenate([ks_distances(standardized(ordered_simulated[:, start:start + step]))
+                                for start in range(0, ordered_simulated.shape[1], step)])
     p = monte_carlo_p(distance, reference)
     texts = (f"The quantile residuals are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}): "
              "no sign that the scores' distribution differs from the model's.",
@@ -115,10 +118,47 @@ def uniformity_test(observed: np.ndarray, ordered_simulated: np.ndarray) -> Chec
     return CheckTest("uniformity", None, distance, p, texts, {"reference_median": float(np.median(reference))})
 
 
+def loo_pit_test(values: np.ndarray, randomized: bool, unreliable: int) -> CheckTest:
+    """Are the LOO-PIT values uniform? Their KS distance to U(0, 1), read against Kolmogorov's distribution.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        The n LOO-PIT values (``loo_pit.loo_pit``).
+    randomized : bool
+        Whether they are randomized PITs of discrete scores.
+    unreliable : int
+        Values whose importance weights have a Pareto k above 0.7.
+
+    Returns
+    -------
+    CheckTest
+        The distance, its p-value and a sentence. The values are not independent; the reference is that of n
+        independent uniforms, conservative for them (``loo_pit``'s module).
+    """
+    from scipy.stats import kstwo
+
+    n = len(values)
+    distance = float(ks_distances(np.sort(values)[:, None])[0])
+    p = float(kstwo.sf(distance, n))
+    what = "randomized LOO-PIT values" if randomized else "LOO-PIT values"
+    caveat = (f"; {unreliable} of the {n} values rest on unreliable importance weights, Pareto k above 0.7"
+              if unreliable else "")
+    texts = (f"The {what} are consistent with uniform (KS distance {distance:.3f}, p = {p:.3g}{caveat}): every "
+             "score lies where the model fitted without it predicts it.",
+             f"The {what} are not uniform (KS distance {distance:.3f}, p = {p:.3g}{caveat}): "
+             f"{_residual_shape(values)}; the model fitted without a score mispredicts it.")
+    return CheckTest("LOO-PIT uniformity", None, distance, p, texts,
+                     {"reference": "Kolmogorov", "randomized": randomized, "pareto_k_above_0_7": unreliable})
+
+
 def standardized(residuals: np.ndarray) -> np.ndarray:
     """Quantile residuals with the location and scale of their normal scores set to 0 and 1, per column."""
     z = ndtri(residuals)
-    return ndtr((z - z.mean(axis=0)) / z.std(axis=0))
+    mean, sd = z.mean(axis=0), z.std(axis=0)
+    z -= mean       # in place: n × S values
+    z /= sd
+    return ndtr(z, out=z)
 
 
 def _residual_shape(residuals: np.ndarray) -> str:
@@ -150,7 +190,7 @@ def dispersion_test(residual: np.ndarray, simulated_residual: np.ndarray) -> Che
     CheckTest
         The ratio of the observed to the mean simulated variance, its p-value and a sentence.
     """
-    observed_spread, simulated_spread = float(np.var(residual)), np.var(simulated_residual, axis=0)
+    observed_spread, simulated_spread = float(np.var(residual)), _column_variances(simulated_residual)
     ratio = float(observed_spread / np.mean(simulated_spread))
     p = two_sided_p(observed_spread, simulated_spread)
     direction = "more" if ratio > 1 else "less"
@@ -161,12 +201,20 @@ def dispersion_test(residual: np.ndarray, simulated_residual: np.ndarray) -> Che
     return CheckTest("dispersion", None, ratio, p, texts)
 
 
+def _column_variances(values: np.ndarray) -> np.ndarray:
+    """The variance of every column, without an n × S temporary."""
+    mean = values.mean(axis=0)
+    return np.einsum("ij,ij->j", values, values) / values.shape[0] - mean * mean
+
+
 def marginal_residuals(observed: np.ndarray, simulated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The observed scores minus the simulated mean, and every simulated data set minus the others' mean (no
     data set is compared with a mean it is part of)."""
     s = simulated.shape[1]
     mean = simulated.mean(axis=1)
-    return observed - mean, (simulated - mean[:, None]) * (s / (s - 1.0))
+    simulated_residual = simulated - mean[:, None]
+    simulated_residual *= s / (s - 1.0)
+    return observed - mean, simulated_residual
 
 
 def within_level_structure_test(residual: np.ndarray, simulated_residual: np.ndarray, X: np.ndarray,
@@ -246,7 +294,7 @@ def outlying_levels_test(residual: np.ndarray, simulated_residual: np.ndarray, c
     """
     n_levels = len(levels)
     indicator, counts = _level_indicator(codes, n_levels)
-    means = indicator @ np.column_stack([residual, simulated_residual]) / np.maximum(counts, 1)[:, None]
+    means = np.column_stack([indicator @ residual, indicator @ simulated_residual]) / np.maximum(counts, 1)[:, None]
     centre, spread = means[:, 1:].mean(axis=1), means[:, 1:].std(axis=1)
     spread = np.where(spread > 0, spread, np.inf)
     z = (means - centre[:, None]) / spread[:, None]

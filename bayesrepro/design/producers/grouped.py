@@ -34,7 +34,8 @@ from ..binomial import BinomialCells
 from ..cells import COUNT
 from ..checks import confounded_pairs, require_estimable
 from ..formula import FormulaSpec, parse_formula
-from ..frame import GroupedFrame, GroupingFactor, fixed_design
+from ..fixed_and_groups import GroupingFactor, fixed_design
+from ..frame import GroupedFrame
 from ..sums import GroupedSums, LevelCellSums, PairCounts
 
 # Transforms whose result depends on the whole column (formulae's stateful
@@ -180,7 +181,7 @@ class GroupedSource:
         return self.dialect.quote(self.aliases[name])
 
     def as_text(self, name: str) -> str:
-        """The column as the text of its levels, as the memory engine writes them (``data.level_labels``)."""
+        """The column as the text of its levels, as the memory engine writes them (``levels.level_labels``)."""
         column, kind, d = self.ref(name), self.schema[name], self.dialect
         if kind == BOOL_KIND:
             return f"CASE WHEN {column} THEN 'True' WHEN NOT {column} THEN 'False' END"
