@@ -103,6 +103,17 @@ def number(text, option, low=-math.inf, high=math.inf, open_interval=False) -> f
     return value
 
 
+def check_nodes(nodes, n_components: int) -> int:
+    """The number of quadrature nodes (--nagq) within its range; above 1 only for one grouping factor."""
+    nodes = NAGQ.check(nodes)
+    if nodes > 1 and n_components != 1:
+        raise BayesreproError(
+            f"--nagq {nodes}: adaptive quadrature integrates over one grouping factor and this model has "
+            f"{n_components}; leave --nagq at 1 (the Laplace approximation)"
+        )
+    return nodes
+
+
 # --- sampling (phi, compare, report, plan --assurance) ---------------------------------------------------------
 # R-hat compares chains and ESS needs draws enough to see autocorrelation: below the lower
 # bounds the convergence diagnostics that every result carries are meaningless.

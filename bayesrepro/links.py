@@ -13,6 +13,11 @@ observed, not to the cells they are collapsed into.
 The latent-scale residual variance is that of the latent variable whose
 threshold gives a success: the standard logistic (π²/3) for logit, the
 standard normal (1) for probit.
+
+scipy.special is imported where a link is first evaluated, not with this
+module: in this SciPy it loads SciPy's array-API layer, which imports
+numpy.f2py and numpy.testing, 0.1-0.2 s that a Gaussian fit (which imports
+this module through the design and reliability modules) never uses.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, gammaln, log_ndtr, ndtr
 
 from .errors import BayesreproError
 
@@ -108,22 +112,30 @@ class Logit(Link):
         return successes - trials * mu, trials * mu * (1.0 - mu)
 
     def inverse(self, eta):
+        from scipy.special import expit
+
         return expit(eta)
 
     def log_probabilities(self, eta):
         return -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)
 
     def derivative(self, eta):
+        from scipy.special import expit
+
         mu = expit(eta)
         return mu * (1.0 - mu)
 
     def score(self, successes, trials, eta):
+        from scipy.special import expit
+
         return successes - trials * expit(eta)
 
     def weight(self, trials, eta):
         return trials * self.derivative(eta)
 
     def weight_derivative(self, trials, eta):
+        from scipy.special import expit
+
         mu = expit(eta)
         return trials * mu * (1.0 - mu) * (1.0 - 2.0 * mu)
 
@@ -139,9 +151,13 @@ class Probit(Link):
     latent_residual = 1.0
 
     def inverse(self, eta):
+        from scipy.special import ndtr
+
         return ndtr(eta)
 
     def log_probabilities(self, eta):
+        from scipy.special import log_ndtr
+
         return log_ndtr(eta), log_ndtr(-eta)
 
     def derivative(self, eta):
@@ -172,6 +188,8 @@ def get_link(name: str) -> Link:
 
 
 def log_binomial_coefficient(successes, trials):
+    from scipy.special import gammaln
+
     return gammaln(trials + 1.0) - gammaln(successes + 1.0) - gammaln(trials - successes + 1.0)
 
 
@@ -182,6 +200,8 @@ def _softplus(x):
 
 def _mills(x):
     """φ(x)/Φ(x), stable in both tails."""
+    from scipy.special import log_ndtr
+
     return np.exp(-0.5 * x * x - LOG_SQRT_2PI - log_ndtr(x))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .datasets import load_dataset
-from .frequentist import fit_lmm
+from .frequentist.lmm import fit_lmm
 from .frequentist.analyses import averaged_comparison, compare_conditional, compare_levels, variance_component_test
 from .properties import length_class
 from .reliability import consistency_across, d_study, koo_li_label, phi

@@ -188,7 +188,7 @@ def whole_commands(names: list[str], repeats: int) -> list[dict]:
 def refits(names: list[str], repeats: int) -> list[dict]:
     from bayesrepro.bayes import fit_bayes
     from bayesrepro.datasets import load_dataset
-    from bayesrepro.frequentist import fit_lmm
+    from bayesrepro.frequentist.lmm import fit_lmm
 
     annotation = load_dataset("kreutzer_annotation")
     ter = load_dataset("kreutzer_ter")

@@ -38,7 +38,7 @@ LEVELS = (0.01, 0.05, 0.10)
 def null_p_value(seed: int, items: int, seeds: int, systems: int, reference: str, samples: int) -> float:
     """One null replicate: simulate, test, return the p-value."""
     from bayesrepro.design import resolve_family
-    from bayesrepro.frequentist import glrt
+    from bayesrepro.frequentist.glrt import glrt
     from bayesrepro.frequentist.binary_bootstrap import binary_bootstrap_job
     from bayesrepro.frequentist.bootstrap_test import observed_statistic, sequential_p
     from bayesrepro.frequentist.glmm import fit_glmm_frame

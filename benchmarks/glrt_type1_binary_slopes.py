@@ -32,7 +32,7 @@ H1 = "y ~ system + (1 + system | subject) + (1 | item)"
 
 def null_p_value(seed: int, subjects: int, items: int, systems: int) -> float:
     """One null replicate: simulate, test, return the p-value."""
-    from bayesrepro.frequentist import glrt
+    from bayesrepro.frequentist.glrt import glrt
     from bayesrepro.simulate import binary_system_slopes
 
     data = binary_system_slopes(subjects, items, {f"S{k}": 0.0 for k in range(systems)}, random_state=seed)

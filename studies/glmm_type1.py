@@ -32,7 +32,7 @@ SOURCES = ["studies/glmm_type1.py", "bayesrepro/simulate.py", "bayesrepro/freque
 
 
 def paired_null(seed: int) -> float:
-    from bayesrepro.frequentist import glrt
+    from bayesrepro.frequentist.glrt import glrt
     from bayesrepro.simulate import binary_grid
 
     data = binary_grid(items=200, systems=NULL_SYSTEMS, seeds=3, prompts=1, seed_sd=0.0, prompt_sd=0.0,
@@ -41,7 +41,7 @@ def paired_null(seed: int) -> float:
 
 
 def seeds_null(seed: int) -> float:
-    from bayesrepro.frequentist import glrt
+    from bayesrepro.frequentist.glrt import glrt
     from bayesrepro.simulate import binary_grid
 
     data = binary_grid(items=200, systems=NULL_SYSTEMS, seeds=5, prompts=1, seed_sd=0.3, prompt_sd=0.0,

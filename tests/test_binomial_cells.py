@@ -128,7 +128,7 @@ def test_scores_without_variation_are_refused():
 
 
 def test_binary_grid_spec_runs_its_glrt_and_latent_d_study_on_a_simulated_grid():
-    from bayesrepro.frequentist import glrt
+    from bayesrepro.frequentist.glrt import glrt
     from bayesrepro.reliability import d_study, latent_variances
     from bayesrepro.specs import load_spec
 

@@ -68,6 +68,34 @@ def test_reml_commands_import_no_bayesian_library_numba_engine_or_slow_scipy_pac
     assert not modules & {"scipy.interpolate", "scipy.optimize", "scipy.stats", "scipy.spatial"}
 
 
+CBPP = str(ROOT / "tests" / "data" / "cbpp.csv.gz")
+# modules of the binary models alone (their Laplace and quadrature criteria and start values)
+BINARY_MODULES = {f"bayesrepro.frequentist.{name}" for name in
+                  ("glmm", "glmm_start", "laplace", "quadrature", "sparse_laplace", "penalized_system")}
+
+
+@pytest.mark.parametrize("method", ["reml", "ml"])
+def test_a_gaussian_vca_imports_neither_scipy_special_nor_the_binary_models_nor_the_sparse_core(method):
+    """A small Gaussian fit printed as tables needs none of them: the binary models' modules and the sparse core
+    (SciPy's sparse solvers) cost tens of milliseconds of start-up, scipy.special as much again, numpy.f2py and
+    numpy.testing 0.1 s. (--json needs scipy.special: it holds the p-values of the fixed effects, from the t and
+    normal tails.)"""
+    status, modules = modules_of("vca", DYESTUFF, *ONE_FACTOR, "--method", method)
+    assert status == 0
+    assert "scipy.special" not in modules
+    assert not modules & BINARY_MODULES
+    assert not modules & {"bayesrepro.frequentist.sparse_deviance", "scipy.sparse.linalg"}
+    assert not modules & {"numpy.f2py", "numpy.testing"}   # SciPy's array-API layer without them (formulae_loader)
+
+
+def test_a_binary_vca_imports_scipy_special_and_the_laplace_criterion():
+    """The control of the test above: the names it looks for are those a binary fit imports."""
+    status, modules = modules_of("vca", CBPP, "--formula", "p(incidence, size) ~ period + (1|herd)",
+                                 "--categorical", "herd,period", "--json")
+    assert status == 0
+    assert {"scipy.special", "bayesrepro.frequentist.glmm", "bayesrepro.frequentist.laplace"} <= modules
+
+
 def test_the_posterior_of_the_fast_path_needs_numba_and_nutpies_core_alone():
     status, modules = modules_of("phi", DYESTUFF, *ONE_FACTOR, "--json", "--seed", "1", "--draws", "100",
                                  "--tune", "100", "--chains", "2", "--allow-unconverged")

@@ -10,7 +10,7 @@ import pytest
 from bayesrepro import compare as cmp
 from bayesrepro.errors import BayesreproError
 from bayesrepro.design import build_model_frame
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 
 
 def one_way(a=50, m=10, group_var=1.0, residual_var=1.0, seed=11):

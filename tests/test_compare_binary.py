@@ -9,7 +9,8 @@ import pytest
 from bayesrepro.compare import compare
 from bayesrepro.compare_binary import glmm_bootstrap
 from bayesrepro.design import build_model_frame, resolve_family
-from bayesrepro.frequentist import fit_glmm, glrt
+from bayesrepro.frequentist.glmm import fit_glmm
+from bayesrepro.frequentist.glrt import glrt
 from bayesrepro.frequentist.binary_contrasts import binary_contrasts
 from bayesrepro.simulate import binary_grid
 

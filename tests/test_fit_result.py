@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesrepro.frequentist import fit_glmm, fit_lmm
 from bayesrepro.frequentist.fit_result import MixedFit
+from bayesrepro.frequentist.glmm import fit_glmm
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.reliability import RESIDUAL
 from bayesrepro.simulate import binary_grid
 

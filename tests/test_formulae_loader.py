@@ -64,3 +64,35 @@ import scipy.interpolate
 print(type(sys.modules["scipy.interpolate"].BSpline).__name__, hasattr(formulae, "design_matrices"))
 """)
     assert out == "type True"
+
+
+def test_scipys_array_api_layer_is_imported_without_numpy_f2py_and_testing_which_stay_numpys_own():
+    out = run_fresh("""
+import sys
+import numpy as np
+from bayesrepro.design.formulae_loader import load_formulae
+load_formulae()
+assert "scipy._lib._array_api" in sys.modules        # formulae imported SciPy's array-API layer ...
+print(sorted(m for m in ("numpy.f2py", "numpy.testing", "unittest") if m in sys.modules))   # ... without these
+assert "testing" not in vars(np) and "f2py" not in vars(np)   # the stand-ins are gone from NumPy
+np.testing.assert_allclose(1.0, 1.0)                  # NumPy's own lazy import, at first use
+assert np.testing is sys.modules["numpy.testing"] and np.testing.__file__.endswith("__init__.py")
+import scipy._lib.array_api_compat.numpy as xp        # SciPy's clone of the namespace reads through to the module
+assert xp.testing.assert_allclose is np.testing.assert_allclose
+from scipy._lib._array_api import array_namespace
+import scipy.sparse
+print(float(array_namespace(np.ones(3)).sum(np.ones(3))), scipy.sparse.eye(2).nnz)
+""")
+    assert out == "[]\n3.0 2"
+
+
+def test_numpy_submodules_imported_before_formulae_are_left_as_they_are():
+    out = run_fresh("""
+import sys
+import numpy as np, numpy.testing
+from bayesrepro.design.formulae_loader import load_formulae
+load_formulae()
+import scipy._lib.array_api_compat.numpy as xp
+print(xp.testing is np.testing, "numpy.f2py" in sys.modules)
+""")
+    assert out == "True False"

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from bayesrepro.design import build_model_frame, resolve_family
-from bayesrepro.frequentist import glrt
+from bayesrepro.frequentist.glrt import glrt
 from bayesrepro.frequentist.binary_contrasts import binary_contrasts, binary_means
 from bayesrepro.frequentist.glmm import fit_glmm, fit_glmm_frame
 

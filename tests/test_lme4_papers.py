@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bayesrepro.datasets import DATASETS, load_dataset
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.properties import length_class
 
 REFERENCE = Path(__file__).parent / "reference"

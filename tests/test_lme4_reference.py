@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 
 HERE = Path(__file__).parent
 PUBLIC = json.loads((HERE / "reference" / "lme4_public.json").read_text())

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 
 
 def balanced_two_way(rng, n_items=40, n_seeds=5, sd_item=1.0, sd_seed=0.5, sd_res=0.3):

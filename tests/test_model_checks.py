@@ -9,7 +9,7 @@ from bayesrepro.cli import main
 from bayesrepro.compare import compare
 from bayesrepro.design import build_model_frame, model_frame
 from bayesrepro.errors import BayesreproError
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.reliability import ObjectChoice, default_object, object_of_measurement
 
 

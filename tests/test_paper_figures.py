@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from bayesrepro.datasets import load_dataset
-from bayesrepro.frequentist import fit_lmm, glrt
+from bayesrepro.frequentist.glrt import glrt
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.reliability import phi, vca_table
 
 ANNOTATION = (

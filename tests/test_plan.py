@@ -276,7 +276,7 @@ def test_a_zero_seed_variance_halves_the_power_the_noncentral_t_promises():
 def test_kenward_roger_of_the_closed_form_is_that_of_the_package(groups, formula, variances):
     """The simulated Kenward–Roger test takes SE and df from the closed form at the fitted components; on balanced
     data they equal frequentist.ddf's, inside the parameter space and with components fitted at zero."""
-    from bayesrepro.frequentist import fit_lmm
+    from bayesrepro.frequentist.lmm import fit_lmm
     from bayesrepro.frequentist.ddf import small_sample_inference
 
     a = assume("system", ("A", "B"), groups, variances, 0.0, {"item": 15, "seed": 3})
@@ -306,7 +306,7 @@ def test_simulation_does_not_depend_on_the_number_of_workers():
 
 def test_simulated_power_matches_refits_of_simulated_rows():
     """Independent simulation: rows drawn from the model, fitted by fit_lmm, Wald test of pairwise_contrasts."""
-    from bayesrepro.frequentist import fit_lmm
+    from bayesrepro.frequentist.lmm import fit_lmm
     from bayesrepro.frequentist.contrasts import pairwise_contrasts
 
     a = seeds_assumptions(counts={"item": 12, "seed": 3})

@@ -15,7 +15,7 @@ import pytest
 from bayesrepro.datasets import dataset_path, load_dataset
 from bayesrepro.design import build_model_frame, model_frame
 from bayesrepro.errors import BayesreproError
-from bayesrepro.frequentist import glrt
+from bayesrepro.frequentist.glrt import glrt
 from bayesrepro.frequentist.lmm import fit_model_frame
 
 GRID = ("ter ~ 1 + (1|sentence_id) + (1|learning_rate) + (1|seed) + (1|encoder_dropout) + (1|decoder_dropout)"

@@ -11,7 +11,7 @@ from bayesrepro.data import check_score, read_table
 from bayesrepro.levels import level_labels
 from bayesrepro.datasets import DATASETS, load_dataset
 from bayesrepro.errors import BayesreproError
-from bayesrepro.frequentist import fit_lmm
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.readers import read_file
 from bayesrepro.reliability import phi
 

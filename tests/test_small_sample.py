@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from bayesrepro.errors import BayesreproError
-from bayesrepro.frequentist import glrt
+from bayesrepro.frequentist.glrt import glrt
 from bayesrepro.frequentist.analyses import compare_levels
 from bayesrepro.frequentist.bootstrap_test import (
     ResponseSimulator,

@@ -11,7 +11,7 @@ import pytest
 from bayesrepro import cli
 from bayesrepro.datasets import load_dataset
 from bayesrepro.design import build_model_frame, model_frame
-from bayesrepro.frequentist import glrt
+from bayesrepro.frequentist.glrt import glrt
 from bayesrepro.frequentist.lmm import fit_model_frame
 from test_producers import assert_same_fit, cell_table
 

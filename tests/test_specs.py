@@ -5,7 +5,8 @@ import pytest
 from bayesrepro.datasets import load_dataset
 from bayesrepro.errors import BayesreproError
 from bayesrepro.design import build_model_frame
-from bayesrepro.frequentist import fit_lmm, glrt
+from bayesrepro.frequentist.glrt import glrt
+from bayesrepro.frequentist.lmm import fit_lmm
 from bayesrepro.reliability import vca_table
 from bayesrepro.specs import list_specs, load_spec
 

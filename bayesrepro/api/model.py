@@ -125,7 +125,7 @@ class Model:
         """``fit``; without ``require_object`` a tie between the factors with most levels takes the first of them as
         φ's object instead of a refusal (level effects and predictions do not depend on it)."""
         from ..errors import BayesreproError
-        from ..frequentist.quadrature import check_nodes
+        from ..limits import check_nodes
         from ..reliability import ObjectChoice, object_of_measurement
         from .fit import Fit
 

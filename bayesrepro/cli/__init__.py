@@ -25,6 +25,7 @@ from .contained import DEBUG_VARIABLE, run_contained
 # modules of this package, each registering its subcommand (import_logs registers `import`)
 COMMANDS = ("vca", "effects", "glrt", "demo", "phi", "compare", "rank", "check", "report", "bootstrap", "permutation",
             "budget", "agreement", "circularity", "baselines", "import_logs", "plan")
+COMMAND_NAMES = {"import_logs": "import"}   # the subcommand a module registers, where it is not the module's name
 EXIT_INTERNAL = 1
 
 
@@ -40,7 +41,13 @@ class Parser(argparse.ArgumentParser):
         raise BayesreproError(f"{where}{message}; see {see}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, with every subcommand, or with ``command`` alone where it names one.
+
+    A command line that names its command needs no other command's module:
+    importing and registering them all would cost every command 20-30 ms of
+    start-up, and the command's own help and errors are the same either way.
+    """
     parser = Parser(
         prog="bayesrepro",
         description="Inferential reproducibility for ML evaluations: LMMs, GLRTs, variance components, reliability.",
@@ -48,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                "library or killed for want of memory, 130 interrupted, 141 output closed by its reader.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    for name in COMMANDS:
+    modules = [name for name in COMMANDS if COMMAND_NAMES.get(name, name) == command] or COMMANDS
+    for name in modules:
         importlib.import_module(f".{name}", __name__).register(subparsers)
     return parser
 
@@ -61,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
     command_line = COMMAND_LINE.set(True)   # errors name the options (--object), not the Python arguments
     try:
-        refuse_nul_bytes(sys.argv[1:] if argv is None else argv)
-        args, unknown = build_parser().parse_known_args(argv)
+        arguments = sys.argv[1:] if argv is None else argv
+        refuse_nul_bytes(arguments)
+        args, unknown = build_parser(arguments[0] if arguments else None).parse_known_args(argv)
         if unknown:
             raise BayesreproError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}; "
                                   f"see bayesrepro {args.command} --help")

@@ -9,14 +9,28 @@ imports the real function when first called; the stand-in is removed as soon
 as formulae is imported, so every later import of ``scipy.interpolate`` gets
 SciPy's own package. A formulae that imports anything else from it is
 imported as usual.
+
+formulae imports ``scipy.sparse``, and with it (as every SciPy package) SciPy's
+array-API layer, which clones NumPy's namespace: ``from numpy import *`` and a
+look-up of every name ``dir(numpy)`` lists, which imports each submodule NumPy
+loads lazily. Two of them no computation here uses: ``numpy.f2py`` (the Fortran
+wrapper generator) and ``numpy.testing`` (with ``unittest``), 0.1 s of CPU,
+more than a third of the start-up a small model command spends beyond NumPy and
+pandas. While formulae is imported they are NumPy attributes that import the
+real module when anything is first read from them; the attributes are removed
+afterwards, so that ``numpy.testing`` is NumPy's own again at its first use.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import sys
 import types
 
 INTERPOLATE = "scipy.interpolate"
+ARRAY_API = "scipy._lib._array_api"
+DEFERRED_NUMPY = ("f2py", "testing")
 
 
 def load_formulae() -> types.ModuleType:
@@ -32,7 +46,8 @@ def load_formulae() -> types.ModuleType:
     stand_in.splev = _splev
     sys.modules[INTERPOLATE] = stand_in
     try:
-        import formulae
+        with _numpy_submodules_deferred():
+            import formulae
     except ImportError:
         formulae = None
     finally:
@@ -43,6 +58,31 @@ def load_formulae() -> types.ModuleType:
             del sys.modules[name]
         import formulae
     return formulae
+
+
+@contextlib.contextmanager
+def _numpy_submodules_deferred():
+    """NumPy's ``DEFERRED_NUMPY`` submodules stood in for (``_Deferred``) while SciPy's array-API layer is first
+    imported; nothing is stood in for where that layer or the submodule is imported already."""
+    import numpy
+
+    names = [] if ARRAY_API in sys.modules else [
+        name for name in DEFERRED_NUMPY if f"numpy.{name}" not in sys.modules and name not in vars(numpy)]
+    for name in names:
+        setattr(numpy, name, _Deferred(f"numpy.{name}"))
+    try:
+        yield
+    finally:
+        for name in names:
+            if isinstance(vars(numpy).get(name), _Deferred):
+                delattr(numpy, name)
+
+
+class _Deferred(types.ModuleType):
+    """Stands for the module of its name: imports it when an attribute is first read, and answers from it."""
+
+    def __getattr__(self, attribute):
+        return getattr(importlib.import_module(self.__name__), attribute)
 
 
 def _splev(*args, **kwargs):

@@ -1,9 +1,7 @@
-"""Frequentist engine: ML/REML fits of random-intercept LMMs, ML fits of binary GLMMs, likelihood-ratio tests."""
+"""Frequentist engine: ML/REML fits of random-intercept LMMs, ML fits of binary GLMMs, likelihood-ratio tests.
 
-from .glmm import fit_glmm
-from .glmm_fit import GlmmFit
-from .glrt import GlrtResult, glrt
-from .lmm import fit_lmm
-from .lmm_fit import LmmFit
-
-__all__ = ["GlmmFit", "GlrtResult", "LmmFit", "fit_glmm", "fit_lmm", "glrt"]
+Import what you use from its module (``from bayesrepro.frequentist.lmm import
+fit_lmm``, ``.glmm`` for ``fit_glmm``, ``.glrt`` for ``glrt``): the package
+itself imports nothing, so that a Gaussian fit does not load the binary
+models' modules (SciPy's linear algebra and special functions among them).
+"""

@@ -24,6 +24,10 @@ information; components estimated at zero are held there (lmerTest's
 split into the eigen-contrasts of LΦL'. Kenward–Roger follows pbkrtest
 (Halekoh & Højsgaard 2014): the adjusted covariance Φ_A = Φ + 2ΦUΦ and the
 scaled F statistic with its denominator degrees of freedom.
+
+scipy.special (the F and t tails) is imported by the tests that use it: a fit
+that only reads ``DENSE_LIMIT`` (every Gaussian ``vca``) would otherwise pay
+for its import (0.1-0.2 s, see ``bayesrepro.links``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
-from scipy.special import fdtrc, stdtr
 
 from ..design import GaussianStats
 from ..errors import BayesreproError
@@ -312,6 +315,8 @@ class SmallSampleInference:
         f = float(t2.sum() / q)
         nu = np.array([self._satterthwaite_nu(row) for row in contrasts])
         ddf = _combined_ddf(nu)
+        from scipy.special import fdtrc
+
         return SmallSampleTest(SATTERTHWAITE, f, q, ddf, float(fdtrc(q, ddf, f)))
 
     # ---------------------------------------------------------------- Kenward–Roger
@@ -363,6 +368,8 @@ class SmallSampleInference:
         return ddf, scaling
 
     def _kenward_roger_f(self, L: np.ndarray) -> SmallSampleTest:
+        from scipy.special import fdtrc
+
         adjusted, _ = self._kenward_roger_covariance()
         estimate = L @ self.beta
         q = np.linalg.matrix_rank(L)
@@ -396,6 +403,8 @@ def frame_inference(frame, fit, methods: tuple = METHODS) -> SmallSampleInferenc
 
 def t_p_values(estimate: np.ndarray, se: np.ndarray, df: np.ndarray) -> np.ndarray:
     """Two-sided p-values of t = estimate/se on df degrees of freedom."""
+    from scipy.special import stdtr
+
     return 2.0 * stdtr(df, -np.abs(estimate / se))
 
 

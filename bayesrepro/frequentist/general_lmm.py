@@ -14,13 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..design import ModelFrame
-from ..design.random_design import random_design
 from ..runtime import numerical_work
-from .bounded_search import bounded_minimum
-from .optimise import one_way_theta
-from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
 from .lmm_fit import fit_of
-from .sparse_deviance import SparseProfiledDeviance
+from .optimise import one_way_theta
 
 # The dense path factorises a dense block with one row per level of every factor but the largest, at every
 # evaluation: above this many rows (a 2,000² block costs ~0.2 s per Cholesky factor) the sparse core is used.
@@ -57,6 +53,13 @@ def start_of(design, y: np.ndarray) -> np.ndarray:
 
 
 def fit_general_frame(frame: ModelFrame, method: str):
+    # the sparse core's modules (SciPy's sparse solvers among them) are imported here, not with the choice of the
+    # core above, which every Gaussian fit makes
+    from ..design.random_design import random_design
+    from .bounded_search import bounded_minimum
+    from .covariance_structure import TERM_VARIANCE_NOTE, singular_terms, term_variances, varcorr_rows
+    from .sparse_deviance import SparseProfiledDeviance
+
     frame = frame.require_rows("a model with random slopes or two large crossed factors")
     design = random_design(frame.spec, frame.data)
     objective = SparseProfiledDeviance(design, frame.X, frame.y, reml=(method == "reml"))

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..design import BinomialCells, Family, ModelFrame, model_frame, resolve_family
 from ..errors import BayesreproError
+from ..limits import check_nodes
 from ..links import get_link
 from ..runtime import numerical_work
 from .cell_products import coupling_beyond_cells
@@ -29,7 +30,7 @@ from .glmm_fit import GlmmFit, fixed_rows
 from .glmm_start import attenuated_start, latent_start
 from .laplace import LaplaceDeviance
 from .optimise import BOUNDARY_THETA, optimise
-from .quadrature import QuadratureDeviance, check_nodes
+from .quadrature import QuadratureDeviance
 
 # Relative step of the central differences of the quadrature deviance's values that make its gradient.
 DIFFERENCE_STEP = 1e-6

@@ -23,21 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import limits
-from ..errors import BayesreproError
+from ..limits import check_nodes
 from .laplace import LaplaceDeviance
 
 MAX_NODES = limits.NAGQ.high
-
-
-def check_nodes(nodes, n_components: int) -> int:
-    """The number of quadrature nodes (--nagq) within its range; above 1 only for one grouping factor."""
-    nodes = limits.NAGQ.check(nodes)
-    if nodes > 1 and n_components != 1:
-        raise BayesreproError(
-            f"--nagq {nodes}: adaptive quadrature integrates over one grouping factor and this model has "
-            f"{n_components}; leave --nagq at 1 (the Laplace approximation)"
-        )
-    return nodes
 
 
 class QuadratureDeviance:

@@ -2,25 +2,29 @@
 
 ``model_frame`` dispatches to them: ``--engine auto`` keeps small inputs in memory, hands directories, globs and
 files that would take much memory in pandas to DuckDB (out of core, only grouped results reach Python) and a Spark
-DataFrame to Spark. DuckDB and Spark are imported only when used.
+DataFrame to Spark. DuckDB and Spark are imported only when used, and so are the modules of the grouped producers
+(with the condition language of --where they take tens of milliseconds of every command's start-up): rows in memory
+need none of them.
 """
 
 from __future__ import annotations
 
 import stat
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...data import HARNESS_PREFIXES, read_table
 from ...datasets import DATASETS, dataset_path
 from ...errors import BayesreproError
 from ...readers import file_mode
-from ...where import as_where
 from ..formula import FormulaSpec, parse_formula
 from ..frame import ModelFrame, build_model_frame
 from ..memory_estimate import parse_memory
-from . import duckdb_source, spark_source
-from .grouped import GroupedSource
 from .memory_estimate import expected_memory
+
+if TYPE_CHECKING:
+    from .grouped import GroupedSource
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
 # Files expected to take more than this in pandas (memory_estimate.py) are summed by DuckDB: an analysis in
@@ -32,7 +36,7 @@ def choose_engine(data, engine: str) -> str:
     """The engine ``auto`` stands for, given the data; a named engine is checked against the data."""
     if engine not in ENGINES:
         raise BayesreproError(f"--engine '{engine}' is unknown; choose one of: {', '.join(ENGINES)}")
-    if spark_source.is_spark_dataframe(data):
+    if _is_spark_dataframe(data):
         if engine not in ("auto", "spark"):
             raise BayesreproError(f"a Spark DataFrame is summed by Spark; use --engine spark, not '{engine}'")
         return "spark"
@@ -89,6 +93,9 @@ def grouped_source(data, engine: str, where: str | None = None, drop_missing: bo
                    spark_master: str | None = None, categorical=(), progress: bool | None = None) -> GroupedSource:
     """The producer that sums ``data`` where it lives: DuckDB or Spark, as ``engine`` and the data say
     (``model_frame``'s arguments)."""
+    from ...where import as_where
+    from . import duckdb_source, spark_source
+
     chosen = choose_engine(data, engine)
     if chosen == "memory":
         raise BayesreproError("rows in memory have no grouped source; use --engine duckdb or spark")
@@ -98,6 +105,15 @@ def grouped_source(data, engine: str, where: str | None = None, drop_missing: bo
                                            text_columns=categorical)
     return spark_source.spark_source(data, condition, drop_missing, spark_master, text_columns=categorical,
                                      progress=progress)
+
+
+def _is_spark_dataframe(data) -> bool:
+    # a Spark DataFrame exists only once pyspark is imported; until then its producer's modules are not loaded
+    if "pyspark" not in sys.modules:
+        return False
+    from .spark_source import is_spark_dataframe
+
+    return is_spark_dataframe(data)
 
 
 def _data_path(data) -> str:
