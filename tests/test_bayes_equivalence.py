@@ -50,13 +50,13 @@ def test_finite_population_variance_of_the_items_is_the_same_from_both_backends(
     assert table["agree"].all(), table.to_string()
 
 
-@pytest.mark.slow
+@pytest.mark.ondemand   # the slice of the same data runs in the default suite
 def test_fast_path_matches_bambi_on_kreutzer_ter():
     _agree(TER, load_dataset("kreutzer_ter"), draws=1000, noncentered=False)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["Marking", "Post Edit"])
+@pytest.mark.parametrize("mode", [pytest.param("Marking", marks=pytest.mark.slow),
+                                  pytest.param("Post Edit", marks=pytest.mark.ondemand)])   # the same model
 def test_fast_path_matches_bambi_on_each_annotation_mode(mode):
     data = load_dataset("kreutzer_annotation")
     _agree(ANNOTATION, data[data["mode"] == mode], draws=2000, noncentered=True, target_accept=0.95,

@@ -232,7 +232,7 @@ def test_brms_priors_give_brms_posterior_quantiles_on_sleepstudy():
     assert any("StudentT(nu=3, mu=288.7, sigma=59.3)" in prior for prior in posterior.bayes.prior_table["prior"])
 
 
-@pytest.mark.slow
+@pytest.mark.ondemand
 def test_brms_reference_rerun_in_r_agrees(tmp_path):
     import bayesrepro as br
 

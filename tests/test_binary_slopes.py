@@ -138,7 +138,7 @@ def test_quadrature_is_refused_for_slopes():
         model.fit(nagq=3)
 
 
-@pytest.mark.slow
+@pytest.mark.ondemand
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript is not installed")
 def test_reference_script_reproduces_the_stored_values(tmp_path):
     """Re-run the R script into a temporary folder (it reads verbagg.csv.gz there): the same fits as stored, to

@@ -17,7 +17,7 @@ Bayesian commands sample for real in about one case in six (a few hundred
 draws on 72 rows); in the others their options or data fail first.
 
 The default run is bounded (fixed ``max_examples``, derandomized, so CI sees
-the same cases every time) to a few minutes; the same properties with ten
+the same cases every time) to a few minutes; the same properties with four
 times the examples are marked slow.
 """
 
@@ -47,7 +47,7 @@ from bayesrepro.where import parse_where
 
 # derandomized: the same cases in every run; no example database between runs
 SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-SCALE = {"default": 1, "slow": 10}
+SCALE = {"default": 1, "slow": 4}
 PROFILE = [pytest.param("default"), pytest.param("slow", marks=pytest.mark.slow)]
 # the package's own invalid values, overflows and divisions by zero fail the run (numerical_work silences
 # only the libraries')
@@ -55,7 +55,7 @@ pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning:bayesrepro")
 
 
 def fuzz(profile: str, examples: int):
-    """Hypothesis settings of a profile: ``examples`` cases in the default run, ten times as many when slow."""
+    """Hypothesis settings of a profile: ``examples`` cases in the default run, four times as many when slow."""
     return settings(max_examples=examples * SCALE[profile], **SETTINGS)
 
 

@@ -67,7 +67,7 @@ print(json.dumps({"order": criterion.dense_order, "value": float(value), "refere
 """
 
 
-@pytest.mark.slow
+@pytest.mark.ondemand
 @pytest.mark.skipif(machine_memory() < NEEDED_BYTES,
                     reason=f"needs {NEEDED_BYTES / 2**30:.0f} GB of memory for a {ORDER:,}-row dense block")
 def test_a_dense_block_past_the_threaded_crash_order_is_factored_rightly():

@@ -90,7 +90,7 @@ def test_sleepstudy_loo_matches_brms():
     _assert_matches(_loo_of_sleepstudy(), json.loads(REFERENCE.read_text()))
 
 
-@pytest.mark.slow
+@pytest.mark.ondemand
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="needs R with brms")
 def test_sleepstudy_loo_matches_brms_rerun(tmp_path):
     """The reference script run afresh (about ten minutes: brms compiles and samples two models)."""
