@@ -9,7 +9,7 @@ loaded when first used, so that ``import bayesrepro`` stays fast and loads
 no numerical library.
 """
 
-import importlib
+from .lazy_names import lazy_names as _lazy_names
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -48,13 +48,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bayesrepro' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_names(__name__, _EXPORTS, globals())

@@ -5,33 +5,24 @@ command imports only the modules it needs (a Gaussian fit needs neither the
 binomial cells nor the producers of grouped sums).
 """
 
-import importlib
+from ..lazy_names import lazy_names as _lazy_names
 
-# name -> module of this package that defines it
+# name -> module of this package that defines it (relative)
 _EXPORTS = {
-    "BinomialCells": "binomial",
-    "binomial_cells": "binomial",
-    "Family": "family",
-    "resolve_family": "family",
-    "FormulaSpec": "formula",
-    "parse_formula": "formula",
-    "GroupingFactor": "fixed_and_groups",
-    "ModelFrame": "frame",
-    "build_model_frame": "frame",
-    "GaussianStats": "gaussian",
-    "gaussian_stats": "gaussian",
-    "model_frame": "producers",
+    "BinomialCells": ".binomial",
+    "binomial_cells": ".binomial",
+    "Family": ".family",
+    "resolve_family": ".family",
+    "FormulaSpec": ".formula",
+    "parse_formula": ".formula",
+    "GroupingFactor": ".fixed_and_groups",
+    "ModelFrame": ".frame",
+    "build_model_frame": ".frame",
+    "GaussianStats": ".gaussian",
+    "gaussian_stats": ".gaussian",
+    "model_frame": ".producers",
 }
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_names(__name__, _EXPORTS, globals())
