@@ -43,7 +43,7 @@ def level_factor(values: pd.Series) -> pd.Categorical:
     if not (values.dtype.kind in "biuf" or isinstance(values.dtype, pd.StringDtype)):
         return pd.Categorical(level_labels(values))
     codes, distinct = pd.factorize(values)
-    labels = [_label(v) for v in distinct]
+    labels = [_label(v) for v in np.asarray(distinct, dtype=object)]   # not one by one from an Arrow array
     order = sorted(range(len(labels)), key=labels.__getitem__)
     rank = np.empty(len(labels) + 1, dtype=np.int64)
     rank[order] = np.arange(len(labels))
