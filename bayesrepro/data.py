@@ -19,7 +19,7 @@ import pandas as pd
 from .datasets import DATASETS, load_dataset
 from .errors import BayesreproError, shown
 from .frame_types import check_frame
-from .levels import level_labels
+from .levels import level_factor, level_labels
 from .readers import SUPPORTED_SUFFIXES, file_mode, parse_numbers, read_file
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def read_table(source, where: str | Where | None = None, categorical: Iterable[s
     frame = _drop_unused_categories(frame)
     for column in categorical:
         require_columns(frame, [column], "categorical column")
-        frame[column] = pd.Categorical(level_labels(frame[column]))
+        frame[column] = level_factor(frame[column])
     return frame
 
 
@@ -236,7 +236,7 @@ def as_factor(frame: pd.DataFrame, column: str) -> pd.Categorical:
     values = frame[column]
     if isinstance(values.dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in values.cat.categories):
         return values.cat.remove_unused_categories().array
-    return pd.Categorical(level_labels(values))
+    return level_factor(values)
 
 
 # 2**53: integers beyond it are not all held exactly by a double

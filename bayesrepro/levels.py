@@ -37,6 +37,23 @@ def level_labels(values: pd.Series) -> pd.Series:
     return objects.map(_label, na_action="ignore").where(values.notna(), None)
 
 
+def level_factor(values: pd.Series) -> pd.Categorical:
+    """``pd.Categorical(level_labels(values))``, built from the distinct values' labels where they are numbers of
+    one type or text: their sorted labels are the categories, without a second factorisation of a label per row."""
+    if not (values.dtype.kind in "biuf" or isinstance(values.dtype, pd.StringDtype)):
+        return pd.Categorical(level_labels(values))
+    codes, distinct = pd.factorize(values)
+    labels = [_label(v) for v in np.asarray(distinct, dtype=object)]   # not one by one from an Arrow array
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    rank = np.empty(len(labels) + 1, dtype=np.int64)
+    rank[order] = np.arange(len(labels))
+    rank[-1] = -1   # code −1: missing
+    categories = pd.Index([labels[i] for i in order])
+    if not categories.is_unique:   # two values written alike: let the labels decide, as level_labels does
+        return pd.Categorical(level_labels(values))
+    return pd.Categorical.from_codes(rank[codes], categories=categories)
+
+
 def _label(value) -> str:
     if isinstance(value, str):
         return value

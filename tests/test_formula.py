@@ -38,6 +38,22 @@ def test_interaction_grouping_has_one_level_per_observed_combination(annotation)
     assert group.n_levels == annotation.groupby(["sentence", "rater"], observed=True).ngroups == 50
 
 
+def test_crossed_codes_number_the_combinations_as_factorising_their_tuples_does():
+    """The crossed grouping factor's integer keys give the codes and level order of pandas' factorisation of the
+    rows' (code, code, ...) tuples, missing codes (-1) included."""
+    import numpy as np
+
+    from bayesrepro.design.fixed_and_groups import _crossed_codes
+
+    rng = np.random.default_rng(3)
+    for sizes in ([3, 5], [40, 1, 7], [2, 300, 4]):
+        codes = [rng.integers(-1, size, 2000).astype(np.int16) for size in sizes]
+        expected, combinations = pd.factorize(pd.MultiIndex.from_arrays(codes), sort=True)
+        found, found_combinations = _crossed_codes(codes, sizes)
+        np.testing.assert_array_equal(found, expected)
+        assert found_combinations == [tuple(int(c) for c in combo) for combo in combinations]
+
+
 def test_aliased_fixed_columns_are_dropped_with_a_note(ter):
     data = ter.assign(double_length=2.0 * ter["src_length"])
     frame = build_model_frame("ter ~ src_length + double_length + (1|sentence_id)", data)

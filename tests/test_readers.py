@@ -104,6 +104,21 @@ def test_level_labels_tell_numbers_apart_and_keep_missing():
         level_labels(pd.Series(["7", 7], name="item"))
 
 
+@pytest.mark.parametrize("values", [
+    pd.Series([3, -1, 40, 3, 7, -1]), pd.Series([1.0, 2.5, np.nan, 1e-5, 3, 2.5, -0.0, 0.0]),
+    pd.Series([True, False, True]), pd.Series(["b", "a", None, "é", "Z", "ab", "a"], dtype="string"),
+    pd.Series(["q10", "q2", "q1", "q2"], dtype="str"), pd.Series(np.array([9, 1, 9], dtype=np.uint8)),
+    pd.Series(["y", "x", None, "y"], dtype=object), pd.Series([], dtype=float),
+], ids=["int", "float", "bool", "string", "str", "uint8", "object", "empty"])
+def test_a_level_factor_is_the_categorical_of_the_level_labels(values):
+    """The factor built from the distinct values' labels has the codes and categories of the labels' own."""
+    from bayesrepro.levels import level_factor
+
+    expected, found = pd.Categorical(level_labels(values)), level_factor(values)
+    np.testing.assert_array_equal(found.codes, expected.codes)
+    assert found.dtype == expected.dtype and found.categories.equals(expected.categories)
+
+
 @pytest.mark.parametrize("name, content, match", [
     ("dup.csv", "item,score,score\na,1,2\n", "has the column 'score' more than once"),
     ("empty.csv", "", "is empty"),

@@ -115,10 +115,27 @@ def grouping_factor(frame: pd.DataFrame, columns: tuple[str, ...]) -> GroupingFa
         factor = as_factor(frame, columns[0])
         return GroupingFactor(name, columns, factor.codes.astype(np.int64), pd.Index(factor.categories.astype(str)))
     parts = [as_factor(frame, column) for column in columns]
-    combined = pd.MultiIndex.from_arrays([p.codes for p in parts])
-    codes, uniques = pd.factorize(combined, sort=True)
+    codes, uniques = _crossed_codes([p.codes for p in parts], [len(p.categories) for p in parts])
     labels = [":".join(str(p.categories[c]) for p, c in zip(parts, combo)) for combo in uniques]
     return GroupingFactor(name, columns, codes.astype(np.int64), pd.Index(labels))
+
+
+def _crossed_codes(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """A code per row for each distinct combination of ``codes`` (factors with ``sizes`` levels), numbered in the
+    combinations' lexicographic order, and the combinations: one integer key per row (mixed radix) and a sort,
+    where factorising the rows' tuples builds a Python tuple per row."""
+    if np.prod([size + 1.0 for size in sizes]) >= 2.0**62:
+        codes, uniques = pd.factorize(pd.MultiIndex.from_arrays(codes), sort=True)
+        return codes, list(uniques)
+    key = np.zeros(len(codes[0]), dtype=np.int64)
+    for part, size in zip(codes, sizes):
+        key = key * (size + 1) + (part.astype(np.int64) + 1)   # codes from -1 (a missing label) up
+    distinct, inverse = np.unique(key, return_inverse=True)
+    combinations = []
+    for size in reversed(sizes):
+        combinations.append(distinct % (size + 1) - 1)
+        distinct = distinct // (size + 1)
+    return inverse.reshape(-1), list(zip(*(c.tolist() for c in reversed(combinations))))
 
 
 def _text_as_category(values: pd.Series) -> pd.Series:
