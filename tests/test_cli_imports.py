@@ -94,7 +94,6 @@ def test_a_binary_vca_imports_scipy_special_and_the_laplace_criterion():
                                  "--categorical", "herd,period", "--json")
     assert status == 0
     assert {"scipy.special", "bayesrepro.frequentist.glmm", "bayesrepro.frequentist.laplace"} <= modules
-    assert "scipy.optimize" not in modules   # 0.13 s: the start values' tetrachoric roots take their own Brent steps
 
 
 def test_the_posterior_of_the_fast_path_needs_numba_and_nutpies_core_alone():

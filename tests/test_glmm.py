@@ -119,27 +119,3 @@ def test_observation_and_latent_phi_are_both_reported(grid):
     latent = fit.variances["item"] / (sum(fit.variances.values()) + np.pi**2 / 3)
     assert fit.phi("item") == pytest.approx(latent)
     assert 0 < fit.phi_observed("item") < fit.phi("item")   # 0/1 scores carry less of the item variance than the latent scale
-
-
-def test_the_start_values_root_is_scipys_brentq_to_the_last_bit():
-    """The tetrachoric start's own Brent root (kept so that binary fits need not import scipy.optimize) takes
-    brentq's steps: the same float on rates and shares across their range, so the fits start where they did."""
-    import scipy.optimize
-    from scipy.special import ndtr, ndtri, owens_t
-
-    from bayesrepro.frequentist.glmm_start import LARGEST_CORRELATION, brent_root
-
-    compared = 0
-    for rate in np.linspace(0.02, 0.98, 25):
-        for share in np.geomspace(1e-6, 0.9, 25):
-            a, variance = ndtri(rate), rate * (1 - rate)
-
-            def excess(rho):
-                return ndtr(a) - 2.0 * owens_t(a, np.sqrt((1.0 - rho) / (1.0 + rho))) - rate * rate - share * variance
-
-            if excess(0.0) >= 0 or excess(LARGEST_CORRELATION) <= 0:
-                continue
-            compared += 1
-            assert brent_root(excess, 0.0, LARGEST_CORRELATION) == scipy.optimize.brentq(
-                excess, 0.0, LARGEST_CORRELATION, xtol=1e-8)
-    assert compared > 300

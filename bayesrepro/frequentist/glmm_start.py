@@ -75,49 +75,5 @@ def _tetrachoric(share: float, rate: float) -> float:
         return 0.0
     if excess(LARGEST_CORRELATION) <= 0:
         return LARGEST_CORRELATION
-    return float(brent_root(excess, 0.0, LARGEST_CORRELATION))
-
-
-def brent_root(function, lower: float, upper: float, xtol: float = 1e-8, rtol: float = 4 * np.finfo(float).eps,
-               iterations: int = 100) -> float:
-    """A root of ``function`` bracketed by [lower, upper], by Brent's method (Brent 1973, ch. 4): secant or inverse
-    quadratic steps where they shrink the bracket fast enough, bisection otherwise. The same steps and stopping
-    rule as ``scipy.optimize.brentq``, whose import (0.13 s) every binary fit would otherwise pay for three
-    scalar roots."""
-    previous, current = lower, upper
-    f_previous, f_current = function(previous), function(current)
-    if f_previous == 0:
-        return previous
-    if f_current == 0:
-        return current
-    block = f_block = 0.0
-    step_before = step = 0.0
-    for _ in range(iterations):
-        if f_previous * f_current < 0:
-            block, f_block = previous, f_previous
-            step_before = step = current - previous
-        if abs(f_block) < abs(f_current):   # keep the better end as ``current``
-            previous, current, block = current, block, current
-            f_previous, f_current, f_block = f_current, f_block, f_current
-        tolerance = (xtol + rtol * abs(current)) / 2
-        bisection = (block - current) / 2
-        if f_current == 0 or abs(bisection) < tolerance:
-            return current
-        if abs(step_before) > tolerance and abs(f_current) < abs(f_previous):
-            if previous == block:   # secant
-                trial = -f_current * (current - previous) / (f_current - f_previous)
-            else:   # inverse quadratic
-                slope_previous = (f_previous - f_current) / (previous - current)
-                slope_block = (f_block - f_current) / (block - current)
-                trial = -f_current * (f_block * slope_block - f_previous * slope_previous) / (
-                    slope_block * slope_previous * (f_block - f_previous))
-            if 2 * abs(trial) < min(abs(step_before), 3 * abs(bisection) - tolerance):
-                step_before, step = step, trial
-            else:
-                step_before = step = bisection
-        else:
-            step_before = step = bisection
-        previous, f_previous = current, f_current
-        current += step if abs(step) > tolerance else (tolerance if bisection > 0 else -tolerance)
-        f_current = function(current)
-    return current
+    from scipy.optimize import brentq  # 0.15 s to import: only binary fits reach it, not every command's start-up
+    return float(brentq(excess, 0.0, LARGEST_CORRELATION, xtol=1e-8))
