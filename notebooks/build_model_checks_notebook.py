@@ -41,7 +41,7 @@ from the posterior and, beside it, from a parametric bootstrap of the ML fit."""
     ("code", """board = br.simulate_binary_grid(items=300, random_state=1)
 board_model = br.Model("correct ~ system + (1|item) + (1|seed) + (1|prompt)", board, categorical=["seed"],
                        progress=False)
-board_model.rank(factor="system", n_boot=200, seed=1, draws=500, tune=500, chains=2)"""),
+board_model.rank(factor="system", n_boot=200, seed=1)"""),
     ("code", """board_fit = board_model.fit()
 board_check = board_fit.check(seed=0)
 board_check"""),
