@@ -9,7 +9,11 @@ estimate). Where the caller asks for it (``quasi_newton``), an objective with an
 exact gradient is first searched by the quasi-Newton steps of the Gaussian
 criterion (``optimise.newton_search``: log scale for the bounded entries),
 which reach an interior optimum in fewer evaluations; L-BFGS-B takes over
-where that search heads for a bound or stalls. Diagonal entries that end at
+where that search heads for a bound or stalls. An objective without an exact
+gradient is first searched, where the caller asks for it (``stencil``), by
+Newton steps on central differences (``stencil_newton.py``: a few
+evaluations from a close start, and no SciPy optimiser to import); L-BFGS-B
+with differenced gradients takes over where that search fails. Diagonal entries that end at
 zero are tried at small positive values, since the criterion's slope there
 can be flat. Convergence is lme4's test in spirit: the projected gradient
 (zero components of a bound that the gradient pushes against) is small.
@@ -22,6 +26,7 @@ import functools
 import numpy as np
 
 from .optimise import newton_search
+from .stencil_newton import stencil_newton
 
 # The criterion's projected gradient below which a fit counts as converged (lme4 checks 2e-3 on its scale).
 GRADIENT_TOLERANCE = 1e-3
@@ -38,12 +43,13 @@ TEST_STEP = 1e-4
 
 def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray, relative_change: float = 1e-15,
                     settled_gradient: float = SETTLED_GRADIENT,
-                    quasi_newton: bool = False) -> tuple[np.ndarray, bool, str]:
+                    quasi_newton: bool = False, stencil: bool = False) -> tuple[np.ndarray, bool, str]:
     """θ minimising ``objective`` over the bounds, whether lme4's convergence test passed, and why not.
 
     A search ends where an iteration changes the criterion by less than ``relative_change`` (L-BFGS-B's ftol; the
     quasi-Newton search: where a step would gain less than that share) and L-BFGS-B is restarted unless the
-    projected gradient is below ``settled_gradient``."""
+    projected gradient is below ``settled_gradient``. With ``stencil`` an objective without an exact gradient is
+    searched by ``stencil_newton`` first, to the same ``settled_gradient``."""
     if len(start) == 0:
         return np.zeros(0), True, "no variance components: closed form"
     start = np.asarray(start, dtype=float)
@@ -53,6 +59,12 @@ def bounded_minimum(objective, start: np.ndarray, diagonal: np.ndarray, relative
             if found is not None:
                 theta, converged, message = _tested(found, objective(found),
                                                     _projected_gradient(objective, found, diagonal))
+                if converged:
+                    return theta, converged, message
+        if stencil and not getattr(objective, "has_exact_gradient", False):
+            found = stencil_newton(objective, start, diagonal, settled_gradient)
+            if found is not None:
+                theta, converged, message = _tested(*found)
                 if converged:
                     return theta, converged, message
         bounds = [(0.0, None) if d else (None, None) for d in diagonal]

@@ -64,7 +64,8 @@ def fit_general_frame(frame: ModelFrame, method: str):
     design = random_design(frame.spec, frame.data)
     objective = SparseProfiledDeviance(design, frame.X, frame.y, reml=(method == "reml"))
     with numerical_work():
-        theta, converged, message = bounded_minimum(objective, start_of(design, frame.y), design.diagonal)
+        theta, converged, message = bounded_minimum(objective, start_of(design, frame.y), design.diagonal,
+                                                    stencil=True)
         solution = objective.solve(theta)
     sigma2 = objective.sigma2(solution)
     note = TERM_VARIANCE_NOTE if frame.spec.has_slopes else SPARSE_NOTE.format(levels=dense_schur_levels(frame))
