@@ -125,3 +125,29 @@ def test_the_sparse_laplace_fit_of_a_binary_crowd_imports_neither_scipy_optimize
     assert "bayesrepro.frequentist.selected_inverse" in modules and "numba" in modules   # the sparse path ran
     assert not modules & {"scipy.optimize", "bayesrepro.bayes"}
     assert not top_level(modules) & (BAYESIAN | ENGINES)
+
+
+def test_the_sparse_core_fit_of_a_gaussian_crowd_imports_neither_scipy_optimize_nor_scipy_special(tmp_path):
+    """Its Newton steps on central differences need no L-BFGS-B where they end inside the bounds, and the p-value
+    of its fixed effect (no df for a fit this large) is a normal tail from the standard library."""
+    from bayesrepro.simulate import simulate_crowd
+
+    scores, _ = simulate_crowd(6000, 3000, 1500, skew=1.0, random_state=8)
+    scores.to_csv(tmp_path / "crowd.csv", index=False)
+    # the sparse core, items eliminated and SuperLU on the raters, and no Satterthwaite df (as for 8,000 raters)
+    script = ("from bayesrepro.frequentist import block_factor, general_lmm, reml_derivatives\n"
+              "general_lmm.DENSE_SCHUR_LEVELS = 1000\nblock_factor.COUPLING_LIMIT = 0\n"
+              "reml_derivatives.DENSE_LIMIT = 1000\n" + SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", script, "vca", str(tmp_path / "crowd.csv"), "--formula",
+                             "score ~ 1 + (1|item) + (1|rater)", "--json"],
+                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    payload = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("MODULES "))
+                         .removeprefix("MODULES "))
+    fit = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("{")))
+    assert payload["status"] == 0 and fit["converged"]
+    assert any("sparse core" in note for note in fit["notes"])
+    assert fit["fixed_effects"][0]["df"] is None and 0.0 < fit["fixed_effects"][0]["p"] < 1.0
+    modules = set(payload["modules"])
+    assert "bayesrepro.frequentist.stencil_newton" in modules and "scipy.sparse.linalg" in modules
+    assert not modules & {"scipy.optimize", "scipy.special", "scipy.stats"}

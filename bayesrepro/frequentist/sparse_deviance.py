@@ -47,6 +47,10 @@ from .block_factor import BlockFactor, BlockSystem, block_eliminable
 from .dense_factor import DENSE_COLUMNS, DenseFactor, DenseSystem
 from .sparse_factor import Factoriser
 
+# Solutions kept for θ asked again: a search's last point is followed by its stencil of differences (2k points for
+# k elements of θ) before the fit solves there once more.
+RECENT_SOLUTIONS = 8
+
 
 class SparseProfiledDeviance(ProfiledCriterion):
     """−2 log-likelihood (ML) or the REML criterion as a function of θ (lme4's layout, ``RandomDesign``)."""
@@ -73,10 +77,16 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.ztx = np.asarray(Z.T @ X)
         self.xtx = X.T @ X
         self._x = X
+        position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
         if design.diagonal_factor:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
             coo_rows = np.repeat(np.arange(self.ztz.shape[1]), np.diff(self.ztz.indptr))
             self._pattern = (self.ztz.indices, coo_rows)
-        position = np.argsort(self.columns)   # of each of Z's columns among the permuted ones
+            # Λθ's diagonal in the permuted columns is θ[_scale_index]; where Z'Z holds its whole diagonal (every
+            # level observed), A = Λ'Z'ZΛ + I is Z'Z's values scaled with 1 added at these positions
+            self._scale_index = np.empty(design.q, dtype=np.intp)
+            self._scale_index[position[design.lambda_rows]] = design.lambda_index
+            diagonal_at = np.flatnonzero(self.ztz.indices == coo_rows)
+            self._diagonal_at = diagonal_at if len(diagonal_at) == design.q else None
         self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
         self._dense = DenseSystem(self.ztz.toarray(), *self._entries) if 0 < design.q <= DENSE_COLUMNS else None
         self.has_exact_gradient = self.lead_term is not None or self._dense is not None
@@ -91,7 +101,7 @@ class SparseProfiledDeviance(ProfiledCriterion):
         self.zty = np.asarray(self.design.Z.T @ y).ravel()[self.columns]
         self.xty = self._x.T @ y
         self.yty = float(y @ y)
-        self._last: tuple[bytes, Solution] | None = None
+        self._recent: dict[bytes, Solution] = {}
 
     def with_response(self, y: np.ndarray) -> "SparseProfiledDeviance":
         """The same criterion for another response on the same rows, sharing every product that does not
@@ -106,6 +116,14 @@ class SparseProfiledDeviance(ProfiledCriterion):
 
     def penalized_matrix(self, theta: np.ndarray) -> tuple[sp.csc_matrix, sp.csc_matrix]:
         """A = Λ'Z'ZΛ + I and Λθ, in the permuted columns."""
+        if self.design.diagonal_factor and self._diagonal_at is not None:
+            scale = theta[self._scale_index]
+            if np.all(scale > 0):   # no entry of A vanishes: its pattern is Z'Z's, and the sum with I is in place
+                rows, cols = self._pattern
+                values = self.ztz.data * scale[rows] * scale[cols]
+                values[self._diagonal_at] += 1.0
+                return (sp.csc_matrix((values, self.ztz.indices, self.ztz.indptr), shape=self.ztz.shape),
+                        sp.diags(scale, format="csc"))
         lam = self.design.relative_factor(theta)[self.columns][:, self.columns]
         if self.design.diagonal_factor:
             scale = lam.diagonal()
@@ -119,8 +137,9 @@ class SparseProfiledDeviance(ProfiledCriterion):
     def solve(self, theta: np.ndarray, with_gradient: bool = False) -> Solution:
         theta = np.asarray(theta, dtype=float)
         key = theta.tobytes()
-        if self._last is not None and self._last[0] == key and (self._last[1].gradient is not None or not with_gradient):
-            return self._last[1]
+        known = self._recent.get(key)
+        if known is not None and (known.gradient is not None or not with_gradient):
+            return known
         if with_gradient and not self.has_exact_gradient:
             raise ValueError("the exact gradient needs a dense system or a lead term eliminated blockwise "
                              "(has_exact_gradient)")
@@ -156,7 +175,9 @@ class SparseProfiledDeviance(ProfiledCriterion):
                             logdet_fixed=float(2.0 * np.log(np.diag(chol)).sum()),
                             beta=beta + self.y_shift * self.shift_direction, fixed_precision=chol @ chol.T,
                             gradient=gradient, spherical=spherical)
-        self._last = (key, solution)
+        if len(self._recent) >= RECENT_SOLUTIONS:
+            del self._recent[next(iter(self._recent))]
+        self._recent[key] = solution
         return solution
 
     def _gradient(self, factor: BlockFactor | DenseFactor, lam, a_inv_zx, chol, beta, spherical, r2) -> np.ndarray:
