@@ -81,10 +81,13 @@ class SparseProfiledDeviance(ProfiledCriterion):
         if design.diagonal_factor:   # Λθ diagonal: A's values are Z'Z's scaled, on Z'Z's pattern
             coo_rows = np.repeat(np.arange(self.ztz.shape[1]), np.diff(self.ztz.indptr))
             self._pattern = (self.ztz.indices, coo_rows)
-            # Λθ's diagonal in the permuted columns is θ[_scale_index]; where Z'Z holds its whole diagonal (every
-            # level observed), A = Λ'Z'ZΛ + I is Z'Z's values scaled with 1 added at these positions
+            # Λθ's diagonal in the permuted columns is θ[_scale_index], and Z'Z's entry (r, c) is scaled by
+            # θ_a θ_b, entry _pairs of θθ' (a, b the elements of θ of r and c); where Z'Z holds its whole diagonal
+            # (every level observed), A = Λ'Z'ZΛ + I is Z'Z's values so scaled with 1 added at _diagonal_at
             self._scale_index = np.empty(design.q, dtype=np.intp)
             self._scale_index[position[design.lambda_rows]] = design.lambda_index
+            self._pairs = self._scale_index[self.ztz.indices] * design.n_theta + self._scale_index[coo_rows]
+            self._diagonal_pattern = (np.arange(design.q, dtype=np.int32), np.arange(design.q + 1, dtype=np.int32))
             diagonal_at = np.flatnonzero(self.ztz.indices == coo_rows)
             self._diagonal_at = diagonal_at if len(diagonal_at) == design.q else None
         self._entries = (position[design.lambda_rows], position[design.lambda_cols], design.lambda_index)
@@ -117,13 +120,12 @@ class SparseProfiledDeviance(ProfiledCriterion):
     def penalized_matrix(self, theta: np.ndarray) -> tuple[sp.csc_matrix, sp.csc_matrix]:
         """A = Λ'Z'ZΛ + I and Λθ, in the permuted columns."""
         if self.design.diagonal_factor and self._diagonal_at is not None:
-            scale = theta[self._scale_index]
-            if np.all(scale > 0):   # no entry of A vanishes: its pattern is Z'Z's, and the sum with I is in place
-                rows, cols = self._pattern
-                values = self.ztz.data * scale[rows] * scale[cols]
+            if np.all(theta > 0):   # no entry of A vanishes: its pattern is Z'Z's, and the sum with I is in place
+                scale = theta[self._scale_index]
+                values = self.ztz.data * np.outer(theta, theta).ravel()[self._pairs]
                 values[self._diagonal_at] += 1.0
                 return (sp.csc_matrix((values, self.ztz.indices, self.ztz.indptr), shape=self.ztz.shape),
-                        sp.diags(scale, format="csc"))
+                        sp.csc_matrix((scale, *self._diagonal_pattern), shape=self.ztz.shape))
         lam = self.design.relative_factor(theta)[self.columns][:, self.columns]
         if self.design.diagonal_factor:
             scale = lam.diagonal()
