@@ -51,12 +51,12 @@ class SchurPlan:
         first, second = expand_ranges(np.searchsorted(cols[b_entries], cols[b_entries]), counts)
         first, second = b_entries[first], b_entries[second]
         product_keys = _keys(position_in_order[rows[first] - lead], position_in_order[rows[second] - lead], size)
-        keys = np.unique(np.concatenate([c_keys, product_keys]))
-        indptr = np.searchsorted(keys // size, np.arange(size + 1))
+        keys, target = np.unique(np.concatenate([c_keys, product_keys]), return_inverse=True)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // size, minlength=size))])
         index = np.int32 if max(a.nnz, len(keys)) < np.iinfo(np.int32).max else np.int64   # halves a large plan
         return cls((a.indptr.tobytes(), a.indices.tobytes()), order, indptr.astype(index), (keys % size).astype(index),
-                   diagonal, c_source.astype(index), np.searchsorted(keys, c_keys).astype(index), first.astype(index),
-                   second.astype(index), cols[first].astype(index), np.searchsorted(keys, product_keys).astype(index))
+                   diagonal, c_source.astype(index), target[:len(c_keys)].astype(index), first.astype(index),
+                   second.astype(index), cols[first].astype(index), target[len(c_keys):].astype(index))
 
     def fits(self, a: sp.csc_matrix, order: np.ndarray | None) -> bool:
         """Whether the plan holds for A's pattern and the factorisation's present order."""

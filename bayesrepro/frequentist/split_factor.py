@@ -79,6 +79,8 @@ class SplitPlan:
         """A plan for ``pattern`` (in its fill-reducing order, whose sparse factor has ``column_counts`` non-zeros
         per column), or None where no tail of at most ``dense_limit`` columns is dense enough to gain."""
         n = pattern.shape[0]
+        if column_counts.sum() < DENSE_TAIL * DENSE_TAIL_MIN * (DENSE_TAIL_MIN + 1) / 2:
+            return None   # too few non-zeros for any dense enough tail: the search below costs more than the factor
         low, high = 0, n   # the largest head whose groups are small: groups only merge as the head grows
         while low < high:
             middle = (low + high + 1) // 2
