@@ -17,8 +17,11 @@ the mixed differences
 
     H_ij = (f(u + h e_i + h e_j) − f(u + h e_i) − f(u + h e_j) + f(u)) / h²
 
-(k(k − 1)/2 more) are taken at the first point only: the correlation of the
-estimates changes little over the search. On the skewed crowd design the
+(k(k − 1)/2 more) are taken at the first point only, and corrected after each
+step by the secant condition (the least change of the off-diagonal entries that
+makes the Hessian, with the fresh diagonal, carry the step to the change of the
+gradient): the correlation of the estimates changes little over the search, and
+this keeps 2k evaluations a point. On the skewed crowd design the
 criterion's rounding is about 1e-10 and its third derivatives in u are
 about twice the second, so h = 1e-4 keeps the gradient's truncation (h²/6·f''')
 and rounding (1e-10/h) errors near 1e-5 of a Hessian in the thousands: θ is
@@ -47,8 +50,9 @@ HALVINGS = 4
 def stencil_newton(objective, start: np.ndarray, bounded: np.ndarray,
                    tolerance: float) -> tuple[np.ndarray, float, np.ndarray] | None:
     """θ, the criterion and its central-difference gradient in θ where that gradient's largest component is below
-    ``tolerance`` (or where a Newton step would gain less than the criterion's rounding), from ``start`` with every
-    bounded component positive; None where the search cannot get there (see the module's note)."""
+    ``tolerance``, or where no point along the Newton step is lower (the criterion's rounding: the caller tests the
+    gradient returned), from ``start`` with every bounded component positive; None where the search cannot get there
+    (see the module's note)."""
     bounded = np.asarray(bounded, dtype=bool)
     start = np.asarray(start, dtype=float)
     if np.any(start[bounded] < LOWEST_THETA):
