@@ -1,10 +1,14 @@
 """Newton steps on central differences (``stencil_newton.py``) and their place in ``bounded_minimum``."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from bayesrepro.data import read_table
 from bayesrepro.design import build_model_frame
-from bayesrepro.frequentist import block_factor, bounded_search, stencil_newton
+from bayesrepro.design.formula import parse_formula
+from bayesrepro.frequentist import block_factor, bounded_search, sparse_deviance, stencil_newton
 from bayesrepro.frequentist.bounded_search import bounded_minimum
 from bayesrepro.frequentist.general_lmm import fit_general_frame
 from bayesrepro.frequentist.lmm import fit_model_frame
@@ -85,3 +89,24 @@ def test_a_skewed_crowd_on_the_sparse_core_without_an_exact_gradient_matches_the
     for component, variance in dense.variances.items():
         assert sparse.variances[component] == pytest.approx(variance, rel=1e-5), component
     assert sparse.beta == pytest.approx(dense.beta, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("method", ["reml", "ml"])
+def test_correlated_slopes_without_an_exact_gradient_reach_the_exact_gradients_optimum(method, monkeypatch):
+    """sleepstudy's (Days|Subject) with the dense system and the blockwise path turned off: no exact gradient, an
+    off-diagonal element of Λθ without a bound, and a first step from lme4's start long enough that the secant
+    update leaves the Hessian indefinite (the mixed differences are taken again). Against the same fit with its
+    exact gradient."""
+    frame = build_model_frame(parse_formula("Reaction ~ Days + (Days|Subject)", slopes=True),
+                              read_table(Path(__file__).parent / "data" / "sleepstudy.csv.gz"))
+    exact = fit_general_frame(frame, method)
+    monkeypatch.setattr(sparse_deviance, "DENSE_COLUMNS", 0)
+    monkeypatch.setattr(sparse_deviance, "block_eliminable", lambda *sizes: False)
+    searched = []
+    found = bounded_search.stencil_newton
+    monkeypatch.setattr(bounded_search, "stencil_newton", lambda *a: searched.append(found(*a)) or searched[-1])
+    monkeypatch.setattr(bounded_search, "_search", lambda *a, **k: pytest.fail("L-BFGS-B was needed"))
+    differenced = fit_general_frame(frame, method)
+    assert searched and searched[-1] is not None and differenced.converged
+    assert differenced.criterion == pytest.approx(exact.criterion, abs=1e-8)
+    assert differenced.theta == pytest.approx(exact.theta, rel=1e-5, abs=1e-7)

@@ -17,11 +17,13 @@ the mixed differences
 
     H_ij = (f(u + h e_i + h e_j) − f(u + h e_i) − f(u + h e_j) + f(u)) / h²
 
-(k(k − 1)/2 more) are taken at the first point only, and corrected after each
-step by the secant condition (the least change of the off-diagonal entries that
+(k(k − 1)/2 more) are taken at the first point, and corrected after each step
+by the secant condition (the least change of the off-diagonal entries that
 makes the Hessian, with the fresh diagonal, carry the step to the change of the
 gradient): the correlation of the estimates changes little over the search, and
-this keeps 2k evaluations a point. On the skewed crowd design the
+this keeps 2k evaluations a point. Where that Hessian is not positive definite
+(a long first step: sleepstudy's slopes from lme4's start) the mixed
+differences are taken again there. On the skewed crowd design the
 criterion's rounding is about 1e-10 and its third derivatives in u are
 about twice the second, so h = 1e-4 keeps the gradient's truncation (h²/6·f''')
 and rounding (1e-10/h) errors near 1e-5 of a Hessian in the thousands: θ is
@@ -83,19 +85,20 @@ def stencil_newton(objective, start: np.ndarray, bounded: np.ndarray,
         in_theta = gradient / np.where(bounded, theta, 1.0)
         if np.abs(in_theta).max() < tolerance:
             return theta, value, in_theta
-        if mixed is None:
+        lower = None
+        if mixed is not None:
+            mixed = _secant_mixed(mixed, u - previous[0], gradient - previous[1], 0.5 * (diagonal + previous[2]))
+            lower = _cholesky(mixed + np.diag(diagonal))
+        if lower is None:   # the first point, or a secant update that left the Hessian indefinite: differences
             mixed = np.zeros((k, k))
             for i in range(k):
                 for j in range(i):
                     both = f(u + h * (np.eye(k)[i] + np.eye(k)[j]))
                     mixed[i, j] = mixed[j, i] = (both - ups[i] - ups[j] + value) / h ** 2
-        else:
-            mixed = _secant_mixed(mixed, u - previous[0], gradient - previous[1], 0.5 * (diagonal + previous[2]))
+            lower = _cholesky(mixed + np.diag(diagonal))
+            if lower is None:
+                return None
         previous = (u, gradient, diagonal)
-        try:
-            lower = np.linalg.cholesky(mixed + np.diag(diagonal))
-        except np.linalg.LinAlgError:
-            return None
         step = -np.linalg.solve(lower.T, np.linalg.solve(lower, gradient))
         step *= min(1.0, LONGEST_STEP / np.abs(step).max())
         for _ in range(HALVINGS):
@@ -109,6 +112,14 @@ def stencil_newton(objective, start: np.ndarray, bounded: np.ndarray,
         if np.any(theta_of(u)[bounded] < LOWEST_THETA):
             return None
     return None
+
+
+def _cholesky(hessian: np.ndarray) -> np.ndarray | None:
+    """The lower Cholesky factor of ``hessian``, None where it is not positive definite."""
+    try:
+        return np.linalg.cholesky(hessian)
+    except np.linalg.LinAlgError:
+        return None
 
 
 def _secant_mixed(mixed: np.ndarray, step: np.ndarray, change: np.ndarray, diagonal: np.ndarray) -> np.ndarray:
