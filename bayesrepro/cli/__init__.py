@@ -129,6 +129,9 @@ def console_main() -> int:
 
 
 def _main_frozen() -> int:
+    from ..runtime import blas_single_threaded_from_start
+
+    blas_single_threaded_from_start()   # before anything loads a BLAS
     status = main()
     gc.freeze()
     return status
