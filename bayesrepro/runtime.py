@@ -9,6 +9,14 @@ from separate processes (chains, workers). Only a dense system large enough
 to share out takes more threads, and only as many as there are idle cores at
 that moment (``idle_core_threads``).
 
+The limit is set through threadpoolctl, which finds the BLAS libraries by
+reading the process's list of loaded libraries: 5-15 ms, searched again after
+every import that could have loaded one. The command line starts its process
+before any BLAS is loaded, so it sets the BLAS libraries' own thread variables
+instead (``blas_single_threaded_from_start``; not where the user set any of
+them): every BLAS then loads with one thread, and one thread needs no search;
+only ``idle_core_threads`` still searches, where it raises the threads.
+
 The libraries underneath (PyTensor, PyMC, ArviZ, NumPy) warn about things a
 user cannot act on: deprecations, BLAS detection, overflow in rejected NUTS
 proposals during early tuning. Those are silenced here, in one place; what
@@ -44,11 +52,41 @@ _SILENCED = (
 _QUIET_LOGGERS = ("pymc", "pytensor", "arviz", "bambi", "nutpie", "py4j", "numba")
 
 
+# The variables by which OpenBLAS, MKL, BLIS and Apple's Accelerate take their number of threads as they load.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+# Whether every BLAS of the process loaded with one thread (``blas_single_threaded_from_start``), and how many
+# ``idle_core_threads`` blocks have raised the threads since.
+_single_threaded = False
+_raised = 0
+
+
+def blas_single_threaded_from_start() -> None:
+    """For a process that has loaded no BLAS yet (the command line as it starts): every BLAS it loads starts
+    with one thread, through ``BLAS_THREAD_VARIABLES``, unless the user set any of them or NumPy is loaded.
+
+    The variables are also inherited by the processes it starts (workers, chains), which run their numerical
+    work with one thread anyway.
+    """
+    global _single_threaded
+    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        return
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = "1"
+    _single_threaded = True
+
+
+def _one_thread():
+    """A block with one BLAS thread: nothing to do where every BLAS loaded with one and none was raised."""
+    if _single_threaded and not _raised:
+        return contextlib.nullcontext()
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 @contextlib.contextmanager
 def numerical_work():
     """BLAS limited to one thread and the libraries' warnings and log chatter silenced, for the block."""
     levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
-    with _blas_controller().limit(limits=1, user_api="blas"), warnings.catch_warnings():
+    with _one_thread(), warnings.catch_warnings():
         for message, category, module in _SILENCED:
             warnings.filterwarnings("ignore", message=message, category=category, module=module)
         for name in _QUIET_LOGGERS:
@@ -75,19 +113,24 @@ def idle_core_threads(limit: int):
     another core costs at most the one evaluation under way. Where the count
     is not available, one thread.
     """
+    global _raised
     threads = min(limit, _idle_cores() + 1)
     if threads <= 1:
         yield
         return
     with _blas_controller().limit(limits=threads, user_api="blas"):
-        yield
+        _raised += 1
+        try:
+            yield
+        finally:
+            _raised -= 1
 
 
 @contextlib.contextmanager
 def one_blas_thread():
     """BLAS limited to one thread for the block, whatever limit the caller set (or none: a Python caller's own
     default of one thread per core)."""
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with _one_thread():
         yield
 
 

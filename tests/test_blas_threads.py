@@ -101,3 +101,49 @@ def test_a_dense_system_past_the_threaded_factors_limit_takes_one_thread(monkeyp
         with deviance.dense_blas(limit):
             assert blas_threads() == 1
         assert blas_threads() == 4
+
+
+FROM_START = """
+import sys
+import threadpoolctl
+searches = []
+class Counted(threadpoolctl.ThreadpoolController):
+    def __init__(self):
+        searches.append(1)
+        super().__init__()
+threadpoolctl.ThreadpoolController = Counted
+from bayesrepro import runtime
+runtime.blas_single_threaded_from_start()
+import numpy, scipy.linalg
+def threads():
+    return sorted({pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"})
+with runtime.numerical_work():
+    with runtime.one_blas_thread():
+        before = len(searches)
+runtime._idle_cores = lambda: 3
+with runtime.numerical_work():
+    with runtime.idle_core_threads(2):
+        raised = threads()
+        with runtime.one_blas_thread():
+            inner = threads()
+print(before, raised, inner, threads())
+"""
+
+
+@pytest.mark.parametrize("user_setting, searches_before", [(None, 0), ("1", 1)])
+def test_a_process_that_starts_single_threaded_searches_only_to_raise_the_threads(user_setting, searches_before):
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in runtime.BLAS_THREAD_VARIABLES}
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    run = subprocess.run([sys.executable, "-c", FROM_START], capture_output=True, text=True, env=env, check=True)
+    assert run.stdout.split() == [str(searches_before), "[2]", "[1]", "[1]"]
+
+
+def test_nothing_is_set_once_numpy_is_loaded(monkeypatch):
+    for name in runtime.BLAS_THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    runtime.blas_single_threaded_from_start()
+    assert not runtime._single_threaded
+    assert not any(name in os.environ for name in runtime.BLAS_THREAD_VARIABLES)

@@ -90,3 +90,15 @@ def test_describe_design_tells_crossed_nested_and_balance(ter):
     assert not design.balanced  # Baseline has one replication, the others three
     nested = pd.DataFrame({"batch": list("aabbcc"), "cask": list("uvwxyz"), "score": range(6)})
     assert describe_design(nested, ["batch", "cask"]).relations[("batch", "cask")] == "cask nested in batch"
+
+
+def test_read_table_drops_the_categories_no_kept_row_uses_and_keeps_the_others():
+    frame = small_frame().assign(item=lambda f: pd.Categorical(f["item"], categories=["a", "b", "c", "d"]),
+                                 system=lambda f: pd.Categorical(f["system"]))
+    read = read_table(frame, where="system == 'x'")
+    assert list(read["item"].cat.categories) == ["a", "b", "c"]      # 'd' was never used
+    assert list(read["system"].cat.categories) == ["x"]
+    full = read_table(frame.iloc[:4])
+    assert list(full["item"].cat.categories) == ["a", "b"]
+    assert list(full["system"].cat.categories) == ["x", "y"]
+    assert frame["item"].cat.categories.size == 4                     # the caller's frame is left as it was

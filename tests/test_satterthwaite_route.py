@@ -7,6 +7,8 @@ degrees of freedom and F tests must agree to 1e-8 relative and the variance-para
 
 from __future__ import annotations
 
+from decimal import Decimal, localcontext
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -86,3 +88,54 @@ def test_satterthwaite_route_refuses_kenward_roger(design):
     stats, fit = design
     with pytest.raises(BayesreproError, match="Satterthwaite alone"):
         small_sample_inference(stats, fit, (SATTERTHWAITE,)).contrasts(np.eye(stats.n_fixed), KENWARD_ROGER)
+
+
+def _fixed_precision_decimal(stats, theta) -> Decimal:
+    """X'W⁻¹X of an intercept-only model in 50-digit decimal arithmetic, W = I + ZΛΛ'Z': X'X − X'ZΛM⁻¹ΛZ'X, M⁻¹
+    through the Schur complement of the dominant factor's diagonal block."""
+    n1, sizes = len(stats.dominant_counts), list(stats.rest_sizes)
+    lam = [Decimal(float(v)) for v in np.repeat(np.asarray(theta, float)[stats.order], [n1, *sizes])]
+    cross = stats.cross.toarray() if hasattr(stats.cross, "toarray") else stats.cross
+    d = [Decimal(float(v)) for v in stats.dominant_counts]
+    x1 = [Decimal(float(v)) for v in stats.dominant_zx[:, 0]]                 # Z_1'1
+    q_rest = len(stats.rest_zy)
+    e = [lam[i] ** 2 * d[i] + 1 for i in range(n1)]
+    c = [[Decimal(float(v)) for v in row] for row in cross]
+    # M = [[E, B], [B', F]], b = ΛZ'1 = (b1, b2): b'M⁻¹b = Σ b1²/E + r'S⁻¹r, S = F − B'E⁻¹B, r = b2 − B'E⁻¹b1
+    big_b = [[lam[i] * c[i][j] * lam[n1 + j] for j in range(q_rest)] for i in range(n1)]
+    b1 = [lam[i] * x1[i] for i in range(n1)]
+    b2 = [lam[n1 + j] * Decimal(float(stats.rest_zx[j, 0])) for j in range(q_rest)]
+    s = [[lam[n1 + j] * Decimal(float(stats.rest_gram[j, k])) * lam[n1 + k] + (1 if j == k else 0)
+          - sum(big_b[i][j] * big_b[i][k] / e[i] for i in range(n1)) for k in range(q_rest)] for j in range(q_rest)]
+    r = [b2[j] - sum(big_b[i][j] * b1[i] / e[i] for i in range(n1)) for j in range(q_rest)]
+    solved = _solve_decimal(s, r)
+    quadratic = sum(b1[i] ** 2 / e[i] for i in range(n1)) + sum(r[j] * solved[j] for j in range(q_rest))
+    return Decimal(float(stats.xtx[0, 0])) - quadratic
+
+
+def _solve_decimal(a, b):
+    """a⁻¹b by Gauss–Jordan elimination with partial pivoting, in decimal arithmetic."""
+    rows = [list(row) + [value] for row, value in zip(a, b)]
+    n = len(rows)
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda i: abs(rows[i][col]))
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        rows[col] = [v / rows[col][col] for v in rows[col]]
+        for i in range(n):
+            if i != col and rows[i][col] != 0:
+                factor = rows[i][col]
+                rows[i] = [v - factor * w for v, w in zip(rows[i], rows[col])]
+    return [row[n] for row in rows]
+
+
+def test_satterthwaite_route_keeps_the_intercept_precision_accurate():
+    """On the partial grid the intercept's X'V⁻¹X is ~1/3,000 of X'X: the dense algebra loses 5e-11 of it
+    (measured); the route keeps it to 1e-12 of a 50-digit evaluation, as the standard error it reports."""
+    frame = build_model_frame(GRID, _first_sentences(load_dataset("kreutzer_marking_partial"), 200))
+    stats, fit = frame.stats(), fit_model_frame(frame, "reml")
+    sigma2 = fit.variances["Residual"]
+    with localcontext() as context:
+        context.prec = 50
+        exact = float(_fixed_precision_decimal(stats, fit.theta))
+    route = satterthwaite_derivatives(stats, fit.theta, sigma2)
+    assert sigma2 / route.covariance[0, 0] == pytest.approx(exact, rel=1e-12)
