@@ -43,6 +43,8 @@ from ..sums import GroupedSums, LevelCellSums, PairCounts
 STATEFUL = re.compile(r"\b(scale|center|standardize)\s*\(")
 # The coarse grouping set is fetched when the other factors' levels multiply to at most this many groups.
 COARSE_GROUPS = 2_000_000
+# The grouping factors' levels are estimated from this many first rows (DuckDB reads no further).
+ESTIMATE_ROWS = 2_000_000
 # Names of the aggregate columns of binomial cells, distinct from any data column a formula can name.
 _AGGREGATE_SUCCESSES, _AGGREGATE_TRIALS = "__successes__", "__trials__"
 
@@ -61,6 +63,9 @@ class Dialect:
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
     is_integer: Callable[[str], str]  # the text is an integer (readers.INTEGER)
     grouping_sets: Callable[[str, str], str]   # GROUP BY clause of the sets, given the keys and the sets
+    # the engine feeds every GROUP BY of a WITH query from one scan of its rows (DuckDB from 2.0: a streaming
+    # CTE), so that each grouping set can be its own GROUP BY that sums only what is used of it
+    shared_scan: bool = False
 
 
 def quote_double(name: str) -> str:
@@ -86,7 +91,9 @@ DUCKDB = Dialect(quote=quote_double, text=text_doubled,
                  exact_integer=duckdb_exact_integer, nonfinite=lambda e: f"NOT isfinite({e})",
                  is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
                  is_integer=lambda e: f"regexp_full_match({e}, '{INTEGER.pattern}')",
-                 grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+                 grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})", shared_scan=True)
+
+
 def _spark_exact_integer(expression: str, rounding: str) -> str:
     """Spark's exact integer of a number (see ``where.duckdb_exact_integer``): Spark's floor and ceil return a
     BIGINT, which overflows, and its cast to DECIMAL rounds half up, so the rounding is corrected by one."""
@@ -287,9 +294,6 @@ class GroupedSource:
                   f"COUNT(*) FILTER (WHERE {d.nonfinite(y_number)}) AS nonfinite_y",
                   f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max", f"AVG({y_number}) AS y_mean",
                   f"COUNT(*) FILTER (WHERE {y_number} <> 0 AND {y_number} <> 1) AS nonbinary"]
-        for k, columns in enumerate(spec.group_factors):
-            key = self.ref(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(self.as_text(c) for c in columns)})"
-            parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
         text_fixed = [v for v in spec.fixed_variables if self.schema[v] == TEXT_KIND and v not in self.text_columns]
         for k, v in enumerate(text_fixed):
             parts += self._numeric_counts(v, k)
@@ -336,10 +340,25 @@ class GroupedSource:
                 notes.append(f"column '{v}' holds integers a double cannot hold exactly ({counts[f'inexact_example_{k}']}, "
                              "beyond 2^53): it is read as labels (a factor), not as numbers; divide or recode them to "
                              "use it as a covariate")
-        plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),
-                        [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))],
+        plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]), self._level_estimates(spec),
                         binary=int(counts["nonbinary"]) == 0)
         return plan, notes
+
+    def _level_estimates(self, spec: FormulaSpec) -> list[int]:
+        """Approximate levels of each grouping factor among the first ``ESTIMATE_ROWS`` rows (all of a smaller file).
+
+        They only choose the coarse grouping set (``SumsPlan.coarse_set``), which changes which sums the engine
+        adds and which Python adds, never their values; hashing every row of every factor took two thirds of
+        the validation pass on large files.
+        """
+        if len(spec.group_factors) < 2:   # no coarse set to choose
+            return [0] * len(spec.group_factors)
+        keys = [self.ref(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(self.as_text(c) for c in columns)})"
+                for columns in spec.group_factors]
+        counts = self.run(f"SELECT {', '.join(f'APPROX_COUNT_DISTINCT(k{k}) AS levels_{k}' for k in range(len(keys)))} "
+                          f"FROM (SELECT {', '.join(f'{key} AS k{k}' for k, key in enumerate(keys))} "
+                          f"FROM {self._rows(None)} LIMIT {ESTIMATE_ROWS}) AS first_rows", self.params).iloc[0]
+        return [int(counts[f"levels_{k}"]) for k in range(len(keys))]
 
     # --- the grouped sums -----------------------------------------------------------------------
 
@@ -349,8 +368,10 @@ class GroupedSource:
         The sets that do not involve the factor with most levels are derived
         in Python from one coarse set (every other grouping column and the
         fixed variables), whose groups are few on evaluation grids; only the
-        dominant factor's sets are left to the engine. Where the coarse set
-        would be large, the engine computes every set itself.
+        dominant factor's sets are left to the engine, and of those, a set
+        within another that has few groups is derived from it too (without
+        fixed variables, the dominant factor's own set from one of its pairs).
+        Where the coarse set would be large, the engine computes every set itself.
         """
         d = self.dialect
         spec = plan.spec
@@ -358,24 +379,31 @@ class GroupedSource:
         for k, v in enumerate(spec.fixed_variables):
             columns.append(f"{self.as_number(v) if plan.numeric[v] else self.as_text(v)} AS f{k}")
         columns += [f"{self.as_text(c)} AS c{k}" for k, c in enumerate(plan.grouping)]
-        needed = plan.sets()
-        coarse = plan.coarse_set()
-        queried = [coarse] + [s for s in needed if not s <= coarse] if coarse is not None else needed
+        queried, derived = plan.queried_sets()
         keys = plan.keys
         shifted = f"(y - ({plan.shift!r}))"
-        if keys:
+        sums = f"COUNT(*) AS n, SUM(y) AS total, SUM({shifted} * {shifted}) AS squares"
+        rows = f"(SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)})"
+        if keys and d.shared_scan:
+            summed = plan.summed_sets(queried, derived)
+            parts = []
+            for s in queried:
+                grouped = [keys[i] for i in sorted(s)]
+                select = ", ".join(key if key in grouped else f"NULL AS {key}" for key in keys)
+                aggregates = sums if s in summed else "COUNT(*) AS n, NULL AS total, NULL AS squares"
+                group = f" GROUP BY {', '.join(grouped)}" if grouped else ""
+                parts.append(f"SELECT {_set_id(s, len(keys))} AS set_id, {select}, {aggregates} FROM key_rows{group}")
+            result = self.run(f"WITH key_rows AS {rows} " + " UNION ALL ".join(parts), self.params)
+        elif keys:
             sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in queried)
-            select, group = f"GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, ", d.grouping_sets(', '.join(keys), sets)
+            result = self.run(f"SELECT GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, {sums} "
+                              f"FROM {rows} AS t {d.grouping_sets(', '.join(keys), sets)}", self.params)
         else:
-            select, group = "", ""
-        result = self.run(f"SELECT {select}COUNT(*) AS n, SUM(y) AS total, SUM({shifted} * {shifted}) AS squares "
-                          f"FROM (SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)}) AS t {group}",
-                          self.params)
+            result = self.run(f"SELECT {sums} FROM {rows} AS t", self.params)
         result["m2"] = np.maximum(result["squares"] - (result["total"] - result["n"] * plan.shift) ** 2 / result["n"], 0.0)
         by_set = {s: result[result["set_id"] == _set_id(s, len(keys))] if keys else result for s in queried}
-        for s in needed:
-            if s not in by_set:
-                by_set[s] = _regroup(by_set[coarse], [keys[i] for i in sorted(s)], plan.shift)
+        for s, finer in derived.items():
+            by_set[s] = _regroup(by_set[finer], [keys[i] for i in sorted(s)], plan.shift)
         return by_set
 
     def restricted(self, column: str, text: str) -> "GroupedSource":
@@ -486,6 +514,40 @@ class SumsPlan:
                 others |= self.member(k)
         bound = np.prod([float(e) for k, e in enumerate(self.level_estimates) if k != dominant])
         return frozenset(others) if bound <= COARSE_GROUPS else None
+
+    def queried_sets(self) -> tuple[list[frozenset[int]], dict[frozenset[int], frozenset[int]]]:
+        """The sets the engine sums, and each other needed set with the queried set Python sums it from.
+
+        Every set within the coarse set comes from it; a set within another queried set whose groups are
+        estimated at most ``COARSE_GROUPS`` comes from the one of fewest groups (each costs the engine a pass of
+        hashing over every row, and Python a pass over that set's groups).
+        """
+        needed = self.sets()
+        coarse = self.coarse_set()
+        if coarse is None:
+            return needed, {}
+        queried = [coarse] + [s for s in needed if not s <= coarse]
+        derived = {s: coarse for s in needed if s not in queried}
+        for s in sorted(queried[1:], key=len):
+            finer = [(self._estimated_groups(t), sorted(t)) for t in queried if t > s and t not in derived]
+            groups, positions = min(((g, p) for g, p in finer if g is not None), default=(None, None))
+            if groups is not None and groups <= COARSE_GROUPS:
+                derived[s] = frozenset(positions)
+        return [s for s in queried if s not in derived], derived
+
+    def summed_sets(self, queried, derived) -> set[frozenset[int]]:
+        """The queried sets whose sums are used (the fixed cells and each factor within them, or a set one of these
+        is derived from); of the others (pairs of factors) only the counts are."""
+        fixed = frozenset(range(len(self.spec.fixed_variables)))
+        used = {fixed} | {frozenset(self.member(k) | fixed) for k in range(len(self.spec.group_factors))}
+        return {derived.get(s, s) for s in used} & set(queried)
+
+    def _estimated_groups(self, positions: frozenset[int]) -> float | None:
+        """At most how many groups a set of grouping columns has, by the factors' estimates; None with fixed keys."""
+        within = [k for k in range(len(self.spec.group_factors)) if self.member(k) <= positions]
+        if set().union(*(self.member(k) for k in within)) != positions:
+            return None
+        return float(np.prod([float(self.level_estimates[k]) for k in within]))
 
 
 def _is_numeric(counts, k: int) -> bool:
