@@ -2,8 +2,9 @@
 
 One validation pass counts rows, missing values and non-numeric or
 non-finite scores and decides which fixed variables are numbers; one
-``GROUP BY GROUPING SETS`` pass then returns n, Σy and Σ(y − ȳ)² per fixed
-cell, per (level, cell) of each grouping factor and per pair of levels. The
+grouping pass then returns n, Σy and Σ(y − ȳ)² per fixed cell, per (level,
+cell) of each grouping factor and n per pair of levels (Spark: ``GROUP BY
+GROUPING SETS``; DuckDB: a ``GROUP BY`` per set, all fed by one scan). The
 result is assembled into the same ``GroupedSums`` that rows in memory give, in a
 ``GroupedFrame``, with the same level order, so both engines see identical
 statistics whatever produced them. DuckDB and Spark differ only in their
@@ -349,7 +350,9 @@ class GroupedSource:
 
         They only choose the coarse grouping set (``SumsPlan.coarse_set``), which changes which sums the engine
         adds and which Python adds, never their values; hashing every row of every factor took two thirds of
-        the validation pass on large files.
+        the validation pass on large files. Rows ordered so that the first ones hide a factor's levels (sorted by
+        that factor) can only make the choice a slower one (a coarse set of more groups, never more than there
+        are rows); the sums are the same.
         """
         if len(spec.group_factors) < 2:   # no coarse set to choose
             return [0] * len(spec.group_factors)
