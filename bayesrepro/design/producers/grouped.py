@@ -154,12 +154,14 @@ class GroupedSource:
     data to its kind (``TEXT_KIND``, ``NUMBER_KIND``, ``BOOL_KIND``, ``OTHER_KIND``); ``where`` is the parsed
     ``--where`` condition (or None), rendered in the engine's SQL once the
     kinds of its columns are known; ``text_columns`` are read as text whatever
-    they hold (``--categorical``); ``label`` names the data in messages.
+    they hold (``--categorical``); ``label`` names the data in messages; ``run_sums`` runs the query of the grouped
+    sums, if not ``run``.
     """
 
     def __init__(self, run, relation: str, schema: dict[str, str], dialect: Dialect, label: str,
-                 where=None, drop_missing: bool = False, params=None, text_columns=(), aliases=None):
+                 where=None, drop_missing: bool = False, params=None, text_columns=(), aliases=None, run_sums=None):
         self.run, self.relation, self.schema, self.dialect = run, relation, schema, dialect
+        self.run_sums = run_sums or run
         self.aliases = aliases if aliases is not None else renamed_columns(schema)
         self.label, self.where, self.drop_missing, self.params = label, where, drop_missing, params
         self.text_columns = set(text_columns)
@@ -396,13 +398,13 @@ class GroupedSource:
                 aggregates = sums if s in summed else "COUNT(*) AS n, NULL AS total, NULL AS squares"
                 group = f" GROUP BY {', '.join(grouped)}" if grouped else ""
                 parts.append(f"SELECT {_set_id(s, len(keys))} AS set_id, {select}, {aggregates} FROM key_rows{group}")
-            result = self.run(f"WITH key_rows AS {rows} " + " UNION ALL ".join(parts), self.params)
+            result = self.run_sums(f"WITH key_rows AS {rows} " + " UNION ALL ".join(parts), self.params)
         elif keys:
             sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in queried)
-            result = self.run(f"SELECT GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, {sums} "
-                              f"FROM {rows} AS t {d.grouping_sets(', '.join(keys), sets)}", self.params)
+            result = self.run_sums(f"SELECT GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, {sums} "
+                                   f"FROM {rows} AS t {d.grouping_sets(', '.join(keys), sets)}", self.params)
         else:
-            result = self.run(f"SELECT {sums} FROM {rows} AS t", self.params)
+            result = self.run_sums(f"SELECT {sums} FROM {rows} AS t", self.params)
         result["m2"] = np.maximum(result["squares"] - (result["total"] - result["n"] * plan.shift) ** 2 / result["n"], 0.0)
         by_set = {s: result[result["set_id"] == _set_id(s, len(keys))] if keys else result for s in queried}
         for s, finer in derived.items():
