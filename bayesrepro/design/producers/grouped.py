@@ -533,7 +533,7 @@ class SumsPlan:
             return needed, {}
         queried = [coarse] + [s for s in needed if not s <= coarse]
         derived = {s: coarse for s in needed if s not in queried}
-        for s in sorted(queried[1:], key=len):
+        for s in sorted(queried[1:], key=len, reverse=True):   # a set is derived only from one the engine sums
             finer = [(self._estimated_groups(t), sorted(t)) for t in queried if t > s and t not in derived]
             groups, positions = min(((g, p) for g, p in finer if g is not None), default=(None, None))
             if groups is not None and groups <= COARSE_GROUPS:
