@@ -80,6 +80,39 @@ def test_duckdb_over_many_files_of_each_format_equals_memory(ter_files, pattern)
     assert_same_fit(fit_model_frame(duck, "reml"), fit_model_frame(build_model_frame(TER, data), "reml"))
 
 
+@pytest.mark.parametrize("terms", ["1 + (1|item) + (1|seed) + (1|lr)", "system + (1|item) + (1|seed) + (1|lr)",
+                                   "1 + (1|item) + (1|seed) + (1|seed:lr)"])
+def test_levels_estimated_from_the_first_rows_choose_other_sets_but_change_no_statistic(tmp_path, monkeypatch, terms):
+    """Rows sorted by item: the first rows show one item and every seed, so another factor is taken for the one of
+    most levels; DuckDB then sums other grouping sets, and every statistic is still the memory engine's."""
+    from bayesrepro.design.producers import grouped
+
+    rng = np.random.default_rng(8)
+    items, seeds, lrs = 30, 4, 3
+    data = pd.DataFrame({"item": np.repeat([f"i{k}" for k in range(items)], 2 * seeds * lrs),
+                         "system": np.tile(["A", "B"], items * seeds * lrs),
+                         "seed": np.tile(np.repeat([f"s{k}" for k in range(seeds)], 2 * lrs), items),
+                         "lr": np.tile(np.repeat([f"r{k}" for k in range(lrs)], 2), items * seeds),
+                         "score": rng.normal(size=items * seeds * lrs * 2)})
+    data.to_parquet(tmp_path / "grid.parquet")
+    formula = f"score ~ {terms}"
+    memory = build_model_frame(formula, data)
+    frames = {}
+    for first_rows in (grouped.ESTIMATE_ROWS, 2 * seeds * lrs):
+        monkeypatch.setattr(grouped, "ESTIMATE_ROWS", first_rows)
+        frames[first_rows] = duck = model_frame(formula, str(tmp_path / "grid.parquet"), engine="duckdb")
+        assert [list(g.levels) for g in duck.groups] == [list(g.levels) for g in memory.groups]
+        s, m = duck.stats(), memory.stats()
+        for field in ("dominant_counts", "rest_gram", "xtx", "dominant_zx", "rest_zx"):
+            np.testing.assert_array_equal(getattr(s, field), getattr(m, field))
+        for field in ("dominant_zy", "rest_zy", "xty", "yty"):
+            np.testing.assert_allclose(getattr(s, field), getattr(m, field), rtol=1e-10, atol=1e-9)
+        assert_same_fit(fit_model_frame(duck, "reml"), fit_model_frame(memory, "reml"))
+    whole, first = (frames[n].plan for n in frames)
+    assert np.argmax(whole.level_estimates) == 0 and np.argmax(first.level_estimates) != 0   # item, then another
+    assert whole.queried_sets()[1] != first.queried_sets()[1]   # other sets summed by Python, from other sets
+
+
 def test_a_glrt_on_duckdb_frames_equals_the_memory_glrt():
     path = str(dataset_path("kreutzer_ter"))
     h0, h1 = "ter ~ 1 + (1|sentence_id)", "ter ~ system + (1|sentence_id)"

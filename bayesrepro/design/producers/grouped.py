@@ -2,8 +2,9 @@
 
 One validation pass counts rows, missing values and non-numeric or
 non-finite scores and decides which fixed variables are numbers; one
-``GROUP BY GROUPING SETS`` pass then returns n, Σy and Σ(y − ȳ)² per fixed
-cell, per (level, cell) of each grouping factor and per pair of levels. The
+grouping pass then returns n, Σy and Σ(y − ȳ)² per fixed cell, per (level,
+cell) of each grouping factor and n per pair of levels (Spark: ``GROUP BY
+GROUPING SETS``; DuckDB: a ``GROUP BY`` per set, all fed by one scan). The
 result is assembled into the same ``GroupedSums`` that rows in memory give, in a
 ``GroupedFrame``, with the same level order, so both engines see identical
 statistics whatever produced them. DuckDB and Spark differ only in their
@@ -43,6 +44,8 @@ from ..sums import GroupedSums, LevelCellSums, PairCounts
 STATEFUL = re.compile(r"\b(scale|center|standardize)\s*\(")
 # The coarse grouping set is fetched when the other factors' levels multiply to at most this many groups.
 COARSE_GROUPS = 2_000_000
+# The grouping factors' levels are estimated from this many first rows (DuckDB reads no further).
+ESTIMATE_ROWS = 2_000_000
 # Names of the aggregate columns of binomial cells, distinct from any data column a formula can name.
 _AGGREGATE_SUCCESSES, _AGGREGATE_TRIALS = "__successes__", "__trials__"
 
@@ -61,6 +64,9 @@ class Dialect:
     is_number: Callable[[str], str]   # the text is a number by the readers' rule (readers.NUMBER)
     is_integer: Callable[[str], str]  # the text is an integer (readers.INTEGER)
     grouping_sets: Callable[[str, str], str]   # GROUP BY clause of the sets, given the keys and the sets
+    # the engine feeds every GROUP BY of a WITH query from one scan of its rows (DuckDB from 2.0: a streaming
+    # CTE), so that each grouping set can be its own GROUP BY that sums only what is used of it
+    shared_scan: bool = False
 
 
 def quote_double(name: str) -> str:
@@ -86,7 +92,9 @@ DUCKDB = Dialect(quote=quote_double, text=text_doubled,
                  exact_integer=duckdb_exact_integer, nonfinite=lambda e: f"NOT isfinite({e})",
                  is_number=lambda e: f"regexp_full_match({e}, '{NUMBER.pattern}')",
                  is_integer=lambda e: f"regexp_full_match({e}, '{INTEGER.pattern}')",
-                 grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})")
+                 grouping_sets=lambda keys, sets: f"GROUP BY GROUPING SETS ({sets})", shared_scan=True)
+
+
 def _spark_exact_integer(expression: str, rounding: str) -> str:
     """Spark's exact integer of a number (see ``where.duckdb_exact_integer``): Spark's floor and ceil return a
     BIGINT, which overflows, and its cast to DECIMAL rounds half up, so the rounding is corrected by one."""
@@ -146,12 +154,14 @@ class GroupedSource:
     data to its kind (``TEXT_KIND``, ``NUMBER_KIND``, ``BOOL_KIND``, ``OTHER_KIND``); ``where`` is the parsed
     ``--where`` condition (or None), rendered in the engine's SQL once the
     kinds of its columns are known; ``text_columns`` are read as text whatever
-    they hold (``--categorical``); ``label`` names the data in messages.
+    they hold (``--categorical``); ``label`` names the data in messages; ``run_sums`` runs the query of the grouped
+    sums, if not ``run``.
     """
 
     def __init__(self, run, relation: str, schema: dict[str, str], dialect: Dialect, label: str,
-                 where=None, drop_missing: bool = False, params=None, text_columns=(), aliases=None):
+                 where=None, drop_missing: bool = False, params=None, text_columns=(), aliases=None, run_sums=None):
         self.run, self.relation, self.schema, self.dialect = run, relation, schema, dialect
+        self.run_sums = run_sums or run
         self.aliases = aliases if aliases is not None else renamed_columns(schema)
         self.label, self.where, self.drop_missing, self.params = label, where, drop_missing, params
         self.text_columns = set(text_columns)
@@ -287,9 +297,6 @@ class GroupedSource:
                   f"COUNT(*) FILTER (WHERE {d.nonfinite(y_number)}) AS nonfinite_y",
                   f"MIN({y_number}) AS y_min", f"MAX({y_number}) AS y_max", f"AVG({y_number}) AS y_mean",
                   f"COUNT(*) FILTER (WHERE {y_number} <> 0 AND {y_number} <> 1) AS nonbinary"]
-        for k, columns in enumerate(spec.group_factors):
-            key = self.ref(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(self.as_text(c) for c in columns)})"
-            parts.append(f"APPROX_COUNT_DISTINCT({key}) AS levels_{k}")
         text_fixed = [v for v in spec.fixed_variables if self.schema[v] == TEXT_KIND and v not in self.text_columns]
         for k, v in enumerate(text_fixed):
             parts += self._numeric_counts(v, k)
@@ -336,10 +343,27 @@ class GroupedSource:
                 notes.append(f"column '{v}' holds integers a double cannot hold exactly ({counts[f'inexact_example_{k}']}, "
                              "beyond 2^53): it is read as labels (a factor), not as numbers; divide or recode them to "
                              "use it as a covariate")
-        plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]),
-                        [int(counts[f"levels_{k}"]) for k in range(len(spec.group_factors))],
+        plan = SumsPlan(spec, numeric, conditions, float(counts["y_mean"]), self._level_estimates(spec),
                         binary=int(counts["nonbinary"]) == 0)
         return plan, notes
+
+    def _level_estimates(self, spec: FormulaSpec) -> list[int]:
+        """Approximate levels of each grouping factor among the first ``ESTIMATE_ROWS`` rows (all of a smaller file).
+
+        They only choose the coarse grouping set (``SumsPlan.coarse_set``), which changes which sums the engine
+        adds and which Python adds, never their values; hashing every row of every factor took two thirds of
+        the validation pass on large files. Rows ordered so that the first ones hide a factor's levels (sorted by
+        that factor) can only make the choice a slower one (a coarse set of more groups, never more than there
+        are rows); the sums are the same.
+        """
+        if len(spec.group_factors) < 2:   # no coarse set to choose
+            return [0] * len(spec.group_factors)
+        keys = [self.ref(columns[0]) if len(columns) == 1 else f"CONCAT_WS(':', {', '.join(self.as_text(c) for c in columns)})"
+                for columns in spec.group_factors]
+        counts = self.run(f"SELECT {', '.join(f'APPROX_COUNT_DISTINCT(k{k}) AS levels_{k}' for k in range(len(keys)))} "
+                          f"FROM (SELECT {', '.join(f'{key} AS k{k}' for k, key in enumerate(keys))} "
+                          f"FROM {self._rows(None)} LIMIT {ESTIMATE_ROWS}) AS first_rows", self.params).iloc[0]
+        return [int(counts[f"levels_{k}"]) for k in range(len(keys))]
 
     # --- the grouped sums -----------------------------------------------------------------------
 
@@ -349,8 +373,10 @@ class GroupedSource:
         The sets that do not involve the factor with most levels are derived
         in Python from one coarse set (every other grouping column and the
         fixed variables), whose groups are few on evaluation grids; only the
-        dominant factor's sets are left to the engine. Where the coarse set
-        would be large, the engine computes every set itself.
+        dominant factor's sets are left to the engine, and of those, a set
+        within another that has few groups is derived from it too (without
+        fixed variables, the dominant factor's own set from one of its pairs).
+        Where the coarse set would be large, the engine computes every set itself.
         """
         d = self.dialect
         spec = plan.spec
@@ -358,24 +384,31 @@ class GroupedSource:
         for k, v in enumerate(spec.fixed_variables):
             columns.append(f"{self.as_number(v) if plan.numeric[v] else self.as_text(v)} AS f{k}")
         columns += [f"{self.as_text(c)} AS c{k}" for k, c in enumerate(plan.grouping)]
-        needed = plan.sets()
-        coarse = plan.coarse_set()
-        queried = [coarse] + [s for s in needed if not s <= coarse] if coarse is not None else needed
+        queried, derived = plan.queried_sets()
         keys = plan.keys
         shifted = f"(y - ({plan.shift!r}))"
-        if keys:
+        sums = f"COUNT(*) AS n, SUM(y) AS total, SUM({shifted} * {shifted}) AS squares"
+        rows = f"(SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)})"
+        if keys and d.shared_scan:
+            summed = plan.summed_sets(queried, derived)
+            parts = []
+            for s in queried:
+                grouped = [keys[i] for i in sorted(s)]
+                select = ", ".join(key if key in grouped else f"NULL AS {key}" for key in keys)
+                aggregates = sums if s in summed else "COUNT(*) AS n, NULL AS total, NULL AS squares"
+                group = f" GROUP BY {', '.join(grouped)}" if grouped else ""
+                parts.append(f"SELECT {_set_id(s, len(keys))} AS set_id, {select}, {aggregates} FROM key_rows{group}")
+            result = self.run_sums(f"WITH key_rows AS {rows} " + " UNION ALL ".join(parts), self.params)
+        elif keys:
             sets = ", ".join("(" + ", ".join(keys[i] for i in sorted(s)) + ")" for s in queried)
-            select, group = f"GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, ", d.grouping_sets(', '.join(keys), sets)
+            result = self.run_sums(f"SELECT GROUPING_ID({', '.join(keys)}) AS set_id, {', '.join(keys)}, {sums} "
+                                   f"FROM {rows} AS t {d.grouping_sets(', '.join(keys), sets)}", self.params)
         else:
-            select, group = "", ""
-        result = self.run(f"SELECT {select}COUNT(*) AS n, SUM(y) AS total, SUM({shifted} * {shifted}) AS squares "
-                          f"FROM (SELECT {', '.join(columns)} FROM {self._rows(plan.conditions)}) AS t {group}",
-                          self.params)
+            result = self.run_sums(f"SELECT {sums} FROM {rows} AS t", self.params)
         result["m2"] = np.maximum(result["squares"] - (result["total"] - result["n"] * plan.shift) ** 2 / result["n"], 0.0)
         by_set = {s: result[result["set_id"] == _set_id(s, len(keys))] if keys else result for s in queried}
-        for s in needed:
-            if s not in by_set:
-                by_set[s] = _regroup(by_set[coarse], [keys[i] for i in sorted(s)], plan.shift)
+        for s, finer in derived.items():
+            by_set[s] = _regroup(by_set[finer], [keys[i] for i in sorted(s)], plan.shift)
         return by_set
 
     def restricted(self, column: str, text: str) -> "GroupedSource":
@@ -486,6 +519,40 @@ class SumsPlan:
                 others |= self.member(k)
         bound = np.prod([float(e) for k, e in enumerate(self.level_estimates) if k != dominant])
         return frozenset(others) if bound <= COARSE_GROUPS else None
+
+    def queried_sets(self) -> tuple[list[frozenset[int]], dict[frozenset[int], frozenset[int]]]:
+        """The sets the engine sums, and each other needed set with the queried set Python sums it from.
+
+        Every set within the coarse set comes from it; a set within another queried set whose groups are
+        estimated at most ``COARSE_GROUPS`` comes from the one of fewest groups (each costs the engine a pass of
+        hashing over every row, and Python a pass over that set's groups).
+        """
+        needed = self.sets()
+        coarse = self.coarse_set()
+        if coarse is None:
+            return needed, {}
+        queried = [coarse] + [s for s in needed if not s <= coarse]
+        derived = {s: coarse for s in needed if s not in queried}
+        for s in sorted(queried[1:], key=len, reverse=True):   # a set is derived only from one the engine sums
+            finer = [(self._estimated_groups(t), sorted(t)) for t in queried if t > s and t not in derived]
+            groups, positions = min(((g, p) for g, p in finer if g is not None), default=(None, None))
+            if groups is not None and groups <= COARSE_GROUPS:
+                derived[s] = frozenset(positions)
+        return [s for s in queried if s not in derived], derived
+
+    def summed_sets(self, queried, derived) -> set[frozenset[int]]:
+        """The queried sets whose sums are used (the fixed cells and each factor within them, or a set one of these
+        is derived from); of the others (pairs of factors) only the counts are."""
+        fixed = frozenset(range(len(self.spec.fixed_variables)))
+        used = {fixed} | {frozenset(self.member(k) | fixed) for k in range(len(self.spec.group_factors))}
+        return {derived.get(s, s) for s in used} & set(queried)
+
+    def _estimated_groups(self, positions: frozenset[int]) -> float | None:
+        """At most how many groups a set of grouping columns has, by the factors' estimates; None with fixed keys."""
+        within = [k for k in range(len(self.spec.group_factors)) if self.member(k) <= positions]
+        if set().union(*(self.member(k) for k in within)) != positions:
+            return None
+        return float(np.prod([float(self.level_estimates[k]) for k in within]))
 
 
 def _is_numeric(counts, k: int) -> bool:
