@@ -72,7 +72,7 @@ JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="nu
 # * every numba function called from another is compiled on its own (optimised, turned into machine code)
 #   and again, linked in, in each caller up to the sampler's C entry point: ``gaussian_logp`` and
 #   ``gaussian_expand`` are inlined into those entry points by numba instead (``inline="always"``), one
-#   level less. Inlining ``marginal_loglik_grad`` too saved 0.4 CPU-s more but made each evaluation 5-15 %
+#   level less. Inlining ``marginal_loglik_grad`` too saved 0.4 CPU-s more but made each evaluation 5-17 %
 #   slower on the annotation G-study; inlining the inner kernels made typing the one large function cost
 #   more than it saved.
 
