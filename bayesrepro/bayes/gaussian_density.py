@@ -65,6 +65,16 @@ HALF_NORMAL, R2D2 = 0, 1
 LOG_2PI = math.log(2.0 * math.pi)
 # reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
 JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+# What the first run after an installation compiles (see benchmarks/README.md) is kept small:
+# * arrays are copied and scaled element by element: a whole-array assignment (``T[:, :] = A``) or
+#   arithmetic (``a * b``) makes numba compile its shape-mismatch error, with the string formatting of
+#   the shapes, several seconds of compiling for code that never runs;
+# * every numba function called from another is compiled on its own (optimised, turned into machine code)
+#   and again, linked in, in each caller up to the sampler's C entry point: ``gaussian_logp`` and
+#   ``gaussian_expand`` are inlined into those entry points by numba instead (``inline="always"``), one
+#   level less. Inlining ``marginal_loglik_grad`` too saved 0.4 CPU-s more but made each evaluation 5-17 %
+#   slower on the annotation G-study; inlining the inner kernels made typing the one large function cost
+#   more than it saved.
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -149,8 +159,10 @@ def _inverse_from_cholesky(L, X, M):
 def _factor_small_block(wbwb, G, wbr, g, w, scale, T, u) -> bool:
     """T = I + D (W_b'W_b − Σ_k w_k G_k) D, factored in place (lower Cholesky); u = W_b'r − Σ_k w_k g_k."""
     s = wbwb.shape[0]
-    T[:, :] = wbwb
-    u[:] = wbr
+    for i in range(s):
+        u[i] = wbr[i]
+        for j in range(i + 1):
+            T[i, j] = wbwb[i, j]
     for k in range(w.shape[0]):
         wk = w[k]
         for i in range(s):
@@ -232,8 +244,9 @@ def marginal_loglik_grad(eta, floats, ints, grad):
     logdet_T = 0.0
     for i in range(s):
         logdet_T += 2.0 * math.log(L[i, i])
-    v = scale * u
-    y = v.copy()
+    y = np.empty(s)  # v = D u, then y = L⁻¹ v
+    for i in range(s):
+        y[i] = scale[i] * u[i]
     _solve_lower(L, y)
     zz = 0.0
     for i in range(s):
@@ -265,7 +278,9 @@ def marginal_loglik_grad(eta, floats, ints, grad):
         sum_logdet += block_logdet
         sum_zz += block_zz
 
-    sy = scale * y
+    sy = np.empty(s)
+    for i in range(s):
+        sy[i] = scale[i] * y[i]
     dll_dlogrho = -0.5 * dlogdet_dom
     for k in range(n_counts):
         trace = 0.0
@@ -308,15 +323,19 @@ def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
     out = np.empty((n_draws, s))
     L = np.empty((s, s))
     u = np.empty(s)
+    z = np.empty(s)
     for d in range(n_draws):
         if not _factor_small_block(wbwb, G, wbr, g, w[d], scale[d], L, u):
             out[d, :] = np.nan
             continue
-        z = scale[d] * u
+        for i in range(s):
+            z[i] = scale[d, i] * u[i]
         _solve_lower(L, z)
-        z += sigma[d] * noise[d]
+        for i in range(s):
+            z[i] += sigma[d] * noise[d, i]
         _solve_upper_transposed(L, z)
-        out[d, :] = scale[d] * z
+        for i in range(s):
+            out[d, i] = scale[d, i] * z[i]
     return out
 
 
@@ -364,7 +383,7 @@ def _log_sds(x, floats, ints, log_sd, log_omega):
         log_sd[c] = x[0] + 0.5 * log_omega[c]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")  # see JIT_OPTIONS
 def gaussian_logp(x, floats, ints):
     """Log posterior density (up to the evidence) at the unconstrained point x, and its gradient.
 
@@ -373,7 +392,9 @@ def gaussian_logp(x, floats, ints):
     n = x.shape[0]
     slot_component = int_array(ints, I_SLOT_COMPONENT)
     prior = float_array(floats, ints, F_PRIOR)
-    grad = np.zeros(n)
+    grad = np.empty(n)
+    for i in range(n):  # a loop, not np.zeros: one numba overload less to compile on the first run
+        grad[i] = 0.0
     log_sd = np.empty(n)
     log_omega = np.empty(n)
     _log_sds(x, floats, ints, log_sd, log_omega)
@@ -422,7 +443,7 @@ def gaussian_logp(x, floats, ints):
     return value, grad
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")  # see JIT_OPTIONS
 def gaussian_expand(x, floats, ints, out):
     """What a draw stores: σ of every component (formula order), then for "r2d2" τ and the shares ω."""
     n = x.shape[0]
