@@ -39,21 +39,24 @@ def centring(pilot: CompiledDensity, frame, terms, priors, link: str) -> tuple[l
     weight, score = _weights_and_scores(eta, y, trials, link)
     information, target, cross, start = [], [], [], mode.copy()
     offset = p
-    for term, b in zip(terms, effects):
+    for t, (term, b) in enumerate(zip(terms, effects)):
         n_levels, nc, Z = len(term.levels), term.nc, term.matrix
-        H = np.zeros((n_levels, nc, nc))
-        np.add.at(H, term.codes, weight[:, None, None] * Z[:, :, None] * Z[:, None, :])
-        K = np.zeros((n_levels, nc, p))
-        np.add.at(K, term.codes, weight[:, None, None] * Z[:, :, None] * X[:, None, :])
-        g = np.zeros((n_levels, nc))
-        np.add.at(g, term.codes, score[:, None] * Z)
+
+        def per_level(values):
+            return np.bincount(term.codes, weights=values, minlength=n_levels)
+
+        H = np.stack([np.stack([per_level(weight * Z[:, a] * Z[:, c]) for c in range(nc)], axis=1)
+                      for a in range(nc)], axis=1)                               # (levels, nc, nc)
+        K = np.stack([np.stack([per_level(weight * Z[:, a] * X[:, j]) for j in range(p)], axis=1)
+                      for a in range(nc)], axis=1)                               # (levels, nc, p)
+        g = np.stack([per_level(score * Z[:, a]) for a in range(nc)], axis=1)
         h = np.einsum("lab,lb->la", H, b) + g + K @ beta
         information.append(H.ravel())
         target.append(h.ravel())
         cross.append(K.ravel())
         # the mode's effects in the new coordinates: z = G'(b − m)
-        precision = precision_and_derivatives(mode, offset, nc, priors.eta[terms.index(term)])[0]
-        z0 = offset + nc + nc * (nc - 1) // 2
+        precision = precision_and_derivatives(mode, offset, nc, priors.eta[t])[0]
+        z0 = offset + nc * (nc + 1) // 2
         for level in range(n_levels):
             G = np.linalg.cholesky(precision + H[level])
             mean = np.linalg.solve(G @ G.T, h[level] - K[level] @ beta)

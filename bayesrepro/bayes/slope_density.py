@@ -15,6 +15,9 @@ row. Normalising constants of the priors are left out (NUTS needs none).
 The binomial model (``binary_slope_logp``, Bernoulli rows having one trial) has no σ (no item 2) and the same
 terms: y_i successes of n_i trials, y_i ~ Binomial(n_i, μ(x_i'β + Σ_terms z_i' b)), μ the inverse logit or Φ.
 
+The binomial model is sampled in partially centred coordinates (``binary_centred_logp``, described before it):
+the same posterior, each level's effects relative to the Gaussian approximation of their conditional posterior.
+
 Recorded per draw (``expand``): the coefficients of the uncentred design, σ (Gaussian model), and per term the
 SDs τ and the correlations of R = L L' (pairs (j, i), i > j, column by column, as lme4's VarCorr orders them).
 Then the effects b of every term, level by level (``effect_variable``: level × column), for the level summaries.

@@ -2,7 +2,8 @@
 reliability.
 
 Every random-effect term ``(1 + x | g)`` has its own SDs and correlation matrix (``slope_density`` states the
-posterior; ``collapsed_slope_model`` samples a Gaussian one with the effects integrated out where that is faster).
+posterior; ``collapsed_slope_model`` samples a Gaussian one with the effects integrated out where that is faster,
+``binary_slope_model`` a binomial one in coordinates partially centred at the posterior mode).
 A term's variance component is, per draw, the variance its effects add to one observation averaged over the
 observed rows (Johnson 2014), the definition the REML and Laplace engines report (``covariance_structure``); a
 binomial model's are on the latent scale of its link, whose residual is fixed (π²/3 for logit, 1 for probit).
