@@ -12,16 +12,27 @@ b is triangular given Σ and β and carries its Jacobian, so the posterior is th
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import numpy as np
 
-from .compiled_density import CompiledDensity
+from .compiled_density import COMPILE_NOTE_AFTER, CompiledDensity
 from .slope_density import binary_slope_expand, precision_and_derivatives
 
 
 def centring(pilot: CompiledDensity, frame, terms, priors, link: str) -> tuple[list[np.ndarray], np.ndarray]:
     """(H_l, h_l, K_l of every level, flattened level by level, term by term) and the chains' start in the
     partially centred coordinates, from the posterior mode of the non-centred density ``pilot``."""
-    mode = _posterior_mode(pilot)
+    # told only when it takes a while (large designs), as the compiled density's loading is
+    note = threading.Timer(COMPILE_NOTE_AFTER, logging.getLogger("bayesrepro").info,
+                           ["finding the posterior mode, which chooses the coordinates the sampler moves in"])
+    note.daemon = True
+    note.start()
+    try:
+        mode = _posterior_mode(pilot)
+    finally:
+        note.cancel()
     recorded = np.empty(pilot.n_expanded)
     binary_slope_expand(mode, pilot.floats, pilot.ints, recorded)
     p = len(priors.fixed_names)
