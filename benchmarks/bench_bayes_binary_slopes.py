@@ -124,8 +124,8 @@ def main() -> None:
     if not args.skip_brms:
         peer = brms(args.brms_draws, args.seed)
         report["brms"] = peer
-        print(f"brms, 4 x {peer['draws']} draws: {peer['seconds']:.1f} s sampling alone ({peer['warmup_seconds']:.1f} s "
-              f"warm-up not counted), bulk ESS min {peer['ess_bulk_min']:.0f} (R-hat max {peer['r_hat_max']:.4f}, "
+        print(f"brms, 4 x {peer['draws']} draws: {peer['seconds']:.1f} s sampling alone "
+              f"({peer['warmup_seconds']:.1f} s warm-up not counted), bulk ESS min {peer['ess_bulk_min']:.0f} (R-hat max {peer['r_hat_max']:.4f}, "
               f"{peer['divergences']} divergences, {peer['leapfrog_per_draw']:.0f} leapfrog steps per draw): "
               f"{peer['ess_per_second']:.2f} ESS/s")
         for name in ROWS.values():
