@@ -68,10 +68,9 @@ def centring(pilot: CompiledDensity, frame, terms, priors, link: str) -> tuple[l
         # the mode's effects in the new coordinates: z = G'(b − m)
         precision = precision_and_derivatives(mode, offset, nc, priors.eta[t])[0]
         z0 = offset + nc * (nc + 1) // 2
-        for level in range(n_levels):
-            G = np.linalg.cholesky(precision + H[level])
-            mean = np.linalg.solve(G @ G.T, h[level] - K[level] @ beta)
-            start[z0 + level * nc:z0 + (level + 1) * nc] = G.T @ (b[level] - mean)
+        G = np.linalg.cholesky(precision + H)
+        mean = np.linalg.solve(precision + H, (h - K @ beta)[..., None])[..., 0]
+        start[z0:z0 + n_levels * nc] = np.einsum("lba,lb->la", G, b - mean).ravel()
         offset = z0 + n_levels * nc
     return [np.concatenate(information), np.concatenate(target), np.concatenate(cross)], start
 
