@@ -2,8 +2,8 @@
 
 The non-centred density (``slope_density.binary_slope_logp``, b_l = diag(τ) L u_l) has a funnel wherever the
 data say much about a level's effects, and its SDs mix slowly there: on lme4's VerbAgg, 24 items of 316 answers
-each, 4 × 1,000 draws left the SD of the item slope at a bulk ESS of 144 (about 4,000 with these coordinates,
-at the same 31 leapfrog steps per draw, 6,330 of 4 × 4,000 against 521). Here each level's
+each, 4 × 1,000 draws left the SD of the item slope at a bulk ESS of 144 (1,600-1,700 in these coordinates at
+the same 31 leapfrog steps per draw; of 4 × 4,000 draws, 521 against 6,330). Here each level's
 effects are sampled relative to the Gaussian approximation of their conditional posterior
 (``slope_density.binary_centred_logp``): the data's information H_l about b_l, its cross information K_l with the
 fixed coefficients β and its estimate of b_l are read once off the likelihood at the posterior mode of the
