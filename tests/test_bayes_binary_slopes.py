@@ -16,6 +16,7 @@ import pytest
 
 import bayesrepro as br
 from bayesrepro.design import model_frame, parse_formula
+from bayesrepro.bayes.binary_slope_model import centring
 from bayesrepro.bayes.term_model import term_density, term_layouts
 from bayesrepro.bayes.term_priors import term_priors
 
@@ -40,25 +41,84 @@ def _frame(data, formula):
     return model_frame(parse_formula(formula, slopes=True), table)
 
 
-@pytest.mark.parametrize("link, prior, formula, data", [
+GRADIENT_CASES = [
     ("logit", "scaled", "y ~ c + arm + (1 + c + arm | subject) + (1 | item)", "binary_crossed"),
     ("probit", "brms", "y ~ c + (1 + c | subject) + (0 + c | item)", "binary_crossed"),
     ("logit", "brms", "p(s, n) ~ c + arm + (1 + c | subject)", "binary_counts"),
-])
-def test_gradient_matches_finite_differences(link, prior, formula, data):
+]
+
+
+def _small_densities(link, prior, formula, data):
+    """The non-centred and the partially centred density of a few subjects (and items) of ``data``."""
     table = pd.read_csv(DATA / DATASETS[data])
     table = table[table["subject"].isin(sorted(table["subject"].unique())[:8])]
     if "item" in table:
         table = table[table["item"].isin(sorted(table["item"].unique())[::4])]
     frame = _frame(table, formula)
     terms = term_layouts(frame)
-    density = term_density(frame, terms, term_priors(frame, terms, prior, binary=True), link)
+    priors = term_priors(frame, terms, prior, binary=True)
+    pilot = term_density(frame, terms, priors, link)
+    return pilot, term_density(frame, terms, priors, link, centring(pilot, frame, terms, priors, link)), terms
+
+
+@pytest.mark.parametrize("centred", [False, True])
+@pytest.mark.parametrize("link, prior, formula, data", GRADIENT_CASES)
+def test_gradient_matches_finite_differences(link, prior, formula, data, centred):
+    density = _small_densities(link, prior, formula, data)[centred]
     x = np.random.default_rng(1).normal(0.0, 0.7, density.n_dim)
     _, gradient = density.value_and_gradient(x)
     step = 1e-6
     numeric = [(density.value_and_gradient(x + e)[0] - density.value_and_gradient(x - e)[0]) / (2 * step)
                for e in np.eye(density.n_dim) * step]
     np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("link, prior, formula, data", GRADIENT_CASES)
+def test_partially_centred_density_is_the_same_posterior(link, prior, formula, data):
+    """Both densities are the posterior density of (β, Σ, b) times the Jacobian of their coordinates to b: at any
+    point of the partially centred one and the point of the non-centred one with the same effects,
+    u_l = (diag(τ) L)^-1 b_l, the two differ by the log Jacobians, log |db/dz| (b is linear in z: its columns are
+    differences of b at unit steps) and Σ_l log |diag(τ) L|."""
+    pilot, centred, terms = _small_densities(link, prior, formula, data)
+    p = len(centred.coords["fixed_effect"])
+    covariances = sum(t.nc * (t.nc + 1) // 2 for t in terms)
+    n_effects = sum(t.nc * len(t.levels) for t in terms)
+    z_index, start = [], p   # the elements of x that are z: each term's after its log SDs and correlations
+    for term in terms:
+        start += term.nc * (term.nc + 1) // 2
+        z_index += range(start, start + term.nc * len(term.levels))
+        start += term.nc * len(term.levels)
+
+    def recorded(x):
+        out = np.empty(centred.n_expanded)
+        centred.expand(x, centred.floats, centred.ints, out)
+        return out
+
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.normal(0.0, 0.7, centred.n_dim)
+        values = recorded(x)
+        effects = values[p + covariances:]
+        jacobian = np.column_stack([recorded(x + np.eye(centred.n_dim)[k])[p + covariances:] - effects
+                                    for k in z_index])
+        assert jacobian.shape == (n_effects, n_effects)
+        log_jacobian_z = np.linalg.slogdet(jacobian)[1]
+        position, offset, old, log_jacobian_u = p, p, x.copy(), 0.0
+        for term in terms:
+            nc, n_levels = term.nc, len(term.levels)
+            sd, corr = values[position:position + nc], values[position + nc:position + nc * (nc + 1) // 2]
+            position += nc * (nc + 1) // 2
+            correlation = np.eye(nc)
+            for k, (j, i) in enumerate(term.pairs):
+                correlation[i, j] = correlation[j, i] = corr[k]
+            factor = np.diag(sd) @ np.linalg.cholesky(correlation)
+            log_jacobian_u += n_levels * np.linalg.slogdet(factor)[1]
+            b, effects = effects[:n_levels * nc].reshape(n_levels, nc), effects[n_levels * nc:]
+            first = offset + nc * (nc + 1) // 2
+            old[first:first + n_levels * nc] = np.linalg.solve(factor, b.T).T.ravel()
+            offset = first + n_levels * nc
+        assert centred.value_and_gradient(x)[0] - log_jacobian_z == pytest.approx(
+            pilot.value_and_gradient(old)[0] - log_jacobian_u, rel=1e-9)
 
 
 def test_likelihood_is_the_binomial_one():

@@ -2,7 +2,8 @@
 reliability.
 
 Every random-effect term ``(1 + x | g)`` has its own SDs and correlation matrix (``slope_density`` states the
-posterior; ``collapsed_slope_model`` samples a Gaussian one with the effects integrated out where that is faster).
+posterior; ``collapsed_slope_model`` samples a Gaussian one with the effects integrated out where that is faster,
+``binary_slope_model`` a binomial one in coordinates partially centred at the posterior mode).
 A term's variance component is, per draw, the variance its effects add to one observation averaged over the
 observed rows (Johnson 2014), the definition the REML and Laplace engines report (``covariance_structure``); a
 binomial model's are on the latent scale of its link, whose residual is fixed (π²/3 for logit, 1 for probit).
@@ -24,7 +25,8 @@ from .convergence import ess_bulk, ess_tail, r_hat
 from .posterior import add_reliability, interval
 from .sampling import check_posterior_size
 from .binary_density import LINK_CODES
-from .slope_density import binary_slope_expand, binary_slope_logp, effect_variable, slope_expand, slope_logp
+from .slope_density import (binary_centred_expand, binary_centred_logp, binary_slope_expand, binary_slope_logp,
+                            effect_variable, slope_expand, slope_logp)
 from .term_layout import TermLayout, corr_variable, sd_variable, term_covariances
 from .term_priors import TermPriors, column_sds, term_priors
 
@@ -36,8 +38,11 @@ def term_layouts(frame) -> list[TermLayout]:
             for block, (codes, levels, matrix, columns) in zip(design.blocks, term_rows(frame.spec, frame.data))]
 
 
-def term_density(frame, terms: list[TermLayout], priors: TermPriors, link: str | None = None) -> CompiledDensity:
-    """The compiled posterior of ``frame`` with ``terms`` under ``priors``: Gaussian, or binomial with ``link``."""
+def term_density(frame, terms: list[TermLayout], priors: TermPriors, link: str | None = None,
+                 centring: tuple[list[np.ndarray], np.ndarray] | None = None) -> CompiledDensity:
+    """The compiled posterior of ``frame`` with ``terms`` under ``priors``: Gaussian, or binomial with ``link``,
+    non-centred, or with ``centring`` (``binary_slope_model.centring``: the levels' information and the start) in
+    partially centred coordinates."""
     y, X = np.asarray(frame.y, dtype=float), np.asarray(frame.X, dtype=float) - priors.x_means
     p = X.shape[1]
     Z = np.hstack([term.matrix for term in terms])
@@ -48,6 +53,7 @@ def term_density(frame, terms: list[TermLayout], priors: TermPriors, link: str |
     if binary:
         floats.append(np.ones(len(y)) if frame.trials is None else np.asarray(frame.trials, dtype=float))
         sizes.append(LINK_CODES[link])
+        floats += centring[0] if centring is not None else []
     floats, ints = pack(floats, [np.array(sizes), np.array([term.nc for term in terms]),
                                  np.array([len(term.levels) for term in terms]),
                                  np.column_stack([term.codes for term in terms])])
@@ -67,8 +73,10 @@ def term_density(frame, terms: list[TermLayout], priors: TermPriors, link: str |
     # nutpie's diagonal mass matrix: on sleepstudy and simulated designs of 60 subjects its bulk ESS of the
     # correlation per draw was 1.5-3.5 times that of the low-rank correction, at fewer seconds per gradient
     logp, expand = (binary_slope_logp, binary_slope_expand) if binary else (slope_logp, slope_expand)
-    return CompiledDensity(logp, expand, floats, ints, n_dim, tuple(variables), coords,
-                           _initial_point(X, y, terms, n_dim, binary),
+    if centring is not None:
+        logp, expand = binary_centred_logp, binary_centred_expand
+    start = _initial_point(X, y, terms, n_dim, binary) if centring is None else centring[1]
+    return CompiledDensity(logp, expand, floats, ints, n_dim, tuple(variables), coords, start,
                            low_rank_mass_matrix=False)
 
 
@@ -81,6 +89,10 @@ def fit_terms(frame, prior: str, object: str, settings, link: str | None = None)
     density = term_density(frame, terms, priors, link)
     if link is None:  # a binomial likelihood has no closed-form integral over the effects
         density = faster_density(density, frame, terms, priors)
+    else:
+        from .binary_slope_model import centring
+
+        density = term_density(frame, terms, priors, link, centring(density, frame, terms, priors, link))
     recorded = any(v.name == effect_variable(terms[0].group) for v in density.variables)
     # per draw: coefficients, σ, every SD and correlation, the effects the density records, a variance and a share
     # per component, φ
