@@ -271,17 +271,11 @@ def slope_logp(x, floats, ints):
     return value, gradient
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def binary_slope_logp(x, floats, ints):
-    """The binomial model: y_i successes of n_i trials with probability μ(η_i), the link's inverse (I_SIZES[5]:
-    0 logit, 1 probit), η_i = x_i'β + Σ_terms z_i' b; no residual SD (x holds β, then the terms)."""
-    sizes = int_array(ints, I_SIZES)
-    n, p, n_columns, link = sizes[0], sizes[1], sizes[3], sizes[5]
-    y, X, Z = float_array(floats, ints, F_Y), float_array(floats, ints, F_X), float_array(floats, ints, F_Z)
-    columns, codes = int_array(ints, I_COLUMNS), int_array(ints, I_CODES)
-    trials = float_array(floats, ints, F_TRIALS)
-    value, gradient, b, offsets, effect_start = priors_and_effects(x, floats, ints, p)
-    db = np.zeros(len(b))
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def binomial_rows(n, x, y, trials, X, p, Z, n_columns, codes, columns, effect_start, b, link, gradient, db):
+    """The binomial log likelihood of the ``n`` rows given the level effects ``b``; adds its gradient to ``gradient``
+    (β) and ``db`` (the effects)."""
+    value = 0.0
     for i in range(n):
         t = row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b)
         hits, misses = y[i], trials[i] - y[i]
@@ -294,6 +288,21 @@ def binary_slope_logp(x, floats, ints):
             value += hits * log_mu + misses * log_not_mu
             g = hits * ratio - misses * not_ratio
         add_row_gradient(i, g, X, p, Z, n_columns, codes, columns, effect_start, gradient, db)
+    return value
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def binary_slope_logp(x, floats, ints):
+    """The binomial model: y_i successes of n_i trials with probability μ(η_i), the link's inverse (I_SIZES[5]:
+    0 logit, 1 probit), η_i = x_i'β + Σ_terms z_i' b; no residual SD (x holds β, then the terms)."""
+    sizes = int_array(ints, I_SIZES)
+    n, p, n_columns, link = sizes[0], sizes[1], sizes[3], sizes[5]
+    y, X, Z = float_array(floats, ints, F_Y), float_array(floats, ints, F_X), float_array(floats, ints, F_Z)
+    columns, codes = int_array(ints, I_COLUMNS), int_array(ints, I_CODES)
+    trials = float_array(floats, ints, F_TRIALS)
+    value, gradient, b, offsets, effect_start = priors_and_effects(x, floats, ints, p)
+    db = np.zeros(len(b))
+    value += binomial_rows(n, x, y, trials, X, p, Z, n_columns, codes, columns, effect_start, b, link, gradient, db)
     add_effects_gradient(x, b, db, offsets, effect_start, columns, int_array(ints, I_LEVELS),
                          float_array(floats, ints, F_ETA), gradient)
     return value, gradient
@@ -631,18 +640,7 @@ def binary_centred_logp(x, floats, ints):
                                           eta, information, target, cross, gradient)
     value += terms_value
     db = np.zeros(len(b))
-    for i in range(n):
-        t = row_predictor(i, x, X, p, Z, n_columns, codes, columns, effect_start, b)
-        hits, misses = y[i], trials[i] - y[i]
-        if link == LOGIT:
-            softplus, mu = softplus_and_sigmoid(t)
-            value += hits * t - trials[i] * softplus
-            g = hits - trials[i] * mu
-        else:
-            log_mu, log_not_mu, ratio, not_ratio = probit_terms(t)
-            value += hits * log_mu + misses * log_not_mu
-            g = hits * ratio - misses * not_ratio
-        add_row_gradient(i, g, X, p, Z, n_columns, codes, columns, effect_start, gradient, db)
+    value += binomial_rows(n, x, y, trials, X, p, Z, n_columns, codes, columns, effect_start, b, link, gradient, db)
     add_centred_gradient(x, p, b, db, offsets, effect_start, columns, levels, eta, information, target, cross,
                          gradient)
     return value, gradient
