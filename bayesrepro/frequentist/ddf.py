@@ -274,14 +274,9 @@ def satterthwaite_derivatives(stats: GaussianStats, theta: np.ndarray, sigma2: f
 
 
 def _dense_system(stats: GaussianStats, theta: np.ndarray):
-    """``_gram``'s U'U, U'y and blocks, refused above DENSE_LIMIT, and Λ's diagonal in the elimination order."""
-    gram, u, blocks = _gram(stats)
-    size = gram.shape[0]
-    _refuse_dense(size)
-    q = size - stats.n_fixed
-    theta = np.asarray(theta, dtype=float)
-    lam = np.repeat(theta[stats.order], [len(stats.dominant_counts), *stats.rest_sizes]) if q else np.zeros(0)
-    return gram, u, blocks, lam
+    """U'U as one matrix, U'y, the blocks and Λ's diagonal of ``_split_system``, refused above DENSE_LIMIT."""
+    gram, blocks, lam = _split_system(stats, theta)
+    return gram.dense(), np.concatenate([gram.dominant_y, gram.rest_y]), blocks, lam
 
 
 def _refuse_dense(size: int) -> None:
@@ -303,6 +298,16 @@ class _SplitGram:
     dominant_y: np.ndarray    # (n1,) Z_1'y
     rest_y: np.ndarray        # (m,) [Z_rest, X]'y
 
+    def dense(self) -> np.ndarray:
+        """G as one symmetric matrix."""
+        n1 = len(self.counts)
+        gram = np.empty((n1 + len(self.rest),) * 2)
+        gram[:n1, :n1] = np.diag(self.counts)
+        gram[:n1, n1:] = self.cross
+        gram[n1:, :n1] = self.cross.T
+        gram[n1:, n1:] = self.rest
+        return gram
+
     def times(self, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """G x, for x given by its dominant rows x1 and the others x2 (vectors or matrices)."""
         counts = self.counts if x1.ndim == 1 else self.counts[:, None]
@@ -310,8 +315,8 @@ class _SplitGram:
 
 
 def _split_system(stats: GaussianStats, theta: np.ndarray):
-    """``_SplitGram``, the column block of each component (formula order) and Λ's diagonal in the elimination
-    order, refused above DENSE_LIMIT as ``_dense_system``."""
+    """``_SplitGram`` of U = [Z (elimination order), X], the column block of each component (formula order) and
+    Λ's diagonal in the elimination order, refused above DENSE_LIMIT."""
     n1 = len(stats.dominant_counts)
     q_rest, p = len(stats.rest_zy), stats.n_fixed
     _refuse_dense(n1 + q_rest + p)
@@ -331,25 +336,6 @@ def _split_system(stats: GaussianStats, theta: np.ndarray):
 def _shifted(block: slice, n1: int) -> slice:
     """A component's block of U's columns as rows of the Gram matrix's second part (past the dominant levels)."""
     return slice(block.start - n1, block.stop - n1)
-
-
-def _gram(stats: GaussianStats):
-    """U'U and U'y for U = [Z (elimination order), X], the column block of each component (formula order)."""
-    n1 = len(stats.dominant_counts)
-    q_rest = len(stats.rest_zy)
-    p = stats.n_fixed
-    q = n1 + q_rest
-    gram = np.zeros((q + p, q + p))
-    gram[:n1, :n1] = np.diag(stats.dominant_counts)
-    cross = stats.cross.toarray() if hasattr(stats.cross, "toarray") else stats.cross
-    gram[:n1, n1:q] = cross
-    gram[:n1, q:] = stats.dominant_zx
-    gram[n1:q, n1:q] = stats.rest_gram
-    gram[n1:q, q:] = stats.rest_zx
-    gram[q:, q:] = stats.xtx
-    gram = np.triu(gram) + np.triu(gram, 1).T
-    u = np.concatenate([stats.dominant_zy, stats.rest_zy, stats.xty])
-    return gram, u, _blocks(stats)
 
 
 def _blocks(stats: GaussianStats) -> list[slice]:
