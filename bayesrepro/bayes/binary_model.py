@@ -23,8 +23,6 @@ coefficients of the uncentred design (``fixed``) and the sampled factors' level 
 
 from __future__ import annotations
 
-import logging
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +30,7 @@ import numpy as np
 from .binary_density import LINK_CODES, binary_expand, binary_logp, conditional, level_effects
 from .binary_layout import BinaryLayout
 from .binary_priors import BinaryPriors
-from .compiled_density import COMPILE_NOTE_AFTER, CompiledDensity, Variable, pack
+from .compiled_density import CompiledDensity, Variable, notice_if_slow, pack, posterior_mode
 INFORMATION_STEP = 1e-4  # central differences of the gradient for the data's information about each level
 
 
@@ -69,21 +67,14 @@ def build_binary_model(layout: BinaryLayout, X_fixed: np.ndarray, priors: Binary
     n_levels = sum(len(levels[g]) for g in layout.sampled)
     pilot = _density(layout, X_fixed, priors, group_names, levels, np.zeros(n_levels), np.zeros(n_levels),
                      np.zeros((n_levels, p)), None)
-    # told only when it takes a while (large crowd designs), as the compiled density's loading is
-    note = threading.Timer(COMPILE_NOTE_AFTER, logging.getLogger("bayesrepro").info,
-                           [f"finding the posterior mode and the data's information about {n_levels} sampled levels"])
-    note.daemon = True
-    note.start()
-    try:
-        mode = _posterior_mode(pilot)
+    with notice_if_slow(f"finding the posterior mode and the data's information about {n_levels} sampled levels"):
+        mode = posterior_mode(pilot)
         effects = level_effects(mode, p, n_groups, np.array(layout.sampled, dtype=np.int64),
                                 np.array([len(levels[g]) for g in layout.sampled], dtype=np.int64),
                                 np.zeros(n_levels), np.zeros(n_levels))
         estimate, information, coupling = _data_estimates(
             pilot, mode, effects, p, n_groups, layout.sampled,
             _unlinked_groups(layout, [len(levels[g]) for g in layout.sampled]))
-    finally:
-        note.cancel()
     start = mode.copy()
     offset = p + n_groups
     for k, g in enumerate(layout.sampled):
@@ -120,19 +111,6 @@ def _density(layout, X_fixed, priors, group_names, levels, estimate, information
         coords[dim] = [str(level) for level in levels[g]]
     n_dim = p + n_groups + len(estimate)
     return CompiledDensity(binary_logp, binary_expand, floats, ints, n_dim, tuple(variables), coords, start)
-
-
-def _posterior_mode(density: CompiledDensity) -> np.ndarray:
-    """The posterior mode in the density's coordinates (a start and a reference point, not an estimate)."""
-    from scipy.optimize import minimize
-
-    def negative(x):
-        value, gradient = density.value_and_gradient(x)
-        return -value, -gradient
-
-    result = minimize(negative, np.zeros(density.n_dim), jac=True, method="L-BFGS-B",
-                      options={"maxiter": 2000, "gtol": 1e-6})
-    return result.x
 
 
 def _data_estimates(pilot: CompiledDensity, mode, effects, p, n_groups, sampled, groups):

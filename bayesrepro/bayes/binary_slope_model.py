@@ -13,27 +13,17 @@ b is triangular given Σ and β and carries its Jacobian, so the posterior is th
 
 from __future__ import annotations
 
-import logging
-import threading
-
 import numpy as np
 
-from .compiled_density import COMPILE_NOTE_AFTER, CompiledDensity
+from .compiled_density import CompiledDensity, notice_if_slow, posterior_mode
 from .slope_density import binary_slope_expand, precision_and_derivatives
 
 
 def centring(pilot: CompiledDensity, frame, terms, priors, link: str) -> tuple[list[np.ndarray], np.ndarray]:
     """(H_l, h_l, K_l of every level, flattened level by level, term by term) and the chains' start in the
     partially centred coordinates, from the posterior mode of the non-centred density ``pilot``."""
-    # told only when it takes a while (large designs), as the compiled density's loading is
-    note = threading.Timer(COMPILE_NOTE_AFTER, logging.getLogger("bayesrepro").info,
-                           ["finding the posterior mode, which chooses the coordinates the sampler moves in"])
-    note.daemon = True
-    note.start()
-    try:
-        mode = _posterior_mode(pilot)
-    finally:
-        note.cancel()
+    with notice_if_slow("finding the posterior mode, which chooses the coordinates the sampler moves in"):
+        mode = posterior_mode(pilot)
     recorded = np.empty(pilot.n_expanded)
     binary_slope_expand(mode, pilot.floats, pilot.ints, recorded)
     p = len(priors.fixed_names)
@@ -88,14 +78,3 @@ def _weights_and_scores(eta: np.ndarray, y: np.ndarray, trials: np.ndarray, link
     weight = trials * np.exp(2.0 * log_density - low - high)
     return weight, y * np.exp(log_density - low) - (trials - y) * np.exp(log_density - high)
 
-
-def _posterior_mode(density: CompiledDensity) -> np.ndarray:
-    """The posterior mode in the density's coordinates (a reference point, not an estimate)."""
-    from scipy.optimize import minimize
-
-    def negative(x):
-        value, gradient = density.value_and_gradient(x)
-        return -value, -gradient
-
-    start = density.initial_point if density.initial_point is not None else np.zeros(density.n_dim)
-    return minimize(negative, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-6}).x

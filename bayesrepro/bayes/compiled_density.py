@@ -102,10 +102,10 @@ def int_array(ints, k):
 
 
 @contextlib.contextmanager
-def compile_notice():
-    """One note, logged (a stderr line on the command line), if the block (compiling, or loading compiled code) lasts
-    over ``COMPILE_NOTE_AFTER`` s."""
-    timer = threading.Timer(COMPILE_NOTE_AFTER, _note_compiling)
+def notice_if_slow(message: str):
+    """``message`` logged once (a stderr line on the command line) if the block lasts over ``COMPILE_NOTE_AFTER``
+    s: the user is told why nothing happens only where it takes a while."""
+    timer = threading.Timer(COMPILE_NOTE_AFTER, logging.getLogger("bayesrepro").info, [message])
     timer.daemon = True
     timer.start()
     try:
@@ -114,6 +114,20 @@ def compile_notice():
         timer.cancel()
 
 
-def _note_compiling() -> None:
-    logging.getLogger("bayesrepro").info("loading the compiled posterior density (compiled on its first use, later "
-                                         "loaded from numba's cache)")
+def compile_notice():
+    """``notice_if_slow`` for compiling, or loading compiled code."""
+    return notice_if_slow("loading the compiled posterior density (compiled on its first use, later loaded from "
+                          "numba's cache)")
+
+
+def posterior_mode(density: CompiledDensity) -> np.ndarray:
+    """The posterior mode in the density's coordinates, searched from its initial point (zeros if it has none): a
+    start and a reference point, not an estimate."""
+    from scipy.optimize import minimize
+
+    def negative(x):
+        value, gradient = density.value_and_gradient(x)
+        return -value, -gradient
+
+    start = density.initial_point if density.initial_point is not None else np.zeros(density.n_dim)
+    return minimize(negative, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-6}).x
