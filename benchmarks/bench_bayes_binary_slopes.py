@@ -30,12 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench_bayes_slopes import timed_phi
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "verbagg.csv.gz"
@@ -69,16 +69,7 @@ def brms_priors() -> dict:
 
 
 def ours(draws: int, seed: int) -> dict:
-    command = [sys.executable, "-m", "bayesrepro", "phi", str(DATA), "--formula", FORMULA, "--draws", str(draws),
-               "--seed", str(seed), "--json", "--allow-unconverged"]
-    start, usage = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    seconds, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
-    if result.returncode not in (0, 3):   # 3: not converged, the draws kept (--allow-unconverged)
-        raise SystemExit(f"bayesrepro phi failed: {result.stderr.strip()}")
-    out = json.loads(result.stdout)
+    out, seconds, cpu = timed_phi([str(DATA), "--formula", FORMULA, "--draws", str(draws), "--seed", str(seed)])
     rows = {ROWS[(row["group"], row["var1"], row["var2"])]: row for row in out["random_effects"]}
     ess = out["diagnostics"]["ess_bulk_min"]
     return {"draws": draws, "seconds": seconds, "cpu_seconds": cpu, "ess_bulk_min": ess,

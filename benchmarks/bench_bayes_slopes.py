@@ -36,17 +36,23 @@ FORMULA = "Reaction ~ Days + (Days|Subject)"
 TARGET = 10.0
 
 
-def ours(draws: int, seed: int) -> dict:
-    command = [sys.executable, "-m", "bayesrepro", "phi", str(DATA), "--formula", FORMULA, "--prior", "brms",
-               "--draws", str(draws), "--tune", "1000", "--chains", "4", "--seed", str(seed), "--json",
-               "--allow-unconverged"]
+def timed_phi(arguments: list[str]) -> tuple[dict, float, float]:
+    """``bayesrepro phi ARGUMENTS --json --allow-unconverged`` as a user runs it, from the repository: its JSON, wall
+    seconds and processor seconds."""
+    command = [sys.executable, "-m", "bayesrepro", "phi", *arguments, "--json", "--allow-unconverged"]
     start, usage = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     seconds, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
     if result.returncode not in (0, 3):   # 3: not converged, the draws kept (--allow-unconverged)
         raise SystemExit(f"bayesrepro phi failed: {result.stderr.strip()}")
-    rows = json.loads(result.stdout)["random_effects"]
+    return json.loads(result.stdout), seconds, cpu
+
+
+def ours(draws: int, seed: int) -> dict:
+    out, seconds, cpu = timed_phi([str(DATA), "--formula", FORMULA, "--prior", "brms", "--draws", str(draws),
+                                   "--tune", "1000", "--chains", "4", "--seed", str(seed)])
+    rows = out["random_effects"]
     ess = min(row["ess_bulk"] for row in rows)
     return {"draws": draws, "seconds": seconds, "cpu_seconds": cpu, "ess_bulk_min": ess,
             "ess_per_second": ess / seconds, "ess_per_cpu_second": ess / cpu,
