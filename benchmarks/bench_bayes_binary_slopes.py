@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_bayes_slopes import timed_phi
+from bench_bayes_slopes import report_ratios, timed_phi
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "verbagg.csv.gz"
@@ -122,11 +122,7 @@ def main() -> None:
         for name in ROWS.values():
             print(f"  {name:18s} median ours {run['medians'][name]:.4f} brms {peer['medians'][name]:.4f}; "
                   f"bulk ESS ours {run['ess_bulk'][name]:.0f} brms {peer['ess_bulk'][name]:.0f}")
-        report["ratio"] = run["ess_per_second"] / peer["ess_per_second"]
-        report["cpu_ratio"] = run["ess_per_cpu_second"] / peer["ess_per_second"]
-        print(f"ours / brms in processor seconds on both sides: {report['cpu_ratio']:.1f}")
-        print(f"ours / brms (bulk ESS per second): {report['ratio']:.1f} (target >= {TARGET:g}: "
-              f"{'met' if report['ratio'] >= TARGET else 'NOT met'})")
+        report_ratios(report, run["ess_per_second"], run["ess_per_cpu_second"], peer["ess_per_second"], TARGET)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=2))
 
