@@ -14,11 +14,11 @@ only on A's pattern (``sparse_laplace.py``).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import scipy.linalg.lapack
 import scipy.sparse as sp
+
+from .takahashi_kernel import takahashi
 
 # Sets of pairs whose positions are kept (the factor's pattern changes only where a variance is exactly zero).
 KEPT_PATTERNS = 8
@@ -42,8 +42,9 @@ class SelectedInverse:
         self.values = np.empty(lower.nnz)
         self.diagonal = np.empty(self.n)
         done = self._dense_tail(lower.data, pivots)
-        if not _compiled_takahashi()(self.indptr, self.indices, lower.data, 1.0 / pivots, self.values, self.diagonal,
-                                     done):
+        if not takahashi(self.indptr, self.indices, np.ascontiguousarray(lower.data, dtype=float),
+                         np.ascontiguousarray(1.0 / pivots, dtype=float),
+                         self.values, self.diagonal, done):
             raise RuntimeError("the factor's pattern is not closed under elimination: no selected inverse")
         columns = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
         self._keys = columns * self.n + self.indices   # sorted: columns in order, rows sorted within each
@@ -93,49 +94,3 @@ class SelectedInverse:
             raise OutsidePattern("an entry of A⁻¹ outside the pattern of A's factor was asked for")
         found[off] = position
         return found
-
-
-def takahashi(indptr, indices, lower, inverse_pivots, values, diagonal, done) -> bool:
-    """Z below the diagonal into ``values`` (L's pattern) and its diagonal into ``diagonal`` for the columns before
-    ``done`` (those from it on are filled in); False where a column's pattern is not contained in an earlier
-    column's (the pattern is not a filled factor's)."""
-    n = len(indptr) - 1
-    mark = np.full(n, -1, dtype=np.int64)   # position in column j of each row in its pattern
-    for j in range(done - 1, -1, -1):
-        start, end = indptr[j], indptr[j + 1]
-        for p in range(start, end):
-            mark[indices[p]] = p
-            values[p] = 0.0
-        for p in range(start, end):
-            k = indices[p]
-            l_kj = lower[p]
-            values[p] -= diagonal[k] * l_kj
-            hits = 0
-            for q in range(indptr[k], indptr[k + 1]):
-                m = mark[indices[q]]
-                if m >= 0:
-                    hits += 1
-                    values[m] -= values[q] * l_kj       # Z_ij −= Z_ik L_kj   (i > k)
-                    values[p] -= values[q] * lower[m]   # Z_kj −= Z_ki L_ij
-            if hits != end - p - 1:
-                return False
-        z = inverse_pivots[j]
-        for p in range(start, end):
-            z -= lower[p] * values[p]
-            mark[indices[p]] = -1
-        diagonal[j] = z
-    return True
-
-
-@functools.cache
-def _compiled_takahashi():
-    """``takahashi`` compiled, or loaded from numba's cache, once per process."""
-    import numba
-    from numba import types
-
-    from ..compiled_cache import compile_cached
-
-    index, vector = types.int64[::1], types.float64[::1]
-    signature = types.boolean(index, index, vector, vector, vector, vector, types.int64)
-    return compile_cached(lambda cache: numba.njit(signature, cache=cache, nogil=True)(takahashi),
-                          "the compiled selected inverse of the Laplace fits")
