@@ -167,5 +167,7 @@ def pg_variance(b, c):
 
 
 def pg_laplace(b, c, s):
-    """E exp(−s ω) for ω ~ PG(b, c): cosh^b(c/2) / cosh^b(√(c²/4 + s/2))."""
-    return (np.cosh(np.asarray(c) / 2.0) / np.cosh(np.sqrt(np.asarray(c) ** 2 / 4.0 + np.asarray(s) / 2.0))) ** b
+    """E exp(−s ω) for ω ~ PG(b, c): cosh^b(c/2) / cosh^b(√(c²/4 + s/2)), finite for s > −c²/2 − π²/4 (below 0,
+    cosh of an imaginary root is a cosine)."""
+    root = np.emath.sqrt(np.asarray(c, dtype=float) ** 2 / 4.0 + np.asarray(s, dtype=float) / 2.0)
+    return (np.cosh(np.asarray(c, dtype=float) / 2.0) / np.cosh(root).real) ** b
