@@ -34,7 +34,7 @@ from .sampling import CROSSED_GIBBS, SamplingSettings, check_posterior_size
 # Levels sampled by NUTS (every factor's but the largest, which the binary fast path integrates out) from which an
 # intercept-only binary model of crossed factors is sampled by the crossed Gibbs sampler instead (measured: see
 # docs/guide/binary-crowd-posterior.md)
-BINARY_GIBBS_LEVELS = 1000
+BINARY_GIBBS_LEVELS = 500
 _AUGMENTATION = {"logit": "Polya-Gamma augmentation", "probit": "Albert-Chib augmentation"}
 
 
