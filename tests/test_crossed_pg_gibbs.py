@@ -122,6 +122,8 @@ def test_fit_bayes_announces_the_sampler_and_keeps_the_fast_paths_outputs(small_
     assert "fp_phi" not in fit.draws and "1|rater" not in fit.draws
     out = fit.to_dict()
     assert out["scale"] == "latent" and 0 < out["phi_observed"]["median"] < out["phi"]["median"]
+    with pytest.raises(BayesreproError, match="not kept by the crossed Gibbs sampler; refit with --backend fast"):
+        fit.level_effects("rater")
 
 
 def test_an_explicit_backend_or_sampler_keeps_nuts(small_crowd, monkeypatch):
