@@ -24,6 +24,9 @@ from ..compiled_cache import compile_cached, keyed
 from .compiled_density import compile_notice
 
 TRUNCATION = 0.64            # t: where the proposal turns from inverse Gaussian to exponential (the paper's choice)
+# below this z the proposal's mixture weight is computed directly (e^{Kt} < e^{520}, erfc far from underflow), a
+# third of the time of its log-scale form
+DIRECT_SHARE_BELOW = 40.0
 GENERATOR = numba.typeof(np.random.default_rng(0))
 # compiled into the cached functions that call them (``crossed_binary_gibbs``, ``compiled_fill_pg``), not on their own
 JIT = dict(nogil=True, error_model="numpy")
@@ -43,12 +46,17 @@ def _log_normal_cdf(x):
 @numba.njit(**JIT)
 def _exponential_share(z):
     """The proposal's probability of the exponential part (x > t): p / (p + q) with
-    p = π/(2K) e^{−Kt} and q = 2 e^{−z} P_IG(x < t) the masses of J*'s tilted leading terms."""
+    p = π/(2K) e^{−Kt} and q = 2 e^{−z} P_IG(x < t) the masses of J*'s tilted leading terms, where
+    P_IG(x < t | μ = 1/z, λ = 1) = Φ(√(1/t)(tz − 1)) + e^{2z} Φ(−√(1/t)(tz + 1))."""
     t = TRUNCATION
     k = math.pi * math.pi / 8.0 + 0.5 * z * z
     root = math.sqrt(1.0 / t)
-    # P_IG(x < t | μ = 1/z, λ = 1) = Φ(√(1/t)(tz − 1)) + e^{2z} Φ(−√(1/t)(tz + 1)), each term on the log scale
-    base = math.log(k) + k * t
+    if z < DIRECT_SHARE_BELOW:
+        tilt = math.exp(-z)
+        below = 0.5 * math.erfc(-root * (t * z - 1.0) / math.sqrt(2.0))
+        above = 0.5 * math.erfc(root * (t * z + 1.0) / math.sqrt(2.0))
+        return 1.0 / (1.0 + 4.0 / math.pi * k * math.exp(k * t) * (tilt * below + above / tilt))
+    base = math.log(k) + k * t   # every factor on the log scale: e^{Kt} would overflow
     q_over_p = 4.0 / math.pi * (math.exp(base - z + _log_normal_cdf(root * (t * z - 1.0)))
                                 + math.exp(base + z + _log_normal_cdf(-root * (t * z + 1.0))))
     return 1.0 / (1.0 + q_over_p)
