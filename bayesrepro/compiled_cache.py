@@ -31,3 +31,27 @@ def compile_cached(compile: Callable[[bool], T], what: str = "the compiled poste
             BayesreproWarning,
         )
         return compiled
+
+
+def keyed(factory: Callable[[str], T], *modules) -> T:
+    """``factory(key)``: a function to compile whose closure holds ``key``, a digest of the source files of
+    ``factory`` and of ``modules`` (the modules whose numba functions it calls).
+
+    numba's cache tells versions of a function apart by its own file's time stamp, its bytecode and the values
+    it closes over, not by the functions it calls: the digest in the closure makes an edit of a callee's file
+    compile the caller again instead of loading stale machine code. Where a file cannot be read (code not
+    loaded from files), the key is unique to the process, so nothing stale is ever loaded.
+    """
+    import hashlib
+    import inspect
+    import sys
+    import uuid
+    from pathlib import Path
+
+    digest = hashlib.sha256()
+    for module in (sys.modules[factory.__module__], *modules):
+        path = inspect.getsourcefile(module) if hasattr(module, "__file__") else None
+        if path is None or not Path(path).is_file():
+            return factory(uuid.uuid4().hex)
+        digest.update(Path(path).read_bytes())
+    return factory(digest.hexdigest())

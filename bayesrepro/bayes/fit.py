@@ -31,7 +31,11 @@ from ..frequentist.covariance_structure import TERM_VARIANCE_NOTE
 from .priors import DEFAULT_PRIOR, PRIOR_FAMILIES, RESIDUAL, PriorSpec, default_priors
 from .sampling import CROSSED_GIBBS, SamplingSettings, check_posterior_size
 
-
+# Levels sampled by NUTS (every factor's but the largest, which the binary fast path integrates out) from which an
+# intercept-only binary model of crossed factors is sampled by the crossed Gibbs sampler instead (measured: see
+# docs/guide/binary-crowd-posterior.md)
+BINARY_GIBBS_LEVELS = 500
+_AUGMENTATION = {"logit": "Polya-Gamma augmentation", "probit": "Albert-Chib augmentation"}
 
 
 @dataclass
@@ -241,14 +245,18 @@ def fit_bayes(
     if frame.spec.has_slopes or prior == BRMS_PRIOR:
         return _fit_correlated(frame, resolved, object, prior, prior_overrides, backend, settings, start)
     # an explicit --backend or --sampler is kept; only "auto" may turn to the crossed Gibbs sampler
-    reason = _crossed_gibbs_reason(frame, family) if backend == "auto" and settings.sampler == "auto" else None
+    reason = _crossed_gibbs_reason(frame, resolved) if backend == "auto" and settings.sampler == "auto" else None
     backend = CROSSED_GIBBS if reason else "fast" if backend == "auto" else backend
     spec = _prior_spec(frame, prior, prior_overrides, family, backend)
     choice = object_of_measurement({g.name: g.n_levels for g in frame.groups}, object)
     object = choice.name
     check_posterior_size(settings, _values_per_draw(frame, backend))
     notes = list(frame.notes) + [note for note in (resolved.note, choice.note) if note]
-    if backend == CROSSED_GIBBS:
+    if backend == CROSSED_GIBBS and resolved.binary:
+        draws, prior_table = _fit_crossed_binary(frame, resolved.link, object, settings, reason)
+        notes.append(f"method: crossed Gibbs sampler ({_AUGMENTATION[resolved.link]}), O(cells) per sweep; {reason}; "
+                     "level effects are not kept")
+    elif backend == CROSSED_GIBBS:
         from .crossed_gibbs import crossed_data, sample_crossed
         from .gaussian_model import sd_name
 
@@ -316,16 +324,40 @@ def _latent_note(family: Family) -> str:
             f"where the residual is {residual}")
 
 
-def _crossed_gibbs_reason(frame: ModelFrame, family: str) -> str | None:
-    """Why the crossed Gibbs sampler replaces the fast path (its dense block too large, an intercept-only Gaussian
-    model with rows in memory), or None."""
-    if family != "gaussian" or frame.fixed_names != ["Intercept"] or not frame.has_rows or len(frame.groups) < 2:
+def _crossed_gibbs_reason(frame: ModelFrame, family: Family) -> str | None:
+    """Why a crossed Gibbs sampler replaces the fast path, or None: for an intercept-only model of crossed factors
+    with rows in memory, a Gaussian one whose dense block is too large, or a binary one whose NUTS would sample
+    at least ``BINARY_GIBBS_LEVELS`` levels."""
+    if frame.fixed_names != ["Intercept"] or not frame.has_rows or len(frame.groups) < 2:
+        return None
+    if family.binary:
+        sizes = sorted(((g.n_levels, g.name) for g in frame.groups), reverse=True)
+        sampled = sum(size for size, _ in sizes[1:])
+        if sampled < BINARY_GIBBS_LEVELS:
+            return None
+        return (f"the fast path would sample {sampled:,} levels of {', '.join(name for _, name in sizes[1:])} by NUTS "
+                f"(from {BINARY_GIBBS_LEVELS:,} on, Gibbs sampling is faster)")
+    if family.name != "gaussian":
         return None
     estimate = frame.dense_estimate("bayes")
     if not beyond_dense_path(estimate, frame.max_memory):
         return None
     return (f"the fast path would need {estimate.describe()} (memory limit "
             f"{format_bytes(resolve_limit(frame.max_memory))}, --max-memory)")
+
+
+def _fit_crossed_binary(frame, link: str, object: str, settings, reason: str) -> tuple[Draws, pd.DataFrame]:
+    from .binary_priors import binary_priors
+    from .crossed_binary_gibbs import sample_crossed_binary
+    from .gaussian_model import sd_name
+
+    announce_path(f"crossed Gibbs sampler ({_AUGMENTATION[link]}): {reason}", settings.progress)
+    priors = binary_priors(frame)
+    draws = sample_crossed_binary(frame.binomial(), priors, link, settings)
+    variances = {name: draws[sd_name(name)] ** 2 for name in frame.group_names}
+    variances[RESIDUAL] = np.full(draws.shape, get_link(link).latent_residual)
+    add_reliability(draws, variances, object)
+    return draws, priors.table()
 
 
 def _prior_spec(frame, prior, overrides, family, backend) -> PriorSpec | None:

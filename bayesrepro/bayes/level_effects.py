@@ -88,6 +88,9 @@ def _term_sources(draws, group: str, layout) -> list[EffectSource]:
 
 
 def _missing_reason(fit) -> str:
+    if fit.backend == CROSSED_GIBBS and fit.family != "gaussian":
+        return ("level effects are not kept by the crossed Gibbs sampler; refit with --backend fast (NUTS, which "
+                "samples them: hours with thousands of levels)")
     if fit.backend == CROSSED_GIBBS:
         return ("level effects are not kept by the crossed Gibbs sampler; refit with --max-memory large enough for "
                 "the fast path, or --backend bambi")
