@@ -65,6 +65,7 @@ HALF_NORMAL, R2D2 = 0, 1
 LOG_2PI = math.log(2.0 * math.pi)
 # reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
 JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+INNER = dict(JIT_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 # What the first run after an installation compiles (see benchmarks/README.md) is kept small:
 # * arrays are copied and scaled element by element: a whole-array assignment (``T[:, :] = A``) or
 #   arithmetic (``a * b``) makes numba compile its shape-mismatch error, with the string formatting of
@@ -74,10 +75,12 @@ JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="nu
 #   ``gaussian_expand`` are inlined into those entry points by numba instead (``inline="always"``), one
 #   level less. Inlining ``marginal_loglik_grad`` too saved 0.4 CPU-s more but made each evaluation 5-17 %
 #   slower on the annotation G-study; inlining the inner kernels made typing the one large function cost
-#   more than it saved.
+#   more than it saved;
+# * the kernels only ever called from other numba functions (``INNER``) are compiled without the Python and
+#   C wrappers numba otherwise builds (and optimises, and turns into machine code) for every function.
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _cholesky(a) -> bool:
     """In-place lower Cholesky factor (lower triangle read and written); False if not positive definite.
 
@@ -113,7 +116,7 @@ def _cholesky(a) -> bool:
     return True
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _inverse_from_cholesky(L, X, M):
     """M = (L L')⁻¹ = X'X with X = L⁻¹, both built by row updates four rows at a time (they vectorise)."""
     n = L.shape[0]
@@ -155,7 +158,7 @@ def _inverse_from_cholesky(L, X, M):
             M[j, i] = M[i, j]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _factor_small_block(wbwb, G, wbr, g, w, scale, T, u) -> bool:
     """T = I + D (W_b'W_b − Σ_k w_k G_k) D, factored in place (lower Cholesky); u = W_b'r − Σ_k w_k g_k."""
     s = wbwb.shape[0]
@@ -176,7 +179,7 @@ def _factor_small_block(wbwb, G, wbr, g, w, scale, T, u) -> bool:
     return _cholesky(T)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _solve_lower(L, b):
     for i in range(b.shape[0]):
         acc = b[i]
@@ -185,7 +188,7 @@ def _solve_lower(L, b):
         b[i] = acc / L[i, i]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _solve_upper_transposed(L, b):
     """b ← L⁻ᵀ b."""
     for i in range(b.shape[0] - 1, -1, -1):
@@ -195,7 +198,7 @@ def _solve_upper_transposed(L, b):
         b[i] = acc / L[i, i]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def marginal_loglik_grad(eta, floats, ints, grad):
     """Marginal log-likelihood at η = (log σ, log σ_dominant, log σ of each other factor) and its gradient.
 
@@ -339,7 +342,7 @@ def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
     return out
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _log_half_student_t(log_x, nu, sigma):
     """log HalfStudentT(x; ν, σ) + log x (the log transform's Jacobian) and its derivative in log x."""
     t = math.exp(2.0 * log_x) / (sigma * sigma)
@@ -348,17 +351,17 @@ def _log_half_student_t(log_x, nu, sigma):
     return value, 1.0 - (nu + 1.0) * t / (nu + t)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _softplus(x):
     return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _log_softplus(x):
     return x if x < -30.0 else math.log(_softplus(x))  # log1p(eˣ) = eˣ to 1e-13 below −30
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _log_sds(x, floats, ints, log_sd, log_omega):
     """log σ of every component (formula order) from the unconstrained x; log ω too for "r2d2"."""
     n = x.shape[0]
