@@ -1,0 +1,42 @@
+"""The Gaussian fast path's compiled functions made ready before sampling: on a first run, in two processes.
+
+The first run after an installation compiles the marginal likelihood (``gaussian_density.compiled_marginal``),
+the sampler's C entry points around ``gaussian_logp`` and ``gaussian_expand``, and the effect draws
+(``compiled_small_block_draws``): seconds of one core, and numba compiles one function at a time in a process
+(its compiler lock). The marginal likelihood, the largest, depends on none of the others (the entry points call
+it through the address packed with the data), so where numba's cache does not hold it yet, a second process
+compiles the others into the cache while this one compiles the marginal likelihood; this one then loads them.
+Once the cache holds it, no process is started.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..compiled_cache import fill_cache_aside
+from .compiled_density import compile_notice
+from .gaussian_density import (compiled_marginal, compiled_small_block_draws, gaussian_expand, gaussian_logp,
+                               marginal_in_cache)
+
+
+@functools.cache
+def marginal_address() -> int:
+    """The address of the compiled marginal likelihood; on a first run the rest is compiled meanwhile."""
+    with compile_notice():
+        aside = fill_cache_aside(__name__, "compile_the_rest") if marginal_in_cache() is False else None
+        try:
+            address = compiled_marginal().address
+            if aside is not None:
+                aside.wait()
+        finally:
+            if aside is not None and aside.poll() is None:
+                aside.kill()
+        return address
+
+
+def compile_the_rest() -> None:
+    """The sampler's entry points and the effect draws, compiled into numba's cache (the second process's work)."""
+    from .compiled_sampler import _c_functions
+
+    _c_functions(gaussian_logp, gaussian_expand)
+    compiled_small_block_draws()
