@@ -12,11 +12,16 @@ Once the cache holds it, no process is started.
 from __future__ import annotations
 
 import functools
+import subprocess
 
 from ..compiled_cache import fill_cache_aside
 from .compiled_density import compile_notice
 from .gaussian_density import (compiled_marginal, compiled_small_block_draws, gaussian_expand, gaussian_logp,
                                marginal_in_cache)
+
+# seconds the second process is waited for once the marginal likelihood is compiled; it takes seconds, minutes
+# only on a machine loaded many times over
+AFTER_MARGINAL_WAIT = 300
 
 
 @functools.cache
@@ -27,10 +32,13 @@ def marginal_address() -> int:
         try:
             address = compiled_marginal().address
             if aside is not None:
-                aside.wait()
+                aside.wait(AFTER_MARGINAL_WAIT)
+        except subprocess.TimeoutExpired:  # the rest is compiled (or loaded) here as it is needed
+            pass
         finally:
             if aside is not None and aside.poll() is None:
                 aside.kill()
+                aside.wait()
         return address
 
 
