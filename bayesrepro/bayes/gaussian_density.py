@@ -240,7 +240,9 @@ def marginal_in_cache() -> bool | None:
 @intrinsic
 def _call_marginal(typingctx, address, eta, grad, value, floats, ints):
     """``marginal_loglik_grad``'s C function at ``address`` called on the data of C-contiguous vectors."""
-    if not all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" for a in (eta, grad, value, floats, ints)):
+    vectors = zip((eta, grad, value, floats, ints), (types.float64,) * 4 + (types.int64,))
+    if not (isinstance(address, types.Integer) and all(
+            isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" and a.dtype == dtype for a, dtype in vectors)):
         return None
 
     def codegen(context, builder, signature, args):
