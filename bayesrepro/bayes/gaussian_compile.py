@@ -5,8 +5,10 @@ the sampler's C entry points around ``gaussian_logp`` and ``gaussian_expand``, a
 (``compiled_small_block_draws``): seconds of one core, and numba compiles one function at a time in a process
 (its compiler lock). The marginal likelihood, the largest, depends on none of the others (the entry points call
 it through the address packed with the data), so where numba's cache does not hold it yet, a second process
-compiles the others into the cache while this one compiles the marginal likelihood; this one then loads them.
-Once the cache holds it, no process is started.
+compiles the entry points into the cache while this one compiles the marginal likelihood; this one then loads
+them. The effect draws share the marginal likelihood's kernels, already compiled here: this process compiles
+them after sampling (in a second process they took as long as the entry points). Once the cache holds the
+marginal likelihood, no process is started.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ import subprocess
 
 from ..compiled_cache import fill_cache_aside
 from .compiled_density import compile_notice
-from .gaussian_density import (compiled_marginal, compiled_small_block_draws, gaussian_expand, gaussian_logp,
-                               marginal_in_cache)
+from .gaussian_density import compiled_marginal, gaussian_expand, gaussian_logp, marginal_in_cache
 
 # seconds the second process is waited for once the marginal likelihood is compiled; it takes seconds, minutes
 # only on a machine loaded many times over
@@ -28,7 +29,7 @@ AFTER_MARGINAL_WAIT = 300
 def marginal_address() -> int:
     """The address of the compiled marginal likelihood; on a first run the rest is compiled meanwhile."""
     with compile_notice():
-        aside = fill_cache_aside(__name__, "compile_the_rest") if marginal_in_cache() is False else None
+        aside = fill_cache_aside(__name__, "compile_entry_points") if marginal_in_cache() is False else None
         try:
             address = compiled_marginal().address
             if aside is not None:
@@ -42,9 +43,8 @@ def marginal_address() -> int:
         return address
 
 
-def compile_the_rest() -> None:
-    """The sampler's entry points and the effect draws, compiled into numba's cache (the second process's work)."""
+def compile_entry_points() -> None:
+    """The sampler's entry points, compiled into numba's cache (the second process's work)."""
     from .compiled_sampler import _c_functions
 
     _c_functions(gaussian_logp, gaussian_expand)
-    compiled_small_block_draws()

@@ -396,7 +396,8 @@ def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
     z = np.empty(s)
     for d in range(n_draws):
         if not _factor_small_block(wbwb, G, wbr, g, w[d], scale[d], L, u):
-            out[d, :] = np.nan
+            for i in range(s):
+                out[d, i] = np.nan
             continue
         for i in range(s):
             z[i] = scale[d, i] * u[i]
