@@ -55,3 +55,26 @@ def keyed(factory: Callable[[str], T], *modules) -> T:
             return factory(uuid.uuid4().hex)
         digest.update(Path(path).read_bytes())
     return factory(digest.hexdigest())
+
+
+def fill_cache_aside(module: str, function: str):
+    """``module.function()`` started in a second Python process, to compile into numba's cache meanwhile.
+
+    numba compiles one function at a time in a process (its compiler lock), so a thread cannot overlap two
+    compilations; a second process can. The caller compiles something else, waits for the returned
+    ``subprocess.Popen`` and then loads the function from the cache (where the second process failed, it
+    compiles it itself: the cache only ever saves time). None where no process could be started.
+    """
+    import os
+    import subprocess
+    import sys
+
+    if not sys.executable:
+        return None
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in sys.path if path))  # the same modules
+    try:
+        return subprocess.Popen([sys.executable, "-c", f"import {module}; {module}.{function}()"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env)
+    except OSError:
+        return None

@@ -111,6 +111,25 @@ def test_a_new_process_loads_the_binary_path_from_the_cache(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_first_gaussian_fit_compiles_the_entry_points_in_a_second_process_and_a_later_one_starts_none(tmp_path):
+    script = """
+        from numba.core import event
+        from bayesrepro.bayes import gaussian_compile
+        from bayesrepro.bayes.compiled_sampler import _c_functions
+        from bayesrepro.bayes.gaussian_density import gaussian_expand, gaussian_logp
+        started = []
+        start = gaussian_compile.fill_cache_aside
+        gaussian_compile.fill_cache_aside = lambda *args: started.append(start(*args)) or started[-1]
+        assert gaussian_compile.marginal_address() > 0
+        with event.install_recorder("numba:compile") as recorder:   # loaded from what the second process cached
+            _c_functions(gaussian_logp, gaussian_expand)
+        print([process.returncode for process in started], len(recorder.buffer))
+    """
+    assert _run(script, tmp_path).stdout.split()[-2:] == ["[0]", "0"]
+    assert _run(script, tmp_path).stdout.split()[-2:] == ["[]", "0"]  # all cached: no second process
+
+
+@pytest.mark.slow
 def test_a_changed_model_file_is_compiled_again_not_loaded_stale(tmp_path):
     model = tmp_path / "model" / "changing_model.py"
     model.parent.mkdir()

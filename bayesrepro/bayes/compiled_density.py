@@ -101,17 +101,26 @@ def int_array(ints, k):
     return ints[ints[2 + 2 * k] : ints[3 + 2 * k]]
 
 
+_waiting = threading.local()  # whether a notice is already pending or given in this thread
+
+
 @contextlib.contextmanager
 def notice_if_slow(message: str):
     """``message`` logged once (a stderr line on the command line) if the block lasts over ``COMPILE_NOTE_AFTER``
-    s: the user is told why nothing happens only where it takes a while."""
+    s: the user is told why nothing happens only where it takes a while. A block inside another tells nothing
+    more."""
+    if getattr(_waiting, "active", False):
+        yield
+        return
     timer = threading.Timer(COMPILE_NOTE_AFTER, logging.getLogger("bayesrepro").info, [message])
     timer.daemon = True
+    _waiting.active = True
     timer.start()
     try:
         yield
     finally:
         timer.cancel()
+        _waiting.active = False
 
 
 def compile_notice():

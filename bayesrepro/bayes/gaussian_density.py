@@ -6,9 +6,11 @@ marginal statistics and the prior parameters from the arrays of
 function serves every model structure, data set and prior. ``gaussian_logp`` and
 ``gaussian_expand`` are the functions ``compiled_sampler`` wraps for the sampler;
 every kernel they call, the effect draws' included, lives in this one file, whose
-digest keys the cached machine code. Only the wrappers and the effect draws are
-cached (the kernels are compiled into them), so an unusable or broken cache falls
-back to compiling in memory in one place, ``compiled_cache.compile_cached``.
+digest keys the cached machine code. Only the wrappers, the marginal likelihood's
+C function (which ``gaussian_logp`` calls at the address packed with the data) and
+the effect draws are cached (the kernels are compiled into them), so an unusable or
+broken cache falls back to compiling in memory in one place,
+``compiled_cache.compile_cached``. ``gaussian_compile`` makes them ready.
 
 Unconstrained coordinates x, one per component (factors in formula order, then
 the residual), and their Jacobians:
@@ -49,7 +51,9 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
+from numba.extending import intrinsic
 
 from ..compiled_cache import compile_cached
 from .compiled_density import compile_notice, float_array, int_array
@@ -57,14 +61,16 @@ from .compiled_density import compile_notice, float_array, int_array
 # the arrays of ``pack``. F_PRIOR: the SD scales (components in formula order), the residual's ν, then the
 # "r2d2" prior's ν, scale and concentration; F_FIXED_VAR: the fixed coefficients' prior variances; then the
 # marginal statistics, F_TOTALS holding the number of observations and r'r. I_FAMILY: the prior family;
-# I_SLOT_COMPONENT: the component in every slot of the likelihood; I_REST_SIZES: the levels of the small block's factors
+# I_SLOT_COMPONENT: the component in every slot of the likelihood; I_REST_SIZES: the levels of the small block's factors;
+# I_MARGINAL: the address of the marginal likelihood's machine code (``compiled_marginal``)
 F_PRIOR, F_FIXED_VAR, F_COUNTS, F_MULTIPLICITY, F_H, F_WBR, F_SMALL_G, F_WBWB, F_G, F_TOTALS = range(10)
-I_FAMILY, I_SLOT_COMPONENT, I_REST_SIZES = range(3)
+I_FAMILY, I_SLOT_COMPONENT, I_REST_SIZES, I_MARGINAL = range(4)
 HALF_NORMAL, R2D2 = 0, 1
 
 LOG_2PI = math.log(2.0 * math.pi)
 # reassociation lets LLVM vectorise the dot products; no "nnan"/"ninf": the kernels test for both
 JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+INNER = dict(JIT_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 # What the first run after an installation compiles (see benchmarks/README.md) is kept small:
 # * arrays are copied and scaled element by element: a whole-array assignment (``T[:, :] = A``) or
 #   arithmetic (``a * b``) makes numba compile its shape-mismatch error, with the string formatting of
@@ -74,10 +80,14 @@ JIT_OPTIONS = dict(nogil=True, fastmath={"reassoc", "contract"}, error_model="nu
 #   ``gaussian_expand`` are inlined into those entry points by numba instead (``inline="always"``), one
 #   level less. Inlining ``marginal_loglik_grad`` too saved 0.4 CPU-s more but made each evaluation 5-17 %
 #   slower on the annotation G-study; inlining the inner kernels made typing the one large function cost
-#   more than it saved.
+#   more than it saved. The largest, ``marginal_loglik_grad``, is a C function of its own, which the entry
+#   point calls through its address (packed with the data): its code is optimised and turned into machine
+#   code once, not once on its own and again inside the entry point;
+# * the kernels only ever called from other numba functions (``INNER``) are compiled without the Python and
+#   C wrappers numba otherwise builds (and optimises, and turns into machine code) for every function.
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _cholesky(a) -> bool:
     """In-place lower Cholesky factor (lower triangle read and written); False if not positive definite.
 
@@ -113,7 +123,7 @@ def _cholesky(a) -> bool:
     return True
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _inverse_from_cholesky(L, X, M):
     """M = (L L')⁻¹ = X'X with X = L⁻¹, both built by row updates four rows at a time (they vectorise)."""
     n = L.shape[0]
@@ -155,7 +165,7 @@ def _inverse_from_cholesky(L, X, M):
             M[j, i] = M[i, j]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _factor_small_block(wbwb, G, wbr, g, w, scale, T, u) -> bool:
     """T = I + D (W_b'W_b − Σ_k w_k G_k) D, factored in place (lower Cholesky); u = W_b'r − Σ_k w_k g_k."""
     s = wbwb.shape[0]
@@ -176,7 +186,7 @@ def _factor_small_block(wbwb, G, wbr, g, w, scale, T, u) -> bool:
     return _cholesky(T)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _solve_lower(L, b):
     for i in range(b.shape[0]):
         acc = b[i]
@@ -185,7 +195,7 @@ def _solve_lower(L, b):
         b[i] = acc / L[i, i]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _solve_upper_transposed(L, b):
     """b ← L⁻ᵀ b."""
     for i in range(b.shape[0] - 1, -1, -1):
@@ -195,12 +205,70 @@ def _solve_upper_transposed(L, b):
         b[i] = acc / L[i, i]
 
 
-@numba.njit(**JIT_OPTIONS)
-def marginal_loglik_grad(eta, floats, ints, grad):
+_MARGINAL_SIGNATURE = types.int64(types.int64, types.CPointer(types.float64), types.CPointer(types.float64),
+                                  types.CPointer(types.float64), types.CPointer(types.float64), types.int64,
+                                  types.CPointer(types.int64), types.int64)
+
+
+@functools.cache
+def compiled_marginal():
+    """``marginal_loglik_grad`` as a C function (``_MARGINAL_SIGNATURE``), compiled or loaded from numba's cache
+    once per process; ``gaussian_logp`` calls it at the address packed in ``ints``."""
+    with compile_notice():
+        return compile_cached(_compile_marginal)
+
+
+def _compile_marginal(cache: bool):
+    return numba.cfunc(_MARGINAL_SIGNATURE, cache=cache, **JIT_OPTIONS)(marginal_loglik_grad)
+
+
+def marginal_in_cache() -> bool | None:
+    """Whether numba's cache holds the compiled marginal likelihood of this source; None where it cannot tell (no
+    usable cache location, or a numba whose cache is organised otherwise)."""
+    try:  # what ``numba.cfunc(..., cache=True)`` does before it compiles
+        from numba.core.caching import FunctionCache
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+
+        with global_compiler_lock:
+            return FunctionCache(marginal_loglik_grad).load_overload(_MARGINAL_SIGNATURE,
+                                                                     cpu_target.target_context) is not None
+    except Exception:
+        return None
+
+
+@intrinsic
+def _call_marginal(typingctx, address, eta, grad, value, floats, ints):
+    """``marginal_loglik_grad``'s C function at ``address`` called on the data of C-contiguous vectors."""
+    vectors = zip((eta, grad, value, floats, ints), (types.float64,) * 4 + (types.int64,))
+    if not (isinstance(address, types.Integer) and all(
+            isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" and a.dtype == dtype for a, dtype in vectors)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i64, double_p = ir.IntType(64), ir.DoubleType().as_pointer()
+        function_type = ir.FunctionType(i64, [i64, double_p, double_p, double_p, double_p, i64, i64.as_pointer(), i64])
+        eta_, grad_, value_, floats_, ints_ = (context.make_array(t)(context, builder, v)
+                                               for t, v in zip(signature.args[1:], args[1:]))
+        function = builder.inttoptr(args[0], function_type.as_pointer())
+        return builder.call(function, [builder.extract_value(eta_.shape, 0), eta_.data, grad_.data, value_.data,
+                                       floats_.data, floats_.nitems, ints_.data, ints_.nitems])
+
+    return types.int64(address, eta, grad, value, floats, ints), codegen
+
+
+def marginal_loglik_grad(n, eta_, grad_, value_, floats_, n_floats, ints_, n_ints):
     """Marginal log-likelihood at η = (log σ, log σ_dominant, log σ of each other factor) and its gradient.
 
-    Returns (value, ok); ok is False where T is numerically not positive definite.
+    Compiled as a C function (``compiled_marginal``): η and the gradient are n doubles at ``eta_`` and
+    ``grad_``, the packed arrays at ``floats_`` and ``ints_``; the value is written to ``value_[0]``. Returns 1,
+    or 0 where T is numerically not positive definite (the value is then −inf).
     """
+    eta = numba.carray(eta_, (n,))
+    grad = numba.carray(grad_, (n,))
+    floats = numba.carray(floats_, (n_floats,))
+    ints = numba.carray(ints_, (n_ints,))
+    result = numba.carray(value_, (1,))
     rest_sizes = int_array(ints, I_REST_SIZES)
     fixed_var = float_array(floats, ints, F_FIXED_VAR)
     counts = float_array(floats, ints, F_COUNTS)
@@ -240,7 +308,8 @@ def marginal_loglik_grad(eta, floats, ints, grad):
     L = np.empty((s, s))
     u = np.empty(s)
     if not _factor_small_block(wbwb, G, wbr, g, w, scale, L, u):
-        return -np.inf, False
+        result[0] = -np.inf
+        return 0
     logdet_T = 0.0
     for i in range(s):
         logdet_T += 2.0 * math.log(L[i, i])
@@ -301,7 +370,8 @@ def marginal_loglik_grad(eta, floats, ints, grad):
         dll_dlogrho += -0.5 * w[k] * (1.0 - counts[k] * w[k]) * (dlogdet_T + dQ / s2)
     grad[1] = 2.0 * dll_dlogrho
     grad[0] = -0.5 * (2.0 * n_obs - 2.0 * Q / s2 - sum_logdet + sum_zz / s2) - 2.0 * dll_dlogrho
-    return value, True
+    result[0] = value
+    return 1
 
 
 @functools.cache
@@ -326,7 +396,8 @@ def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
     z = np.empty(s)
     for d in range(n_draws):
         if not _factor_small_block(wbwb, G, wbr, g, w[d], scale[d], L, u):
-            out[d, :] = np.nan
+            for i in range(s):
+                out[d, i] = np.nan
             continue
         for i in range(s):
             z[i] = scale[d, i] * u[i]
@@ -339,7 +410,7 @@ def small_block_draws(wbwb, G, wbr, g, w, scale, sigma, noise):
     return out
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _log_half_student_t(log_x, nu, sigma):
     """log HalfStudentT(x; ν, σ) + log x (the log transform's Jacobian) and its derivative in log x."""
     t = math.exp(2.0 * log_x) / (sigma * sigma)
@@ -348,17 +419,17 @@ def _log_half_student_t(log_x, nu, sigma):
     return value, 1.0 - (nu + 1.0) * t / (nu + t)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _softplus(x):
     return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _log_softplus(x):
     return x if x < -30.0 else math.log(_softplus(x))  # log1p(eˣ) = eˣ to 1e-13 below −30
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**INNER)
 def _log_sds(x, floats, ints, log_sd, log_omega):
     """log σ of every component (formula order) from the unconstrained x; log ω too for "r2d2"."""
     n = x.shape[0]
@@ -403,7 +474,9 @@ def gaussian_logp(x, floats, ints):
     for slot in range(n):
         eta[slot] = log_sd[slot_component[slot]]
     grad_slot = np.empty(n)
-    value, ok = marginal_loglik_grad(eta, floats, ints, grad_slot)
+    result = np.empty(1)
+    ok = _call_marginal(int_array(ints, I_MARGINAL)[0], eta, grad_slot, result, floats, ints)
+    value = result[0]
     if not ok:
         return value, grad
     grad_sd = np.empty(n)  # ∂ log-likelihood / ∂ log σ_c

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .compiled_density import CompiledDensity, Variable, pack
+from .gaussian_compile import marginal_address
 from .gaussian_density import HALF_NORMAL, R2D2, gaussian_expand, gaussian_logp
 from .marginal import MarginalStats, marginal_loglik_pt
 from .priors import RESIDUAL, PriorSpec
@@ -31,7 +32,8 @@ def gaussian_density(stats: MarginalStats, priors: PriorSpec) -> CompiledDensity
         [np.array(scales + [priors.residual_nu, priors.total_nu, priors.total_sigma, priors.concentration]),
          np.asarray(priors.fixed_sigma, dtype=float) ** 2, stats.count_values, stats.count_multiplicity, stats.h,
          stats.wbr, stats.g, stats.wbwb, stats.G, np.array([stats.n_obs, stats.rr])],
-        [np.array([HALF_NORMAL if priors.half_normal_sds else R2D2]), np.array(slots), np.asarray(stats.rest_sizes)],
+        [np.array([HALF_NORMAL if priors.half_normal_sds else R2D2]), np.array(slots), np.asarray(stats.rest_sizes),
+         np.array([marginal_address()])],
     )
     variables = [Variable(sd_name(name)) for name in components]
     if not priors.half_normal_sds:
