@@ -33,15 +33,21 @@ def fit_binary(frame, object: str, settings: SamplingSettings, link: str, effect
                            [len(levels) for levels in cells.levels], link)
     model = build_binary_model(layout, cells.X_fixed, binary_priors(frame), frame.group_names, cells.levels)
     draws = sample_compiled(model.density, settings)
-    variances = {name: draws[sd_name(name)] ** 2 for name in frame.group_names}
-    variances[RESIDUAL] = np.full(draws.shape, residual)
-    add_reliability(draws, variances, object)
+    add_latent_reliability(draws, frame.group_names, link, object)
     if effects:
         from .binary_effects import add_dominant_blocks
 
         _add_finite_population(draws, model, cells.X_fixed, residual, object, settings.seed)
         add_dominant_blocks(draws, model, cells.X_fixed, cells.levels[layout.dominant], settings.seed)
     return draws, model.priors.table()
+
+
+def add_latent_reliability(draws, group_names, link: str, object: str) -> None:
+    """Register every component's variance, share and φ with ``draws`` on the link's latent scale: each factor's
+    variance from its SD draws, the residual's fixed at the link's latent variance."""
+    variances = {name: draws[sd_name(name)] ** 2 for name in group_names}
+    variances[RESIDUAL] = np.full(draws.shape, get_link(link).latent_residual)
+    add_reliability(draws, variances, object)
 
 
 def _add_finite_population(draws, model, X_fixed, residual: float, object: str, seed) -> None:

@@ -347,16 +347,14 @@ def _crossed_gibbs_reason(frame: ModelFrame, family: Family) -> str | None:
 
 
 def _fit_crossed_binary(frame, link: str, object: str, settings, reason: str) -> tuple[Draws, pd.DataFrame]:
+    from .binary_fit import add_latent_reliability
     from .binary_priors import binary_priors
     from .crossed_binary_gibbs import sample_crossed_binary
-    from .gaussian_model import sd_name
 
     announce_path(f"crossed Gibbs sampler ({_AUGMENTATION[link]}): {reason}", settings.progress)
     priors = binary_priors(frame)
     draws = sample_crossed_binary(frame.binomial(), priors, link, settings)
-    variances = {name: draws[sd_name(name)] ** 2 for name in frame.group_names}
-    variances[RESIDUAL] = np.full(draws.shape, get_link(link).latent_residual)
-    add_reliability(draws, variances, object)
+    add_latent_reliability(draws, frame.group_names, link, object)
     return draws, priors.table()
 
 
