@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,14 +52,16 @@ def sample_density(density: CompiledDensity, c_logp, c_expand, data: np.ndarray,
     nuts.num_tune, nuts.num_draws, nuts.num_chains = settings.tune, settings.draws, settings.chains
     nuts.target_accept = settings.target_accept
     cores = settings.n_cores
+    stopped = threading.Event()   # set when the run is stopped: no progress line may follow the interruption's
     with numerical_work(), interrupts_raised():
         sampler = None
         try:
             with interrupts_held():   # the threads run from here on: the handle must be kept to stop them
                 sampler = lib.PySampler.from_pymc(nuts, cores, _model(lib, density, c_logp, c_expand, data),
-                                                  _progress(lib, settings, cores), lib.PyStorage.arrow())
+                                                  _progress(lib, settings, cores, stopped), lib.PyStorage.arrow())
             sampler.wait(None)
         except BaseException:
+            stopped.set()
             if sampler is not None:
                 sampler.abort()
             raise
@@ -152,15 +155,27 @@ def _after_tuning(batch, name: str, shape: tuple[int, ...], tuning: int) -> np.n
     return np.asarray(values.to_numpy()).reshape(rows, *shape)
 
 
-def _progress(lib, settings: SamplingSettings, cores: int):
+def _progress(lib, settings: SamplingSettings, cores: int, stopped: threading.Event):
+    """nutpie's progress: its bar in a terminal, else a line (notebook, stderr) from its threads' callback, which
+    writes nothing once ``stopped`` is set (a callback of the aborted threads may still come)."""
     if not settings.show_progress:
         return lib.ProgressType.none()
     if sys.stderr.isatty():
         return lib.ProgressType.indicatif(PROGRESS_BAR_EVERY_MS)
     template = "{{ total_finished_draws }}/{{ total_draws }}"
     if in_notebook():
-        return lib.ProgressType.template_callback(PROGRESS_BAR_EVERY_MS * 5, template, cores, _notebook_line())
-    return lib.ProgressType.template_callback(PROGRESS_LINE_EVERY_MS, template, cores, sampling_lines())
+        return lib.ProgressType.template_callback(PROGRESS_BAR_EVERY_MS * 5, template, cores,
+                                                  _until(stopped, _notebook_line()))
+    return lib.ProgressType.template_callback(PROGRESS_LINE_EVERY_MS, template, cores,
+                                              _until(stopped, sampling_lines()))
+
+
+def _until(stopped: threading.Event, write):
+    def write_while_running(draws: str) -> None:
+        if not stopped.is_set():
+            write(draws)
+
+    return write_while_running
 
 
 def _notebook_line():
