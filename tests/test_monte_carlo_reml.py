@@ -60,6 +60,18 @@ def test_conjugate_gradients_stop_each_column_at_its_tolerance_and_take_a_start(
     assert none == 0 and iterations > 0 and np.array_equal(again, x)
 
 
+def test_conjugate_gradients_take_a_preconditioning_function():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(40, 40))
+    a = a @ a.T + np.eye(40)
+    nearby = a + 0.01 * np.diag(rng.uniform(size=40))
+    rhs = rng.normal(size=(40, 2))
+    x, iterations = solve_many(lambda v: a @ v, rhs, lambda r: np.linalg.solve(nearby, r), rtol=1e-10)
+    np.testing.assert_allclose(a @ x, rhs, atol=1e-8)
+    _, jacobi_iterations = solve_many(lambda v: a @ v, rhs, 1.0 / np.diag(a), rtol=1e-10)
+    assert iterations <= 4 < jacobi_iterations   # the inverse of a nearby matrix as preconditioner: a few steps
+
+
 def test_reml_on_a_skewed_crowd_is_the_exact_fit_within_its_monte_carlo_error(crowd):
     exact = fit_model_frame(crowd, "reml")
     fit = fit_monte_carlo(crowd, "reml", seed=1)

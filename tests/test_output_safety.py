@@ -81,6 +81,26 @@ def test_ctrl_c_during_the_report_exits_130_and_keeps_the_previous_report(tmp_pa
     assert out.read_text() == PREVIOUS and _leftovers(tmp_path) == []
 
 
+def test_an_interrupted_command_ends_without_the_interpreters_tear_down(monkeypatch):
+    import bayesrepro.cli as cli
+
+    class Ended(Exception):
+        pass
+
+    def exit_now(status):
+        raise Ended(status)
+
+    monkeypatch.setattr(cli, "main", lambda: 130)
+    monkeypatch.setattr(cli.os, "_exit", exit_now)
+    monkeypatch.setattr(cli.gc, "set_threshold", lambda *thresholds: None)
+    monkeypatch.setattr("bayesrepro.runtime.blas_single_threaded_from_start", lambda: None)
+    with pytest.raises(Ended, match="130"):   # a sampler's aborted threads could still use what tear-down frees
+        cli._main_frozen()
+    monkeypatch.setattr(cli, "main", lambda: 0)
+    monkeypatch.setattr(cli.gc, "freeze", lambda: None)
+    assert cli._main_frozen() == 0
+
+
 HOSTILE = "<img src=x onerror=\"document.title='PWNED'\"><script>document.title='PWNED'</script>"
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayesrepro.design import build_model_frame, parse_formula
 from bayesrepro.design.random_design import random_design
-from bayesrepro.frequentist import sparse_factor, split_factor
+from bayesrepro.frequentist import sparse_factor, sparse_laplace, split_factor
 from bayesrepro.frequentist.selected_inverse import SelectedInverse
 from bayesrepro.frequentist.sparse_laplace import SparseLaplaceDeviance
 from bayesrepro.links import get_link, log_binomial_coefficient
@@ -53,6 +53,27 @@ def test_crowd_gradient_matches_central_differences(crowd, link, dense_order, mo
     assert value == pytest.approx(criterion(params), abs=1e-8)
     np.testing.assert_allclose(gradient, _central_differences(criterion, params), atol=ABSOLUTE)
     assert np.abs(gradient).max() > 1.0   # away from the optimum: the check has something to compare
+
+
+@pytest.mark.parametrize("link", ["logit", "probit"])
+def test_newton_steps_preconditioned_with_the_last_factor_find_the_mode_of_factorised_steps(crowd, link,
+                                                                                             monkeypatch):
+    params, nearby = np.array([0.9, 0.6, 0.1]), np.array([0.8, 0.7, 0.05])
+
+    def after_nearby():
+        criterion = _criterion(CROWD, crowd, link)
+        criterion.value_and_gradient(nearby)
+        return criterion.value_and_gradient(params)
+
+    preconditioned = after_nearby()
+
+    def factorise_instead(*args, **kwargs):
+        raise sparse_laplace.NotConverged
+    monkeypatch.setattr(sparse_laplace, "solve_many", factorise_instead)
+    factorised = after_nearby()
+    assert preconditioned[0] == pytest.approx(factorised[0], rel=1e-14)
+    np.testing.assert_allclose(preconditioned[1], factorised[1], rtol=1e-9)
+    assert not np.array_equal(preconditioned[1], factorised[1])   # two ways of solving: not the same rounding
 
 
 def test_slope_gradient_with_correlated_effects_matches_central_differences():

@@ -19,8 +19,8 @@ class NotConverged(ArithmeticError):
     """Conjugate gradients did not reach the tolerance within the iterations allowed."""
 
 
-def solve_many(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray, inverse_diagonal: np.ndarray,
-               start: np.ndarray | None = None, rtol: float = 1e-8,
+def solve_many(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray,
+               preconditioner: np.ndarray | Callable[[np.ndarray], np.ndarray], start: np.ndarray | None = None, rtol: float = 1e-8,
                max_iterations: int = 1000) -> tuple[np.ndarray, int]:
     """Solve ``A X = rhs`` for a symmetric positive definite A given by its product.
 
@@ -30,8 +30,9 @@ def solve_many(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray, inver
         ``apply(V)`` returns ``A @ V`` for a block ``V`` of columns.
     rhs : numpy.ndarray
         The right-hand sides, one per column (n × m).
-    inverse_diagonal : numpy.ndarray
-        The Jacobi preconditioner: 1 / diag(A), of length n.
+    preconditioner : numpy.ndarray or callable
+        1 / diag(A), of length n (Jacobi's), or a function returning M⁻¹ R for a block R of columns, M an
+        approximation of A (the factor of A at a nearby point).
     start : numpy.ndarray, optional
         A first guess of the solutions (a previous solve of a nearby system); zeros by default.
     rtol : float, default 1e-8
@@ -53,8 +54,9 @@ def solve_many(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray, inver
     active = np.flatnonzero(np.linalg.norm(residual, axis=0) > targets)
     if not len(active):
         return solutions, 0
+    precondition = preconditioner if callable(preconditioner) else lambda block: block * preconditioner[:, None]
     x, r = solutions[:, active], residual[:, active]
-    z = r * inverse_diagonal[:, None]
+    z = precondition(r)
     p = z.copy()
     rz = np.einsum("ij,ij->j", r, z)
     for iteration in range(1, max_iterations + 1):
@@ -68,7 +70,7 @@ def solve_many(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray, inver
             if not running.any():
                 return solutions, iteration
             active, x, r, p, rz = active[running], x[:, running], r[:, running], p[:, running], rz[running]
-        z = r * inverse_diagonal[:, None]
+        z = precondition(r)
         rz_next = np.einsum("ij,ij->j", r, z)
         p = z + (rz_next / rz) * p
         rz = rz_next

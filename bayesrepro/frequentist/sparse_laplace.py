@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from ..design.random_design import RandomDesign
 from ..errors import NotConvergedError
 from ..links import Link, log_binomial_coefficient
+from .conjugate_gradients import NotConverged, solve_many
 from .laplace import FULL_STEPS, MAX_ITERATIONS, halved_step
 from .selected_inverse import OutsidePattern
 from .sparse_factor import Factor, Factoriser
@@ -36,6 +37,10 @@ from .sparse_deviance import diagonal_lead, lead_first
 # Penalized IRLS stops once a Newton step's decrement (twice the penalized deviance it removes) is below this and
 # takes that step: Newton's quadratic convergence leaves a decrement of order 1e-14 after it, below f's rounding.
 MODE_TOLERANCE = 1e-7
+# Penalized IRLS's Newton steps are solved by conjugate gradients to this relative residual, in at most this many
+# iterations (else by a factorisation).
+STEP_TOLERANCE = 1e-8
+STEP_ITERATIONS = 20
 # Relative step of the central differences of f where no selected inverse gives its gradient.
 DIFFERENCE_STEP = 1e-6
 
@@ -58,8 +63,7 @@ class SparseLaplaceDeviance:
         cross, self._weights_to_cross = _weighted_cross_product(self.Z)
         self._penalized_pattern, self._products, self._diagonal = _penalized_product(
             cross, *self._lambda_at, design.lambda_index)
-        self._pattern_at = (self._penalized_pattern.indices,
-                            np.repeat(np.arange(design.q), np.diff(self._penalized_pattern.indptr)))
+        self._upper_at, self._upper_of = _upper_triangle(self._penalized_pattern)
         self.factorise = Factoriser(len(head))
         self._forget_response()
 
@@ -121,7 +125,7 @@ class SparseLaplaceDeviance:
         θ directly (the products map) and on the rows' weights W(η̂), η̂ moving with p and with û: dû/dp = A_o⁻¹
         ∂F/∂p for F = Λ'Z's − u (A_o: A at the observed information), taken by one adjoint solve for all p."""
         target, first, second, entry = self._products
-        inverse = factor.inverse_at(*self._pattern_at)[target]
+        inverse = factor.inverse_at(*self._upper_at)[self._upper_of[target]]   # A⁻¹ is symmetric: one triangle
         cross = self._weights_to_cross @ terms.weight
         explicit = (np.bincount(first, weights=inverse * cross[entry] * theta[second], minlength=self.n_theta)
                     + np.bincount(second, weights=inverse * cross[entry] * theta[first], minlength=self.n_theta))
@@ -143,14 +147,18 @@ class SparseLaplaceDeviance:
 
     def _keep_sensitivity(self, theta, beta, lam, u, terms, scores, observed: Factor) -> None:
         """dû/d(θ, β) = A_o⁻¹ ∂F/∂(θ, β), kept with (θ, β, û): the next mode search starts from û moved along it."""
-        rows, cols, index = *self._lambda_at, self.design.lambda_index
-        shape = (self.design.q, self.n_theta)
-        lambda_scores = sp.csr_matrix((scores[rows], (cols, index)), shape=shape)       # dΛ_k'Z's
-        lambda_mode = sp.csr_matrix((u[cols], (rows, index)), shape=shape)              # dΛ_k û
-        moved = np.hstack([(self.Z @ lambda_mode).toarray(), self.X]) * terms.observed_weight[:, None]
+        rows, cols = self._lambda_at
+        lambda_mode = self._by_theta(u[cols], rows)                                     # dΛ_k û
+        moved = np.hstack([self.Z @ lambda_mode, self.X]) * terms.observed_weight[:, None]
         derivative = -(lam.T @ (self.Zt @ moved))
-        derivative[:, :self.n_theta] += lambda_scores.toarray()
+        derivative[:, :self.n_theta] += self._by_theta(scores[rows], cols)              # dΛ_k'Z's
         self._sensitivity = (np.concatenate([theta, beta]), u, observed.solve(derivative))
+
+    def _by_theta(self, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """The (q, n_θ) array with Λ's entries' ``values`` summed at (``at``, the θ element of the entry)."""
+        q, n_theta = self.design.q, self.n_theta
+        return np.bincount(at * n_theta + self.design.lambda_index, weights=values,
+                           minlength=q * n_theta).reshape(q, n_theta)
 
     def _difference_gradient(self, params: np.ndarray) -> np.ndarray:
         steps = DIFFERENCE_STEP * np.maximum(1.0, np.abs(params))
@@ -208,7 +216,7 @@ class SparseLaplaceDeviance:
         for _ in range(MAX_ITERATIONS):
             terms = self.link.terms(self.y, self.n, eta)
             rhs = lam.T @ (self.Zt @ terms.score) - u
-            step = self.factorise(self._penalized_matrix(theta, terms.observed_weight)).solve(rhs)
+            step = self._newton_step(theta, terms.observed_weight, rhs)
             decrement = float(rhs @ step)
             if decrement < MODE_TOLERANCE:
                 return u + step   # one more quadratically convergent step: log|A| moves with û
@@ -222,6 +230,21 @@ class SparseLaplaceDeviance:
 
             u, eta = halved_step(u, step, self._penalized(terms.kernel, u), penalized_at)
         raise NotConvergedError("penalized IRLS did not find the mode of the random effects in 100 iterations")
+
+    def _newton_step(self, theta: np.ndarray, weights: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """A⁻¹ rhs for A at these weights: by conjugate gradients preconditioned with the factor of the last mode's
+        A (a nearby point of the search: CG takes 1–5 of its solves there, and one factorisation costs as much as
+        twenty), by a factorisation of A where there is no last mode or CG does not converge in a few steps."""
+        a = self._penalized_matrix(theta, weights)
+        if self._last_mode is not None:
+            nearby_factor = self._last_mode[1][2]
+            try:
+                step, _ = solve_many(lambda block: a @ block, rhs[:, None], nearby_factor.solve, rtol=STEP_TOLERANCE,
+                                     max_iterations=STEP_ITERATIONS)
+                return step[:, 0]
+            except NotConverged:   # the last mode was too far: factorise
+                pass
+        return self.factorise(a).solve(rhs)
 
 
 def _weighted_cross_product(Z: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -244,6 +267,17 @@ def _weighted_cross_product(Z: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_mat
                             shape=(q, q))
     weights_to_cross = sp.csr_matrix((Z.data[first] * Z.data[second], (slot, row_of[first])), shape=(len(unique), n))
     return pattern, weights_to_cross
+
+
+def _upper_triangle(pattern: sp.csc_matrix) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The entries (i, j), i ≤ j, of a symmetric pattern, and where each of its entries or their mirror is there."""
+    q = pattern.shape[0]
+    rows = pattern.indices.astype(np.int64)
+    cols = np.repeat(np.arange(q, dtype=np.int64), np.diff(pattern.indptr))
+    keys = np.minimum(rows, cols) * q + np.maximum(rows, cols)
+    upper = np.flatnonzero(rows <= cols)
+    upper = upper[np.argsort(keys[upper])]
+    return (rows[upper], cols[upper]), np.searchsorted(keys[upper], keys)
 
 
 def _penalized_product(cross: sp.csr_matrix, lambda_rows: np.ndarray, lambda_cols: np.ndarray,
