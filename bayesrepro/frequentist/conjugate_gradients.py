@@ -20,8 +20,8 @@ class NotConverged(ArithmeticError):
 
 
 def solve_many(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray,
-               preconditioner: np.ndarray | Callable[[np.ndarray], np.ndarray], start: np.ndarray | None = None, rtol: float = 1e-8,
-               max_iterations: int = 1000) -> tuple[np.ndarray, int]:
+               preconditioner: np.ndarray | Callable[[np.ndarray], np.ndarray], start: np.ndarray | None = None,
+               rtol: float = 1e-8, max_iterations: int = 1000) -> tuple[np.ndarray, int]:
     """Solve ``A X = rhs`` for a symmetric positive definite A given by its product.
 
     Parameters
