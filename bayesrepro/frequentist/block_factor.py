@@ -93,6 +93,8 @@ class BlockFactor:
                             + 2.0 * np.log(np.diag(self.s_factor)).sum())
 
     def _s_solve(self, rhs: np.ndarray) -> np.ndarray:
+        if not len(rhs):   # every level in the lead block: an empty system (scipy before 1.15 refuses to solve it)
+            return rhs.copy()
         return scipy.linalg.cho_solve((self.s_factor, True), rhs, check_finite=False)
 
     def _d_solve(self, rhs: np.ndarray) -> np.ndarray:

@@ -101,7 +101,9 @@ class PenalizedSystem:
         factor = self.factor[:size, :size]
         r1, rr = rhs_random[: self.layout.n1], rhs_random[self.layout.n1 :]
         rhs = rr if random_only else np.concatenate([rr, rhs_fixed])
-        z = scipy.linalg.cho_solve((factor, True), rhs - self._V_transpose(r1 / self.D, random_only), check_finite=False)
+        z = rhs - self._V_transpose(r1 / self.D, random_only)
+        if size:   # nothing left past the eliminated factor: an empty system (scipy before 1.15 refuses to solve it)
+            z = scipy.linalg.cho_solve((factor, True), z, check_finite=False)
         x1 = (r1 - (self._V_apply(z) if not random_only else np.asarray(self.B @ z).ravel())) / self.D
         if random_only:
             return np.concatenate([x1, z])

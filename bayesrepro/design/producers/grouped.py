@@ -591,6 +591,8 @@ def _typed_cells(rows: pd.DataFrame, spec: FormulaSpec, numeric: dict[str, bool]
 def _levels(columns: pd.DataFrame) -> tuple[list[str], np.ndarray, pd.MultiIndex]:
     """Level labels (in the order the memory engine gives them), each row's level code and the levels as text tuples."""
     text = columns.astype(str)
+    if text.empty:   # no rows left (a filter kept none): pandas before 3.0 cannot factorize an empty MultiIndex
+        return [], np.zeros(0, dtype=np.int64), pd.MultiIndex.from_frame(text)
     ranks = [np.searchsorted(np.array(sorted(set(text[name])), dtype=object), text[name].to_numpy(dtype=object))
              for name in text.columns]
     codes, _ = pd.factorize(pd.MultiIndex.from_arrays(ranks), sort=True)
