@@ -361,8 +361,8 @@ def test_spark_reads_names_rows_and_types_as_memory_does(spark_session, tmp_path
               "big == 9007199254740993"),
              (FORMULA, write(grid(flag=np.arange(32) % 3 == 0), tmp_path / "flags.parquet"), "flag"),
              ("score ~ system + (1|flag) + (1|item)", str(tmp_path / "flags.parquet"), None),
-             (FORMULA, write(grid(ts=pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(32), "D")),
-                             tmp_path / "ts.parquet"), "ts > 3"),
+             (FORMULA, write(grid(ts=(pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(32), "D"))
+                                  .astype("datetime64[us]")), tmp_path / "ts.parquet"), "ts > 3"),
              (FORMULA, write(grid(amount=[decimal.Decimal(k) / 7 for k in range(32)]), tmp_path / "dec.parquet"),
               "amount > 2")]
     ids = ["2020-01-01", "2020-1-1", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "6BA7B810-9DAD-11D1-80B4-00C04FD430C8",
@@ -385,6 +385,11 @@ def test_spark_reads_names_rows_and_types_as_memory_does(spark_session, tmp_path
     for formula, path, where in cases:
         memory = outcome(formula, path, "memory", where=where)
         assert_same(outcome(formula, path, "spark", where=where), memory)
+    # Spark reads no nanosecond timestamps (pandas before 3.0 writes them by default): one line naming the file
+    nanos = write(grid(ts=(pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(32), "D")).astype("datetime64[ns]")),
+                  tmp_path / "nanos.parquet")
+    status, message = outcome(FORMULA, nanos, "spark")
+    assert status == "refused" and message.startswith(f"Spark could not read '{nanos}'") and "\n" not in message
     (tmp_path / "~").mkdir()
     write(grid(items=6), tmp_path / "~" / "x.csv")
     monkeypatch.chdir(tmp_path)
