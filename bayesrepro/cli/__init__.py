@@ -130,9 +130,10 @@ def console_main() -> int:
     operating system reclaims the process anyway, so they are moved out of the
     collector's sight first (``gc.freeze``); exit handlers and the flushing of
     output still run as usual, except after a Ctrl-C (exit status 130), where
-    the process ends as soon as its output is flushed (see ``_main_frozen``). While the command runs, the collector runs less
-    often (``COLLECTION_THRESHOLDS``), and every BLAS library loads with one
-    thread (``runtime.blas_single_threaded_from_start``).
+    the process ends as soon as its output is flushed (see ``_main_frozen``).
+    While the command runs, the collector runs less often
+    (``COLLECTION_THRESHOLDS``), and every BLAS library loads with one thread
+    (``runtime.blas_single_threaded_from_start``).
     """
     return run_contained(_main_frozen)
 
